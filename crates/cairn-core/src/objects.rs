@@ -1,0 +1,59 @@
+//! The stored object types besides nodes and edges: [`TreeNode`] (a node of the Merkle
+//! search tree that indexes nodes and edges) and [`Commit`].
+//!
+//! These are plain data; the tree algorithms live in `cairn-graph`, the bytes in
+//! [`codec`](crate::codec).
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{CommitId, Hash};
+
+/// One key of a [`TreeNode`]: the key, the hash of the object it maps to, and the subtree
+/// of keys between this key and the next one (if any).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeEntry {
+    /// The key (a node id's bytes, or an encoded edge key).
+    pub key: Vec<u8>,
+    /// Hash of the node or edge object stored under the key.
+    pub value: Hash,
+    /// Subtree holding the keys greater than `key` and less than the next entry's key.
+    pub right: Option<Hash>,
+}
+
+/// A node of a Merkle search tree.
+///
+/// Every key has a level derived from the hash of the key alone (see `storage-format.md`);
+/// a tree node holds the keys of one level in its range, in increasing order, and links to
+/// subtrees holding the keys of lower levels between them. The shape is therefore a
+/// function of the key set, never of the order of writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeNode {
+    /// The level shared by all keys of this node.
+    pub level: u8,
+    /// Subtree holding the keys less than the first entry's key.
+    pub left: Option<Hash>,
+    /// At least one entry, strictly increasing by key.
+    pub entries: Vec<TreeEntry>,
+}
+
+/// A commit: a snapshot of the graph (the roots of its node and edge trees) with its
+/// parents and metadata. Its [`CommitId`] is the hash of its encoding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Commit {
+    /// Parent commits: none for a root commit, one usually, two or more for a merge.
+    pub parents: Vec<CommitId>,
+    /// Root of the node tree (`None`: no nodes).
+    pub node_root: Option<Hash>,
+    /// Root of the edge tree (`None`: no edges).
+    pub edge_root: Option<Hash>,
+    /// Number of nodes in the node tree.
+    pub node_count: u64,
+    /// Number of edges in the edge tree.
+    pub edge_count: u64,
+    /// Who made the commit.
+    pub author: String,
+    /// Why.
+    pub message: String,
+    /// When, in milliseconds since the Unix epoch (transaction time).
+    pub timestamp_ms: i64,
+}

@@ -1,0 +1,1 @@
+//! Carrier package for Cairn's cross-crate integration tests (`tests/`) and benchmarks (`benches/`).
