@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use bincode::config::{self, Configuration, Fixint, LittleEndian, Limit};
+use bincode::config::{self, Configuration, Fixint, Limit, LittleEndian};
 use bincode::de::read::SliceReader;
 use bincode::de::{Decode, DecoderImpl};
 use bincode::enc::write::Writer;
@@ -332,6 +332,7 @@ pub fn encode_commit(c: &Commit) -> Vec<u8> {
     }
     w_opt_hash(&mut e, &c.node_root);
     w_opt_hash(&mut e, &c.edge_root);
+    w_opt_hash(&mut e, &c.edge_in_root);
     w(&mut e, &c.node_count);
     w(&mut e, &c.edge_count);
     w(&mut e, c.author.as_str());
@@ -349,6 +350,28 @@ pub fn edge_tree_key(source: &NodeId, kind: &str, target: &NodeId) -> Vec<u8> {
     k.extend_from_slice(kind.as_bytes());
     k.extend_from_slice(target.as_bytes());
     k
+}
+
+/// The key of an edge in the reverse edge tree: [`edge_tree_key`] with source and target
+/// swapped, so "in-edges of X" is a prefix scan of [`edge_key_prefix`]`(X)`.
+pub fn edge_in_tree_key(source: &NodeId, kind: &str, target: &NodeId) -> Vec<u8> {
+    edge_tree_key(target, kind, source)
+}
+
+/// Splits an edge-tree key back into (first id, kind, second id); `None` if malformed.
+pub fn split_edge_tree_key(key: &[u8]) -> Option<(NodeId, String, NodeId)> {
+    let take = |k: &[u8]| -> Option<(Vec<u8>, usize)> {
+        let len = u16::from_be_bytes([*k.first()?, *k.get(1)?]) as usize;
+        Some((k.get(2..2 + len)?.to_vec(), 2 + len))
+    };
+    let (first, used1) = take(key)?;
+    let (kind, used2) = take(&key[used1..])?;
+    let second = key.get(used1 + used2..)?.to_vec();
+    Some((
+        NodeId::new(String::from_utf8(first).ok()?).ok()?,
+        String::from_utf8(kind).ok()?,
+        NodeId::new(String::from_utf8(second).ok()?).ok()?,
+    ))
 }
 
 /// The prefix shared by the edge-tree keys of all edges leaving `source`.
@@ -387,7 +410,10 @@ fn r_len(d: &mut Dec<'_>, kind: &'static str, min_elem_bytes: usize) -> Result<u
         .checked_mul(min_elem_bytes.max(1))
         .ok_or_else(|| invalid(kind, "length overflows"))?;
     if claim > MAX_OBJECT_BYTES {
-        return Err(invalid(kind, format!("collection of {n} elements is over the object size limit")));
+        return Err(invalid(
+            kind,
+            format!("collection of {n} elements is over the object size limit"),
+        ));
     }
     Ok(n)
 }
@@ -627,6 +653,7 @@ pub fn decode_commit(bytes: &[u8]) -> Result<Commit, DecodeError> {
                 parents,
                 node_root: r_opt_hash(d, K)?,
                 edge_root: r_opt_hash(d, K)?,
+                edge_in_root: r_opt_hash(d, K)?,
                 node_count: r(d, K)?,
                 edge_count: r(d, K)?,
                 author: r(d, K)?,
@@ -671,6 +698,39 @@ pub fn decode_derived<T: Decode<()>>(tag: u8, bytes: &[u8]) -> Result<T, DecodeE
     // is read without the object limit; its integrity is checked by the store's crc.
     let cfg = config::standard().with_little_endian().with_fixed_int_encoding();
     let (v, used) = bincode::decode_from_slice::<T, _>(&bytes[1..], cfg).map_err(|e| DecodeError::Malformed {
+        kind: K,
+        detail: e.to_string(),
+    })?;
+    if used != bytes.len() - 1 {
+        return Err(invalid(K, "trailing bytes"));
+    }
+    Ok(v)
+}
+
+/// Encodes a derived-data value through its serde implementation (for third-party types
+/// such as instant-distance's HNSW graph), same configuration, behind a tag byte.
+pub fn encode_derived_serde<T: serde::Serialize>(tag: u8, value: &T) -> Result<Vec<u8>, String> {
+    let cfg = config::standard().with_little_endian().with_fixed_int_encoding();
+    let mut out = vec![tag];
+    out.extend(bincode::serde::encode_to_vec(value, cfg).map_err(|e| e.to_string())?);
+    Ok(out)
+}
+
+/// Decodes a value written by [`encode_derived_serde`].
+pub fn decode_derived_serde<T: serde::de::DeserializeOwned>(tag: u8, bytes: &[u8]) -> Result<T, DecodeError> {
+    const K: &str = "derived";
+    match bytes.first() {
+        None => return Err(DecodeError::Empty),
+        Some(&t) if t != tag => {
+            return Err(DecodeError::BadTag {
+                found: t,
+                expected: "derived data tag",
+            })
+        }
+        _ => {}
+    }
+    let cfg = config::standard().with_little_endian().with_fixed_int_encoding();
+    let (v, used) = bincode::serde::decode_from_slice::<T, _>(&bytes[1..], cfg).map_err(|e| DecodeError::Malformed {
         kind: K,
         detail: e.to_string(),
     })?;
@@ -741,6 +801,7 @@ mod tests {
             parents: vec![CommitId(Hash::of(b"parent"))],
             node_root: Some(Hash::of(b"nodes")),
             edge_root: None,
+            edge_in_root: None,
             node_count: 2,
             edge_count: 0,
             author: "cairn".into(),
@@ -793,7 +854,7 @@ mod tests {
     const GOLDEN_NODE: &str = "63ab8cc9358367afdd3c2738c48fe85f4d81df59cf7e5abed5b620cba96e28e3";
     const GOLDEN_EDGE: &str = "5573b5c4827a037410743b570e5df3ad262244e4985d95629fe484bd75c608ef";
     const GOLDEN_TREE: &str = "d78632ed88642d32da3d0bd887b8f9a2b5d40b007feb4e53bd46735c185395ed";
-    const GOLDEN_COMMIT: &str = "6ddafd92677751f50f9cd1a6ab6e4cad9caed86621d325805aa59bd005c2091c";
+    const GOLDEN_COMMIT: &str = "51879e144f39f33d09bd977c595265e4c1a3dbd8f0904dc9a01c6daceba53618";
 
     #[test]
     fn negative_zero_is_written_as_positive_zero() {

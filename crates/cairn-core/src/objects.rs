@@ -44,8 +44,11 @@ pub struct Commit {
     pub parents: Vec<CommitId>,
     /// Root of the node tree (`None`: no nodes).
     pub node_root: Option<Hash>,
-    /// Root of the edge tree (`None`: no edges).
+    /// Root of the edge tree, keyed by (source, kind, target) (`None`: no edges).
     pub edge_root: Option<Hash>,
+    /// Root of the reverse edge tree, keyed by (target, kind, source), mapping to the same
+    /// edge objects: finds a node's incoming edges without a scan.
+    pub edge_in_root: Option<Hash>,
     /// Number of nodes in the node tree.
     pub node_count: u64,
     /// Number of edges in the edge tree.

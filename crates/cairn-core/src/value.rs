@@ -209,7 +209,10 @@ mod tests {
         let Value::Map(m) = &v else { panic!("not a map") };
         assert_eq!(m["a"], Value::Int(1));
         assert_eq!(m["b"], Value::Float(1.5));
-        assert_eq!(serde_json::to_string(&v).unwrap(), r#"{"a":1,"b":1.5,"c":[true,null,"x"]}"#);
+        assert_eq!(
+            serde_json::to_string(&v).unwrap(),
+            r#"{"a":1,"b":1.5,"c":[true,null,"x"]}"#
+        );
     }
 
     #[test]

@@ -1,0 +1,19 @@
+//! # cairn-graph
+//!
+//! The versioned graph: a history-independent Merkle search tree ([`mst`]) holding nodes
+//! and edges, typed access to stored objects with integrity checks ([`objects`]), commits
+//! and their history ([`history`]), branch refs moved by compare-and-swap ([`refs`]), and
+//! structural diffs that skip identical subtrees ([`mst::diff`]).
+
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod history;
+pub mod mst;
+pub mod objects;
+pub mod refs;
+
+pub use error::GraphError;
+pub use mst::{Change, Mutation};
+pub use objects::{Objects, PendingWrites};
+pub use refs::{BranchName, Refs};
