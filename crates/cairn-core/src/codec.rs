@@ -338,6 +338,9 @@ pub fn encode_commit(c: &Commit) -> Vec<u8> {
     w(&mut e, c.author.as_str());
     w(&mut e, c.message.as_str());
     w(&mut e, &c.timestamp_ms);
+    w(&mut e, &c.generation);
+    w_opt_hash(&mut e, &c.index_base.map(|c| c.0));
+    w(&mut e, &c.changes_since_base);
     finish(e)
 }
 
@@ -659,6 +662,9 @@ pub fn decode_commit(bytes: &[u8]) -> Result<Commit, DecodeError> {
                 author: r(d, K)?,
                 message: r(d, K)?,
                 timestamp_ms: r(d, K)?,
+                generation: r(d, K)?,
+                index_base: r_opt_hash(d, K)?.map(CommitId),
+                changes_since_base: r(d, K)?,
             };
             if c.author.len() > MAX_AUTHOR_BYTES || c.message.len() > MAX_MESSAGE_BYTES {
                 return Err(invalid(K, "author or message over its size limit"));
@@ -807,6 +813,9 @@ mod tests {
             author: "cairn".into(),
             message: "first".into(),
             timestamp_ms: 1_700_000_000_000,
+            generation: 1,
+            index_base: Some(CommitId(Hash::ZERO)),
+            changes_since_base: 2,
         }
     }
 
@@ -854,7 +863,7 @@ mod tests {
     const GOLDEN_NODE: &str = "63ab8cc9358367afdd3c2738c48fe85f4d81df59cf7e5abed5b620cba96e28e3";
     const GOLDEN_EDGE: &str = "5573b5c4827a037410743b570e5df3ad262244e4985d95629fe484bd75c608ef";
     const GOLDEN_TREE: &str = "d78632ed88642d32da3d0bd887b8f9a2b5d40b007feb4e53bd46735c185395ed";
-    const GOLDEN_COMMIT: &str = "51879e144f39f33d09bd977c595265e4c1a3dbd8f0904dc9a01c6daceba53618";
+    const GOLDEN_COMMIT: &str = "2f94b6c7d5d8c11fdc7cef8969af9edebb1a7184205186bcb2d58721990c55c1";
 
     #[test]
     fn negative_zero_is_written_as_positive_zero() {

@@ -59,4 +59,14 @@ pub struct Commit {
     pub message: String,
     /// When, in milliseconds since the Unix epoch (transaction time).
     pub timestamp_ms: i64,
+    /// Number of first-parent ancestors (0 for a root commit): the commit's position on
+    /// its branch's first-parent chain.
+    pub generation: u64,
+    /// The commit whose node set the dense (HNSW) index base of this commit is built over,
+    /// chosen at commit time by a documented rule; [`Hash::ZERO`] means this commit
+    /// itself; `None` means no base (exact scan only).
+    pub index_base: Option<CommitId>,
+    /// Node changes (adds, changes, removals) since `index_base`'s node set, counted
+    /// commit by commit (an upper bound of the true difference). Drives the rule.
+    pub changes_since_base: u64,
 }
