@@ -1,0 +1,52 @@
+//! # Cairn
+//!
+//! An embedded, versioned graph database with a deterministic hybrid retriever for AI
+//! agents: "git for an agent's knowledge graph".
+//!
+//! - [`Repo`] — open or create a repository ([`Repo::open`], [`Repo::init`],
+//!   [`Repo::in_memory`]), write through [`Transaction`]s, read nodes and edges at any
+//!   commit, walk history ([`Repo::log`], [`Repo::diff`], [`Repo::as_of`]), manage branches.
+//! - Content addressing: every node, edge, tree node and commit is hashed with blake3 over
+//!   a canonical encoding (`storage-format.md`); the same graph has the same hash whatever
+//!   the order of writes.
+//!
+//! ```
+//! use cairn::{Edge, Node, NodeId, Repo};
+//!
+//! let repo = Repo::in_memory()?;
+//! let mut tx = repo.transaction()?;
+//! let a = NodeId::new("a")?;
+//! let b = NodeId::new("b")?;
+//! tx.put_node(Node::new(a.clone()).with_label("Doc").with_text("lift and drag"))?;
+//! tx.put_node(Node::new(b.clone()).with_label("Doc").with_text("stall"))?;
+//! tx.put_edge(Edge::new(a.clone(), "cites", b.clone()))?;
+//! let c1 = tx.commit("two docs")?;
+//!
+//! let mut tx = repo.transaction()?;
+//! tx.delete_node(&b)?; // also deletes the edge
+//! let c2 = tx.commit("drop b")?;
+//! let diff = repo.diff(&c1, &c2)?;
+//! assert_eq!(diff.nodes.len(), 1);
+//! assert_eq!(diff.edges.len(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod diff;
+pub mod error;
+pub mod fsck;
+pub mod import;
+mod indexes;
+mod repo;
+pub mod rev;
+mod time_index;
+mod transaction;
+
+pub use cairn_core::{Commit, CommitId, Edge, EdgeKey, Hash, Node, NodeId, SparseVector, Validity, Value};
+pub use diff::{ChangeKind, Diff, EdgeChange, NodeChange};
+pub use error::{Error, Result};
+pub use fsck::FsckReport;
+pub use import::{ImportOp, ImportSummary};
+pub use repo::{Repo, Stats, DEFAULT_BRANCH};
+pub use transaction::{Transaction, HNSW_MIN_NODES};

@@ -1,0 +1,111 @@
+//! The error type of the `cairn` API.
+
+use cairn_core::{CommitId, EdgeKey, NodeId, ValidationError};
+use cairn_graph::GraphError;
+use cairn_index::IndexError;
+use cairn_store::StoreError;
+
+/// Everything that can go wrong in a [`Repo`](crate::Repo) call. Every variant says what
+/// it is about (node, edge, commit, branch, file line), so a message alone is actionable.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Input refused by validation; nothing was changed.
+    #[error("invalid input: {0}")]
+    Validation(#[from] ValidationError),
+    /// No repository at the path.
+    #[error("no cairn repository at {path}")]
+    NotARepo {
+        /// The path.
+        path: String,
+    },
+    /// `init` on a path that already holds a repository.
+    #[error("a cairn repository already exists at {path}")]
+    AlreadyExists {
+        /// The path.
+        path: String,
+    },
+    /// A revision that names no commit.
+    #[error("unknown revision `{rev}`: {detail}")]
+    UnknownRevision {
+        /// The revision as given.
+        rev: String,
+        /// Why it did not resolve.
+        detail: String,
+    },
+    /// A hex prefix that matches several commits.
+    #[error("ambiguous revision `{prefix}`: matches {count} commits")]
+    AmbiguousRevision {
+        /// The prefix.
+        prefix: String,
+        /// How many commits match.
+        count: usize,
+    },
+    /// A branch that does not exist.
+    #[error("unknown branch `{0}`")]
+    UnknownBranch(String),
+    /// Creating a branch that exists.
+    #[error("branch `{0}` already exists")]
+    BranchExists(String),
+    /// Deleting the current branch.
+    #[error("cannot delete the current branch `{0}`; switch to another branch first")]
+    DeleteCurrentBranch(String),
+    /// The branch moved since the transaction started (another writer committed first):
+    /// nothing was changed; retry on the new head.
+    #[error("branch `{branch}` moved: the transaction started at {expected}, the branch is now at {actual}")]
+    Conflict {
+        /// The branch.
+        branch: String,
+        /// Head when the transaction started (`none` for an empty branch).
+        expected: String,
+        /// Head now.
+        actual: String,
+    },
+    /// A commit whose timestamp is earlier than its parent's.
+    #[error("commit timestamp {timestamp_ms} is earlier than its parent's {parent_ms}; timestamps on a branch never go backwards")]
+    TimestampBeforeParent {
+        /// The timestamp asked for.
+        timestamp_ms: i64,
+        /// The parent's.
+        parent_ms: i64,
+    },
+    /// A node that does not exist where it was expected.
+    #[error("node {id:?} not found{}", at.map(|c| format!(" at commit {}", c.short())).unwrap_or_default())]
+    NodeNotFound {
+        /// The node.
+        id: NodeId,
+        /// The commit read, if any.
+        at: Option<CommitId>,
+    },
+    /// An edge that does not exist where it was expected.
+    #[error("edge {key} not found")]
+    EdgeNotFound {
+        /// The edge.
+        key: EdgeKey,
+    },
+    /// A bad line in an import file; nothing was imported.
+    #[error("line {line}: {detail}")]
+    Import {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        detail: String,
+    },
+    /// A bad argument (e.g. an empty commit message where one is required).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// A graph-layer failure (missing or corrupt object, bad ref).
+    #[error(transparent)]
+    Graph(#[from] GraphError),
+    /// A store failure.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// An index failure (bad query, bad stored index).
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    /// A merge whose conflicts were not resolved.
+    #[error("merge has {0} conflict(s); resolve them or choose a strategy")]
+    MergeConflicts(usize),
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,226 @@
+//! The JSON Lines import format (`cairn import`), one operation per line, each line an
+//! object with exactly one key:
+//!
+//! ```text
+//! {"node": {"id", "labels", "text", "props", "embeddings": {"model": [f32...]},
+//!           "sparse": {"model": {"indices": [...], "values": [...]}}, "valid_from", "valid_until"}}
+//! {"edge": {"source", "target", "kind", "weight", "props", "valid_from", "valid_until"}}
+//! {"delete_node": "ID"}
+//! {"delete_edge": {"source", "kind", "target"}}
+//! ```
+//!
+//! A `node` put replaces the whole node; absent fields are empty (`weight` defaults to
+//! 1.0). Times are integer ms since the epoch or RFC 3339 strings. Blank lines are
+//! skipped. A whole file is one commit: on any bad line the import stops with
+//! [`Error::Import`] naming the line, and nothing is committed.
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+
+use cairn_core::{CommitId, Edge, EdgeKey, Node, NodeId, SparseVector, Validity, Value};
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+use crate::repo::Repo;
+use crate::rev::parse_time_ms;
+
+/// A time in the import format: integer ms or an RFC 3339 string.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+enum TimeSpec {
+    Ms(i64),
+    Text(String),
+}
+
+impl TimeSpec {
+    fn ms(&self, field: &str) -> std::result::Result<i64, String> {
+        match self {
+            TimeSpec::Ms(ms) => Ok(*ms),
+            TimeSpec::Text(s) => parse_time_ms(s).ok_or_else(|| format!("`{field}`: {s:?} is not ms or RFC 3339")),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SparseSpec {
+    indices: Vec<u32>,
+    values: Vec<f32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NodeSpec {
+    id: String,
+    #[serde(default)]
+    labels: Vec<String>,
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    props: BTreeMap<String, Value>,
+    #[serde(default)]
+    embeddings: BTreeMap<String, Vec<f32>>,
+    #[serde(default)]
+    sparse: BTreeMap<String, SparseSpec>,
+    valid_from: Option<TimeSpec>,
+    valid_until: Option<TimeSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EdgeSpec {
+    source: String,
+    target: String,
+    kind: String,
+    weight: Option<f64>,
+    #[serde(default)]
+    props: BTreeMap<String, Value>,
+    valid_from: Option<TimeSpec>,
+    valid_until: Option<TimeSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EdgeKeySpec {
+    source: String,
+    kind: String,
+    target: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum Line {
+    Node(NodeSpec),
+    Edge(EdgeSpec),
+    DeleteNode(String),
+    DeleteEdge(EdgeKeySpec),
+}
+
+/// One parsed import operation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ImportOp {
+    /// Put a node.
+    PutNode(Node),
+    /// Put an edge.
+    PutEdge(Edge),
+    /// Delete a node (and its edges).
+    DeleteNode(NodeId),
+    /// Delete an edge.
+    DeleteEdge(EdgeKey),
+}
+
+fn node_id(s: String) -> std::result::Result<NodeId, String> {
+    NodeId::new(s).map_err(|e| e.to_string())
+}
+
+fn validity(from: Option<TimeSpec>, until: Option<TimeSpec>) -> std::result::Result<Validity, String> {
+    Ok(Validity {
+        valid_from_ms: from.map(|t| t.ms("valid_from")).transpose()?,
+        valid_until_ms: until.map(|t| t.ms("valid_until")).transpose()?,
+    })
+}
+
+/// Parses one line of the format (without applying it).
+pub fn parse_line(line: &str) -> std::result::Result<ImportOp, String> {
+    let parsed: Line = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    Ok(match parsed {
+        Line::Node(n) => ImportOp::PutNode(Node {
+            id: node_id(n.id)?,
+            labels: n.labels.into_iter().collect(),
+            props: n.props,
+            text: n.text,
+            embeddings: n.embeddings,
+            sparse: n
+                .sparse
+                .into_iter()
+                .map(|(m, s)| (m, SparseVector::new(s.indices, s.values)))
+                .collect(),
+            validity: validity(n.valid_from, n.valid_until)?,
+        }),
+        Line::Edge(e) => ImportOp::PutEdge(Edge {
+            source: node_id(e.source)?,
+            kind: e.kind,
+            target: node_id(e.target)?,
+            weight: e.weight.unwrap_or(1.0),
+            props: e.props,
+            validity: validity(e.valid_from, e.valid_until)?,
+        }),
+        Line::DeleteNode(id) => ImportOp::DeleteNode(node_id(id)?),
+        Line::DeleteEdge(k) => ImportOp::DeleteEdge(EdgeKey {
+            source: node_id(k.source)?,
+            kind: k.kind,
+            target: node_id(k.target)?,
+        }),
+    })
+}
+
+/// What an import did.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ImportSummary {
+    /// The commit made.
+    pub commit: CommitId,
+    /// Operations applied.
+    pub operations: u64,
+}
+
+impl Repo {
+    /// Imports a JSON Lines stream as one commit on the current branch (see the
+    /// [module docs](crate::import)). `progress` is called with the bytes read so far.
+    pub fn import_jsonl(
+        &self,
+        reader: impl BufRead,
+        message: &str,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<ImportSummary> {
+        let mut tx = self.transaction()?;
+        let mut operations = 0u64;
+        let mut bytes = 0u64;
+        for (i, line) in reader.lines().enumerate() {
+            let lineno = i + 1;
+            let line = line.map_err(|e| Error::Import {
+                line: lineno,
+                detail: format!("cannot read: {e}"),
+            })?;
+            bytes += line.len() as u64 + 1;
+            if lineno % 1024 == 0 {
+                progress(bytes);
+            }
+            if line.trim().is_empty() {
+                continue;
+            }
+            let op = parse_line(&line).map_err(|detail| Error::Import { line: lineno, detail })?;
+            let applied = match op {
+                ImportOp::PutNode(n) => tx.put_node(n),
+                ImportOp::PutEdge(e) => tx.put_edge(e),
+                ImportOp::DeleteNode(id) => tx.delete_node(&id),
+                ImportOp::DeleteEdge(k) => tx.delete_edge(&k),
+            };
+            applied.map_err(|e| Error::Import {
+                line: lineno,
+                detail: e.to_string(),
+            })?;
+            operations += 1;
+        }
+        progress(bytes);
+        let commit = tx.commit(message)?;
+        Ok(ImportSummary { commit, operations })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_line_kind() {
+        let n = parse_line(r#"{"node": {"id": "a", "labels": ["L"], "text": "t", "valid_from": "2024-01-01T00:00:00Z", "valid_until": 1800000000000}}"#).unwrap();
+        let ImportOp::PutNode(n) = n else { panic!("not a node") };
+        assert_eq!(n.validity.valid_from_ms, Some(1_704_067_200_000));
+        assert!(matches!(parse_line(r#"{"edge": {"source": "a", "target": "b", "kind": "k"}}"#).unwrap(), ImportOp::PutEdge(e) if e.weight == 1.0));
+        assert!(matches!(parse_line(r#"{"delete_node": "a"}"#).unwrap(), ImportOp::DeleteNode(_)));
+        assert!(matches!(parse_line(r#"{"delete_edge": {"source": "a", "kind": "k", "target": "b"}}"#).unwrap(), ImportOp::DeleteEdge(_)));
+        assert!(parse_line(r#"{"node": {"id": "a"}, "edge": {}}"#).is_err());
+        assert!(parse_line(r#"{"node": {"id": "a", "bogus": 1}}"#).is_err());
+        assert!(parse_line(r#"{"node": {"id": ""}}"#).is_err());
+    }
+}

@@ -1,0 +1,429 @@
+//! [`Repo`]: a handle on one repository — opening, reading, history, branches.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use cairn_core::codec::{edge_in_tree_key, edge_key_prefix, edge_tree_key, split_edge_tree_key};
+use cairn_core::{Commit, CommitId, Edge, EdgeKey, Hash, Node, NodeId};
+use cairn_graph::refs::BranchName;
+use cairn_graph::{history, mst, Objects, Refs};
+use cairn_store::{MemoryStore, SledStore, Store};
+
+use crate::diff::{Diff, EdgeChange, NodeChange};
+use crate::error::{Error, Result};
+use crate::indexes::IndexCache;
+use crate::transaction::Transaction;
+
+/// The branch a new repository starts on.
+pub const DEFAULT_BRANCH: &str = "main";
+const FORMAT_META: &str = "format";
+const FORMAT_VALUE: &[u8] = b"cairn/1";
+
+/// A Cairn repository: a versioned property graph with per-commit indexes.
+///
+/// Cheap to clone (a shared handle); safe to use from many threads. Writers use
+/// [`Repo::transaction`]; of two transactions committing to one branch from the same
+/// head, one gets [`Error::Conflict`].
+///
+/// ```
+/// use cairn::{Node, NodeId, Repo};
+///
+/// let repo = Repo::in_memory()?;
+/// let mut tx = repo.transaction()?;
+/// tx.put_node(Node::new(NodeId::new("doc-1")?).with_label("Document").with_text("Wings stall."))?;
+/// let commit = tx.commit("first import")?;
+/// assert_eq!(repo.head()?, Some(commit));
+/// assert_eq!(repo.node(&NodeId::new("doc-1")?)?.unwrap().text, "Wings stall.");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Repo {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) objects: Objects,
+    pub(crate) path: Option<PathBuf>,
+    pub(crate) indexes: IndexCache,
+}
+
+impl std::fmt::Debug for Repo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.inner.path {
+            Some(p) => write!(f, "Repo({})", p.display()),
+            None => write!(f, "Repo(in memory)"),
+        }
+    }
+}
+
+/// Counts describing one commit (the `cairn stats` output).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Stats {
+    /// The commit.
+    pub head: CommitId,
+    /// Root of its node tree (`None`: empty).
+    pub node_root: Option<Hash>,
+    /// Root of its edge tree.
+    pub edge_root: Option<Hash>,
+    /// Nodes.
+    pub nodes: u64,
+    /// Edges.
+    pub edges: u64,
+    /// First-parent depth.
+    pub generation: u64,
+}
+
+impl Repo {
+    /// Creates a new repository on disk (sled) at `path`, on branch `main`.
+    /// Fails with [`Error::AlreadyExists`] if one is there.
+    pub fn init(path: impl AsRef<Path>) -> Result<Repo> {
+        let path = path.as_ref();
+        let store = Arc::new(SledStore::open(path)?);
+        if Refs::new(store.as_ref()).current_branch()?.is_some() {
+            return Err(Error::AlreadyExists {
+                path: path.display().to_string(),
+            });
+        }
+        Self::initialize(store.as_ref())?;
+        Ok(Repo::from_store(store, Some(path.to_path_buf())))
+    }
+
+    /// Opens the repository at `path`. Does not scan it: cost is independent of its size.
+    /// Fails with [`Error::NotARepo`] if there is none.
+    pub fn open(path: impl AsRef<Path>) -> Result<Repo> {
+        let path = path.as_ref();
+        let not_a_repo = || Error::NotARepo {
+            path: path.display().to_string(),
+        };
+        if !path.is_dir() {
+            return Err(not_a_repo());
+        }
+        let store = Arc::new(SledStore::open(path)?);
+        if Refs::new(store.as_ref()).current_branch()?.is_none() {
+            return Err(not_a_repo());
+        }
+        Ok(Repo::from_store(store, Some(path.to_path_buf())))
+    }
+
+    /// A new repository held in memory (for tests and scratch work).
+    pub fn in_memory() -> Result<Repo> {
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        Self::initialize(store.as_ref())?;
+        Ok(Repo::from_store(store, None))
+    }
+
+    /// A repository over any [`Store`] (initialised if empty).
+    pub fn with_store(store: Arc<dyn Store>) -> Result<Repo> {
+        if Refs::new(store.as_ref()).current_branch()?.is_none() {
+            Self::initialize(store.as_ref())?;
+        }
+        Ok(Repo::from_store(store, None))
+    }
+
+    fn initialize(store: &dyn Store) -> Result<()> {
+        let refs = Refs::new(store);
+        refs.set_meta_once(FORMAT_META, FORMAT_VALUE)?;
+        refs.set_current_branch(&BranchName::new(DEFAULT_BRANCH)?)?;
+        store.flush()?;
+        Ok(())
+    }
+
+    fn from_store(store: Arc<dyn Store>, path: Option<PathBuf>) -> Repo {
+        Repo {
+            inner: Arc::new(Inner {
+                objects: Objects::new(Arc::clone(&store)),
+                store,
+                path,
+                indexes: IndexCache::default(),
+            }),
+        }
+    }
+
+    /// The path of an on-disk repository.
+    pub fn path(&self) -> Option<&Path> {
+        self.inner.path.as_deref()
+    }
+
+    /// The underlying store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    pub(crate) fn objects(&self) -> &Objects {
+        &self.inner.objects
+    }
+
+    pub(crate) fn refs(&self) -> Refs<'_> {
+        Refs::new(self.inner.store.as_ref())
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Writing
+
+    /// Starts a transaction on the current branch, based on its head now.
+    pub fn transaction(&self) -> Result<Transaction<'_>> {
+        let branch = self.current_branch()?;
+        Transaction::begin(self, branch)
+    }
+
+    /// Starts a transaction on `branch` (which need not be the current one).
+    pub fn transaction_on(&self, branch: &str) -> Result<Transaction<'_>> {
+        let branch = BranchName::new(branch)?;
+        Transaction::begin(self, branch)
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Branches
+
+    /// The current branch (the one `HEAD` names).
+    pub fn current_branch(&self) -> Result<BranchName> {
+        self.refs()
+            .current_branch()?
+            .ok_or_else(|| Error::UnknownBranch("HEAD".into()))
+    }
+
+    /// The head commit of the current branch (`None` before the first commit).
+    pub fn head(&self) -> Result<Option<CommitId>> {
+        Ok(self.refs().branch(&self.current_branch()?)?)
+    }
+
+    /// The head commit of `branch` (`None` if it has none), or [`Error::UnknownBranch`].
+    pub fn branch_head(&self, branch: &str) -> Result<Option<CommitId>> {
+        let name = BranchName::new(branch)?;
+        let head = self.refs().branch(&name)?;
+        if head.is_none() && self.current_branch()? != name {
+            return Err(Error::UnknownBranch(branch.into()));
+        }
+        Ok(head)
+    }
+
+    /// Branches with their heads, in name order.
+    pub fn branches(&self) -> Result<Vec<(String, CommitId)>> {
+        Ok(self
+            .refs()
+            .branches()?
+            .into_iter()
+            .map(|(b, c)| (b.to_string(), c))
+            .collect())
+    }
+
+    /// Creates `name` at revision `at` (default: the current head).
+    pub fn create_branch(&self, name: &str, at: Option<&str>) -> Result<CommitId> {
+        let branch = BranchName::new(name)?;
+        let target = match at {
+            Some(rev) => self.resolve(rev)?,
+            None => self.head()?.ok_or_else(|| Error::UnknownRevision {
+                rev: "HEAD".into(),
+                detail: "the current branch has no commits yet".into(),
+            })?,
+        };
+        match self.refs().cas_branch(&branch, None, Some(target))? {
+            Ok(()) => Ok(target),
+            Err(_) => Err(Error::BranchExists(name.into())),
+        }
+    }
+
+    /// Deletes a branch (not the current one). Its commits stay until `gc`.
+    pub fn delete_branch(&self, name: &str) -> Result<()> {
+        let branch = BranchName::new(name)?;
+        if self.current_branch()? == branch {
+            return Err(Error::DeleteCurrentBranch(name.into()));
+        }
+        let head = self
+            .refs()
+            .branch(&branch)?
+            .ok_or_else(|| Error::UnknownBranch(name.into()))?;
+        match self.refs().cas_branch(&branch, Some(head), None)? {
+            Ok(()) => Ok(()),
+            Err(actual) => Err(Error::Conflict {
+                branch: name.into(),
+                expected: head.to_hex(),
+                actual: actual.map_or("none".into(), |c| c.to_hex()),
+            }),
+        }
+    }
+
+    /// Makes `name` the current branch. It must exist (have a commit), unless the
+    /// repository has no commits at all.
+    pub fn switch_branch(&self, name: &str) -> Result<()> {
+        let branch = BranchName::new(name)?;
+        if self.refs().branch(&branch)?.is_none() && !self.branches()?.is_empty() {
+            return Err(Error::UnknownBranch(name.into()));
+        }
+        self.refs().set_current_branch(&branch)?;
+        self.inner.store.flush()?;
+        Ok(())
+    }
+
+    // -----------------------------------------------------------------------------------
+    // Reading
+
+    /// Resolves a revision: a full commit hex or unique prefix (≥ 4 digits), a branch,
+    /// `HEAD`, any of those followed by `~N` (N-th first parent), or `BRANCH@{T}` (the
+    /// head of BRANCH as of time T, ms since the epoch or RFC 3339).
+    pub fn resolve(&self, rev: &str) -> Result<CommitId> {
+        crate::rev::resolve(self, rev)
+    }
+
+    /// A commit object.
+    pub fn commit(&self, id: &CommitId) -> Result<Commit> {
+        Ok(self.objects().commit(id)?)
+    }
+
+    /// The node `id` at the current head (`None`: absent, or no commits yet).
+    pub fn node(&self, id: &NodeId) -> Result<Option<Node>> {
+        match self.head()? {
+            Some(h) => self.node_at(&h, id),
+            None => Ok(None),
+        }
+    }
+
+    /// The node `id` at commit `at`.
+    pub fn node_at(&self, at: &CommitId, id: &NodeId) -> Result<Option<Node>> {
+        let c = self.commit(at)?;
+        self.node_in_root(c.node_root, id)
+    }
+
+    pub(crate) fn node_in_root(&self, root: Option<Hash>, id: &NodeId) -> Result<Option<Node>> {
+        match mst::get(self.objects(), root, id.as_bytes())? {
+            Some(h) => Ok(Some(self.objects().node(&h)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The edge `key` at commit `at`.
+    pub fn edge_at(&self, at: &CommitId, key: &EdgeKey) -> Result<Option<Edge>> {
+        let c = self.commit(at)?;
+        let k = edge_tree_key(&key.source, &key.kind, &key.target);
+        match mst::get(self.objects(), c.edge_root, &k)? {
+            Some(h) => Ok(Some(self.objects().edge(&h)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// All nodes at commit `at`, in id order; only those carrying `label` if given.
+    pub fn nodes_at(&self, at: &CommitId, label: Option<&str>) -> Result<Vec<Node>> {
+        let c = self.commit(at)?;
+        let mut out = Vec::new();
+        mst::for_each(self.objects(), c.node_root, &mut |_, h| {
+            let n = self.objects().node(h)?;
+            if label.is_none_or(|l| n.labels.contains(l)) {
+                out.push(n);
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// All edges at commit `at`, in (source, kind, target) key order.
+    pub fn edges_at(&self, at: &CommitId) -> Result<Vec<Edge>> {
+        let c = self.commit(at)?;
+        let mut out = Vec::new();
+        mst::for_each(self.objects(), c.edge_root, &mut |_, h| {
+            out.push(self.objects().edge(h)?);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Edges leaving `id` at commit `at`.
+    pub fn edges_from(&self, at: &CommitId, id: &NodeId) -> Result<Vec<Edge>> {
+        let c = self.commit(at)?;
+        self.edges_with_prefix(c.edge_root, &edge_key_prefix(id))
+    }
+
+    /// Edges arriving at `id` at commit `at`.
+    pub fn edges_to(&self, at: &CommitId, id: &NodeId) -> Result<Vec<Edge>> {
+        let c = self.commit(at)?;
+        self.edges_with_prefix(c.edge_in_root, &edge_key_prefix(id))
+    }
+
+    pub(crate) fn edge_keys_with_prefix(&self, root: Option<Hash>, prefix: &[u8]) -> Result<Vec<(Vec<u8>, Hash)>> {
+        let mut out = Vec::new();
+        mst::scan_prefix(self.objects(), root, prefix, &mut |k, h| {
+            out.push((k.to_vec(), *h));
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    fn edges_with_prefix(&self, root: Option<Hash>, prefix: &[u8]) -> Result<Vec<Edge>> {
+        self.edge_keys_with_prefix(root, prefix)?
+            .iter()
+            .map(|(_, h)| Ok(self.objects().edge(h)?))
+            .collect()
+    }
+
+    /// Commits reachable from `rev` (default: the current head), newest first.
+    pub fn log(&self, rev: Option<&str>, limit: Option<usize>) -> Result<Vec<(CommitId, Commit)>> {
+        let head = match rev {
+            Some(r) => self.resolve(r)?,
+            None => match self.head()? {
+                Some(h) => h,
+                None => return Ok(Vec::new()),
+            },
+        };
+        Ok(history::log(self.objects(), &[head], limit)?)
+    }
+
+    /// What changed from commit `a` to commit `b`: nodes and edges added, removed and
+    /// changed. Subtrees the two commits share are skipped without being read.
+    pub fn diff(&self, a: &CommitId, b: &CommitId) -> Result<Diff> {
+        let (ca, cb) = (self.commit(a)?, self.commit(b)?);
+        let node_changes = mst::diff(self.objects(), ca.node_root, cb.node_root)?;
+        let edge_changes = mst::diff(self.objects(), ca.edge_root, cb.edge_root)?;
+        let nodes = node_changes
+            .into_iter()
+            .map(|c| {
+                let id = String::from_utf8(c.key)
+                    .ok()
+                    .and_then(|s| NodeId::new(s).ok())
+                    .ok_or_else(|| Error::InvalidArgument("node tree holds a key that is not a node id".into()))?;
+                Ok(NodeChange::new(id, c.before, c.after))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let edges = edge_changes
+            .into_iter()
+            .map(|c| {
+                let (source, kind, target) = split_edge_tree_key(&c.key)
+                    .ok_or_else(|| Error::InvalidArgument("edge tree holds a malformed key".into()))?;
+                Ok(EdgeChange::new(EdgeKey { source, kind, target }, c.before, c.after))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Diff {
+            from: *a,
+            to: *b,
+            nodes,
+            edges,
+        })
+    }
+
+    /// Counts of one commit.
+    pub fn stats(&self, at: &CommitId) -> Result<Stats> {
+        let c = self.commit(at)?;
+        Ok(Stats {
+            head: *at,
+            node_root: c.node_root,
+            edge_root: c.edge_root,
+            nodes: c.node_count,
+            edges: c.edge_count,
+            generation: c.generation,
+        })
+    }
+
+    /// The repository's dimension for dense model `model`, if any vector of it was ever
+    /// committed.
+    pub fn dense_dim(&self, model: &str) -> Result<Option<usize>> {
+        Ok(self
+            .refs()
+            .meta(&format!("dense-dim/{model}"))?
+            .and_then(|v| <[u8; 4]>::try_from(v.as_slice()).ok())
+            .map(|b| u32::from_le_bytes(b) as usize))
+    }
+
+    /// In-edge tree key of an edge (for the transaction's cascade).
+    pub(crate) fn in_key(key: &EdgeKey) -> Vec<u8> {
+        edge_in_tree_key(&key.source, &key.kind, &key.target)
+    }
+}

@@ -1,0 +1,133 @@
+//! Transaction time: which commit was a branch's head at time T.
+//!
+//! Each branch has a derived index in the store: key `tl/<branch>\0` ‖ generation (u64
+//! big-endian) → commit id (32 bytes) ‖ timestamp (i64 big-endian). Entry `g` is the commit
+//! at first-parent depth `g` on the branch's chain. Invariant: entries `0..=g` form one
+//! first-parent chain; a commit appends its entry only if entry `g-1` is its parent,
+//! otherwise (the branch was moved elsewhere) the index is dropped and rebuilt on next
+//! use by walking the chain once. Timestamps never go backwards along a chain (commits
+//! refuse that), so "head as of T" is a binary search: O(log n) point reads.
+
+use cairn_core::{Commit, CommitId, Hash};
+
+use crate::error::Result;
+use crate::repo::Repo;
+
+fn prefix(branch: &str) -> Vec<u8> {
+    let mut p = b"tl/".to_vec();
+    p.extend_from_slice(branch.as_bytes());
+    p.push(0);
+    p
+}
+
+fn key(branch: &str, generation: u64) -> Vec<u8> {
+    let mut k = prefix(branch);
+    k.extend_from_slice(&generation.to_be_bytes());
+    k
+}
+
+fn encode(id: &CommitId, ts: i64) -> Vec<u8> {
+    let mut v = id.hash().as_bytes().to_vec();
+    v.extend_from_slice(&ts.to_be_bytes());
+    v
+}
+
+fn decode(v: &[u8]) -> Option<(CommitId, i64)> {
+    let id: [u8; 32] = v.get(..32)?.try_into().ok()?;
+    let ts: [u8; 8] = v.get(32..40)?.try_into().ok()?;
+    Some((CommitId(Hash::from_bytes(id)), i64::from_be_bytes(ts)))
+}
+
+impl Repo {
+    fn time_entry(&self, branch: &str, generation: u64) -> Result<Option<(CommitId, i64)>> {
+        Ok(self
+            .store()
+            .get_derived(&key(branch, generation))?
+            .and_then(|v| decode(&v)))
+    }
+
+    /// Records a new head of `branch` in its time index (called after a commit moved the
+    /// branch). Cheap: one read, one write.
+    pub(crate) fn record_head(&self, branch: &str, id: &CommitId, c: &Commit) -> Result<()> {
+        let consistent = match (c.generation, c.parents.first()) {
+            (0, _) => true,
+            (g, Some(parent)) => self.time_entry(branch, g - 1)?.is_some_and(|(p, _)| p == *parent),
+            (_, None) => false,
+        };
+        if !consistent {
+            self.drop_time_index(branch)?;
+            return Ok(());
+        }
+        self.store()
+            .put_derived(&[(key(branch, c.generation), encode(id, c.timestamp_ms))])?;
+        Ok(())
+    }
+
+    fn drop_time_index(&self, branch: &str) -> Result<()> {
+        let keys: Vec<Vec<u8>> = self
+            .store()
+            .scan_derived(&prefix(branch))?
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        self.store().delete_derived(&keys)?;
+        Ok(())
+    }
+
+    fn rebuild_time_index(&self, branch: &str, head: CommitId) -> Result<()> {
+        self.drop_time_index(branch)?;
+        let mut entries = Vec::new();
+        let mut cur = Some(head);
+        while let Some(id) = cur {
+            let c = self.commit(&id)?;
+            entries.push((key(branch, c.generation), encode(&id, c.timestamp_ms)));
+            cur = c.parents.first().copied();
+        }
+        for chunk in entries.chunks(10_000) {
+            self.store().put_derived(chunk)?;
+        }
+        Ok(())
+    }
+
+    /// The commit that was the head of `branch` at transaction time `time_ms`: the last
+    /// commit on the branch's first-parent chain with timestamp ≤ `time_ms` (`None` if the
+    /// branch's first commit is later). O(log n) reads of the branch's time index.
+    pub fn as_of(&self, branch: &str, time_ms: i64) -> Result<Option<CommitId>> {
+        let Some(head) = self.branch_head(branch)? else {
+            return Ok(None);
+        };
+        let hc = self.commit(&head)?;
+        if hc.timestamp_ms <= time_ms {
+            return Ok(Some(head));
+        }
+        if self.time_entry(branch, hc.generation)?.map(|(c, _)| c) != Some(head) {
+            self.rebuild_time_index(branch, head)?;
+        }
+        // Binary search for the last generation with timestamp <= time_ms.
+        let (mut lo, mut hi) = (0u64, hc.generation); // answer in [lo, hi); hi's ts > time
+        let first = self.entry_or_rebuild(branch, head, 0)?;
+        if first.1 > time_ms {
+            return Ok(None);
+        }
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if self.entry_or_rebuild(branch, head, mid)?.1 <= time_ms {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(Some(self.entry_or_rebuild(branch, head, lo)?.0))
+    }
+
+    fn entry_or_rebuild(&self, branch: &str, head: CommitId, g: u64) -> Result<(CommitId, i64)> {
+        if let Some(e) = self.time_entry(branch, g)? {
+            return Ok(e);
+        }
+        self.rebuild_time_index(branch, head)?;
+        self.time_entry(branch, g)?.ok_or_else(|| crate::Error::UnknownRevision {
+            rev: format!("{branch}@{{..}}"),
+            detail: format!("the time index of `{branch}` has no generation {g}"),
+        })
+    }
+}
