@@ -1,0 +1,24 @@
+//! # cairn-store
+//!
+//! Where Cairn's bytes live. The [`Store`] trait is the seam under everything: a
+//! content-addressed object space (hash → encoded object), a small space of named refs
+//! moved by compare-and-swap, and a space of derived data (index snapshots, time indexes)
+//! that can always be rebuilt from the objects. Two backends: [`MemoryStore`] (tests) and
+//! [`SledStore`] (the embedded default on disk).
+//!
+//! Nothing above this crate does I/O.
+
+#![warn(missing_docs)]
+
+mod backend;
+mod error;
+mod frame;
+mod memory;
+mod range;
+mod sled_store;
+
+pub use backend::{CasOutcome, DerivedEntry, Store, StoreStats};
+pub use error::StoreError;
+pub use frame::{frame, unframe};
+pub use memory::MemoryStore;
+pub use sled_store::SledStore;

@@ -1,0 +1,111 @@
+//! The [`Store`] trait: the contract every backend keeps.
+
+use std::sync::Arc;
+
+use cairn_core::Hash;
+
+use crate::error::StoreError;
+
+/// The result of [`Store::cas_ref`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CasOutcome {
+    /// The ref held the expected value and now holds the new one.
+    Swapped,
+    /// The ref did not hold the expected value; nothing changed. Carries what it held.
+    Conflict {
+        /// The ref's current value (`None`: absent).
+        current: Option<Vec<u8>>,
+    },
+}
+
+/// A derived-data entry as the scans return it: `(key, value)`. An alias, so a plain
+/// tuple is the same type.
+pub type DerivedEntry = (Vec<u8>, Vec<u8>);
+
+/// Counts reported by [`Store::stats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Number of objects.
+    pub objects: u64,
+    /// Sum of the objects' encoded sizes (payload bytes, without framing).
+    pub object_bytes: u64,
+    /// Number of derived-data entries.
+    pub derived: u64,
+    /// Sum of derived-data value sizes.
+    pub derived_bytes: u64,
+}
+
+/// A backend for Cairn's objects, refs and derived data.
+///
+/// Contract, for every implementation:
+/// - **Objects** are immutable and content-addressed: `hash` is the blake3 hash of
+///   `bytes` as computed by `cairn_core::codec::hash_object`. `put_batch` is idempotent
+///   (writing an object that exists is a no-op); objects are never modified, only removed
+///   by [`Store::delete_objects`] (garbage collection).
+/// - **Integrity**: a backend that persists bytes stores a crc32 with every value and
+///   reports a mismatch as [`StoreError::Corrupt`] naming the key; it never returns
+///   damaged bytes as data.
+/// - **Refs** are small named values (branch heads, `HEAD`, repo metadata). They change
+///   only through [`Store::cas_ref`], which is atomic with respect to all other callers,
+///   in this process and (for backends that allow several) in others.
+/// - **Durability**: after [`Store::flush`] returns, every write that returned before it
+///   survives a crash (process kill or power loss, as far as the medium allows). Callers
+///   order their writes — objects, flush, ref — so a crash never leaves a ref naming a
+///   missing object.
+/// - **Derived data** (index snapshots, time indexes) lives in its own key space; it may
+///   be deleted at any time and rebuilt from objects.
+/// - All methods take `&self` and may be called from many threads at once.
+pub trait Store: Send + Sync + 'static {
+    /// Reads an object. `Ok(None)` if absent; [`StoreError::Corrupt`] if its checksum
+    /// does not match.
+    fn get(&self, hash: &Hash) -> Result<Option<Arc<[u8]>>, StoreError>;
+
+    /// True if the object is present (does not verify its checksum).
+    fn contains(&self, hash: &Hash) -> Result<bool, StoreError>;
+
+    /// Writes objects in one batch (one backend write, not one per object). Objects
+    /// already present are left as they are. Not durable until [`Store::flush`].
+    fn put_batch(&self, objects: &[(Hash, Vec<u8>)]) -> Result<(), StoreError>;
+
+    /// Lists every object hash, in hash order (used by `fsck` and `gc`).
+    fn object_hashes(&self) -> Result<Vec<Hash>, StoreError>;
+
+    /// Removes objects (garbage collection). Absent hashes are ignored.
+    fn delete_objects(&self, hashes: &[Hash]) -> Result<(), StoreError>;
+
+    /// Reads a ref. `Ok(None)` if absent.
+    fn get_ref(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// Atomically sets ref `name` to `new` (`None` deletes it) if it currently holds
+    /// `expected` (`None`: absent). Durable when it returns `Swapped` (backends flush).
+    /// An empty value is a value, not absence. If the backend fails after the swap
+    /// (say, while flushing), the error is returned and the swap may or may not last.
+    fn cas_ref(&self, name: &str, expected: Option<&[u8]>, new: Option<&[u8]>) -> Result<CasOutcome, StoreError>;
+
+    /// Lists refs whose names start with `prefix`, in name order.
+    fn list_refs(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError>;
+
+    /// Reads a derived-data value.
+    fn get_derived(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// Writes derived-data values in one batch.
+    fn put_derived(&self, entries: &[(Vec<u8>, Vec<u8>)]) -> Result<(), StoreError>;
+
+    /// Deletes derived-data values.
+    fn delete_derived(&self, keys: &[Vec<u8>]) -> Result<(), StoreError>;
+
+    /// Lists derived-data entries whose key starts with `prefix`, in key order.
+    fn scan_derived(&self, prefix: &[u8]) -> Result<Vec<DerivedEntry>, StoreError>;
+
+    /// The entry with the greatest key that starts with `prefix` and is `<= upper`, if
+    /// any (a point lookup in a sorted index, e.g. "last commit at or before time T").
+    /// Keys of other prefixes are never returned, even when they lie between `prefix`
+    /// and `upper`; an `upper` past every key of the prefix yields the prefix's last key.
+    fn last_derived_at_or_before(&self, prefix: &[u8], upper: &[u8]) -> Result<Option<DerivedEntry>, StoreError>;
+
+    /// Makes every write that has returned durable.
+    fn flush(&self) -> Result<(), StoreError>;
+
+    /// Object and derived-data counts and sizes (may scan; for `stats` and benchmarks).
+    fn stats(&self) -> Result<StoreStats, StoreError>;
+}

@@ -1,0 +1,68 @@
+//! Store errors.
+
+use cairn_core::Hash;
+
+/// Errors from a [`Store`](crate::Store).
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A stored value failed its checksum (or is too short to carry one).
+    #[error("corrupt {space} entry {key}: {detail}")]
+    Corrupt {
+        /// Which key space: "object", "ref" or "derived".
+        space: &'static str,
+        /// The key: an object's hash in hex, a ref name, or a derived key in hex.
+        key: String,
+        /// What check failed.
+        detail: String,
+    },
+    /// The backend failed (I/O error, database error).
+    #[error("storage backend error: {0}")]
+    Backend(String),
+    /// The database is locked by another process.
+    #[error("repository at {path} is in use by another process")]
+    Locked {
+        /// Path of the database.
+        path: String,
+    },
+}
+
+impl StoreError {
+    /// A corruption error for the object `hash`.
+    pub fn corrupt_object(hash: &Hash, detail: impl Into<String>) -> StoreError {
+        StoreError::Corrupt {
+            space: "object",
+            key: hash.to_hex(),
+            detail: detail.into(),
+        }
+    }
+
+    /// A corruption error for the ref `name`.
+    pub(crate) fn corrupt_ref(name: &str, detail: impl Into<String>) -> StoreError {
+        StoreError::Corrupt {
+            space: "ref",
+            key: name.to_owned(),
+            detail: detail.into(),
+        }
+    }
+
+    /// A corruption error for the derived-data entry `key`.
+    pub(crate) fn corrupt_derived(key: &[u8], detail: impl Into<String>) -> StoreError {
+        StoreError::Corrupt {
+            space: "derived",
+            key: hex(key),
+            detail: detail.into(),
+        }
+    }
+}
+
+/// Lowercase hex of arbitrary bytes, for naming derived keys and malformed keys in
+/// messages (derived keys are binary, so they cannot be shown as text).
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        // Writing to a String cannot fail.
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
