@@ -736,10 +736,11 @@ pub fn decode_derived_serde<T: serde::de::DeserializeOwned>(tag: u8, bytes: &[u8
         _ => {}
     }
     let cfg = config::standard().with_little_endian().with_fixed_int_encoding();
-    let (v, used) = bincode::serde::decode_from_slice::<T, _>(&bytes[1..], cfg).map_err(|e| DecodeError::Malformed {
-        kind: K,
-        detail: e.to_string(),
-    })?;
+    let (v, used) =
+        bincode::serde::decode_from_slice::<T, _>(&bytes[1..], cfg).map_err(|e| DecodeError::Malformed {
+            kind: K,
+            detail: e.to_string(),
+        })?;
     if used != bytes.len() - 1 {
         return Err(invalid(K, "trailing bytes"));
     }

@@ -381,7 +381,7 @@ impl Edge {
     /// Checks every rule that can be checked on the edge alone (endpoint existence is
     /// checked by the transaction against the commit).
     pub fn validate(&self) -> Result<(), ValidationError> {
-        let subject = || Subject::Edge(self.key());
+        let subject = || Subject::Edge(Box::new(self.key()));
         check_name(subject, "kind", &self.kind)?;
         if !self.weight.is_finite() {
             return Err(ValidationError::NonFinite {
@@ -399,8 +399,8 @@ impl Edge {
 pub enum Subject {
     /// A node, by id.
     Node(NodeId),
-    /// An edge, by identity.
-    Edge(EdgeKey),
+    /// An edge, by identity (boxed: keeps errors small on the `Ok` path).
+    Edge(Box<EdgeKey>),
 }
 
 impl fmt::Display for Subject {

@@ -47,6 +47,9 @@ pub enum Mutation {
     Delete,
 }
 
+/// A callback receiving `(key, value)` entries in key order; an error stops the walk.
+pub type Visitor<'a> = dyn FnMut(&[u8], &Hash) -> Result<(), GraphError> + 'a;
+
 /// One difference between two trees.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Change {
@@ -204,11 +207,7 @@ pub fn apply(
 }
 
 /// Calls `f` on every `(key, value)` of the tree, in key order.
-pub fn for_each(
-    objs: &Objects,
-    root: Option<Hash>,
-    f: &mut dyn FnMut(&[u8], &Hash) -> Result<(), GraphError>,
-) -> Result<(), GraphError> {
+pub fn for_each(objs: &Objects, root: Option<Hash>, f: &mut Visitor<'_>) -> Result<(), GraphError> {
     range(objs, root, &[], None, f)
 }
 
@@ -219,7 +218,7 @@ pub fn range(
     root: Option<Hash>,
     lo: &[u8],
     hi: Option<&[u8]>,
-    f: &mut dyn FnMut(&[u8], &Hash) -> Result<(), GraphError>,
+    f: &mut Visitor<'_>,
 ) -> Result<(), GraphError> {
     let Some(h) = root else { return Ok(()) };
     let t = objs.tree(&h)?;
@@ -258,12 +257,7 @@ pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// Calls `f` on every entry whose key starts with `prefix`, in key order.
-pub fn scan_prefix(
-    objs: &Objects,
-    root: Option<Hash>,
-    prefix: &[u8],
-    f: &mut dyn FnMut(&[u8], &Hash) -> Result<(), GraphError>,
-) -> Result<(), GraphError> {
+pub fn scan_prefix(objs: &Objects, root: Option<Hash>, prefix: &[u8], f: &mut Visitor<'_>) -> Result<(), GraphError> {
     let end = prefix_end(prefix);
     range(objs, root, prefix, end.as_deref(), f)
 }
@@ -635,7 +629,12 @@ mod tests {
         out.flush_to(o.store().as_ref() as &dyn Store).unwrap();
     }
 
-    fn apply_all(o: &Objects, root: Option<Hash>, muts: &BTreeMap<Vec<u8>, Mutation>, hint: Option<u64>) -> Option<Hash> {
+    fn apply_all(
+        o: &Objects,
+        root: Option<Hash>,
+        muts: &BTreeMap<Vec<u8>, Mutation>,
+        hint: Option<u64>,
+    ) -> Option<Hash> {
         let mut out = PendingWrites::new();
         let r = apply(o, root, muts, hint, &mut out).unwrap();
         write(o, out);

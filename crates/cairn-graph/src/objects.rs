@@ -46,7 +46,10 @@ impl Objects {
             .store
             .get(hash)
             .map_err(|e| GraphError::from_store(e, name, *hash))?
-            .ok_or(GraphError::NotFound { kind: name, hash: *hash })?;
+            .ok_or(GraphError::NotFound {
+                kind: name,
+                hash: *hash,
+            })?;
         if codec::hash_object(&bytes) != *hash {
             return Err(GraphError::Corrupt {
                 kind: name,

@@ -83,7 +83,9 @@ impl<'a> Refs<'a> {
         let Some(v) = self.store.get_ref(HEAD)? else {
             return Ok(None);
         };
-        let s = std::str::from_utf8(&v).ok().and_then(|s| s.strip_prefix("ref: refs/heads/"));
+        let s = std::str::from_utf8(&v)
+            .ok()
+            .and_then(|s| s.strip_prefix("ref: refs/heads/"));
         match s {
             Some(name) => Ok(Some(BranchName::new(name)?)),
             None => Err(GraphError::BadRef {

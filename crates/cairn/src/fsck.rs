@@ -39,7 +39,9 @@ impl Repo {
             match store.get(&h) {
                 Ok(Some(bytes)) => {
                     if codec::hash_object(&bytes) != h {
-                        report.problems.push(format!("object {h}: content does not match its blake3 hash"));
+                        report
+                            .problems
+                            .push(format!("object {h}: content does not match its blake3 hash"));
                     } else if let Err(e) = codec::decode_object(&bytes) {
                         report.problems.push(format!("object {h}: {e}"));
                     }
@@ -66,7 +68,9 @@ impl Repo {
             let c = match self.commit(&id) {
                 Ok(c) => c,
                 Err(e) => {
-                    report.problems.push(format!("commit {id} (reachable from {from}): {e}"));
+                    report
+                        .problems
+                        .push(format!("commit {id} (reachable from {from}): {e}"));
                     continue;
                 }
             };
@@ -94,7 +98,9 @@ impl Repo {
                         if seen.insert(e.value) {
                             match self.store().contains(&e.value) {
                                 Ok(true) => {}
-                                Ok(false) => report.problems.push(format!("object {} (in tree {h}) is missing", e.value)),
+                                Ok(false) => report
+                                    .problems
+                                    .push(format!("object {} (in tree {h}) is missing", e.value)),
                                 Err(err) => report.problems.push(format!("object {}: {err}", e.value)),
                             }
                         }

@@ -216,9 +216,17 @@ mod tests {
         let n = parse_line(r#"{"node": {"id": "a", "labels": ["L"], "text": "t", "valid_from": "2024-01-01T00:00:00Z", "valid_until": 1800000000000}}"#).unwrap();
         let ImportOp::PutNode(n) = n else { panic!("not a node") };
         assert_eq!(n.validity.valid_from_ms, Some(1_704_067_200_000));
-        assert!(matches!(parse_line(r#"{"edge": {"source": "a", "target": "b", "kind": "k"}}"#).unwrap(), ImportOp::PutEdge(e) if e.weight == 1.0));
-        assert!(matches!(parse_line(r#"{"delete_node": "a"}"#).unwrap(), ImportOp::DeleteNode(_)));
-        assert!(matches!(parse_line(r#"{"delete_edge": {"source": "a", "kind": "k", "target": "b"}}"#).unwrap(), ImportOp::DeleteEdge(_)));
+        assert!(
+            matches!(parse_line(r#"{"edge": {"source": "a", "target": "b", "kind": "k"}}"#).unwrap(), ImportOp::PutEdge(e) if e.weight == 1.0)
+        );
+        assert!(matches!(
+            parse_line(r#"{"delete_node": "a"}"#).unwrap(),
+            ImportOp::DeleteNode(_)
+        ));
+        assert!(matches!(
+            parse_line(r#"{"delete_edge": {"source": "a", "kind": "k", "target": "b"}}"#).unwrap(),
+            ImportOp::DeleteEdge(_)
+        ));
         assert!(parse_line(r#"{"node": {"id": "a"}, "edge": {}}"#).is_err());
         assert!(parse_line(r#"{"node": {"id": "a", "bogus": 1}}"#).is_err());
         assert!(parse_line(r#"{"node": {"id": ""}}"#).is_err());

@@ -131,7 +131,12 @@ impl Repo {
             None => None,
         };
         let mut bytes = b"cairn-commit-indexes".to_vec();
-        for h in [c.node_root, c.edge_root, Some(self.index_params().fingerprint()), base_root] {
+        for h in [
+            c.node_root,
+            c.edge_root,
+            Some(self.index_params().fingerprint()),
+            base_root,
+        ] {
             bytes.extend_from_slice(h.unwrap_or(Hash::ZERO).as_bytes());
         }
         bytes.push(u8::from(c.index_base.is_some()));
@@ -281,7 +286,7 @@ impl Repo {
                 continue;
             }
             let base = if base_commit == *id {
-                self.hnsw_base(c, &model, || Ok(Arc::clone(&dense)), &ix.nodes.ids().to_vec())?
+                self.hnsw_base(c, &model, || Ok(Arc::clone(&dense)), ix.nodes.ids())?
             } else {
                 let bc = self.commit(&base_commit)?;
                 self.hnsw_base(
@@ -321,7 +326,11 @@ impl Repo {
         if let Some(b) = self.inner.indexes.bases.lock().get(&key) {
             return Ok(Arc::clone(b));
         }
-        let base = match self.store().get_derived(&hb_key(&key))?.and_then(|b| decode_hnsw(&b).ok()) {
+        let base = match self
+            .store()
+            .get_derived(&hb_key(&key))?
+            .and_then(|b| decode_hnsw(&b).ok())
+        {
             Some(b) => Arc::new(b),
             None => {
                 let dense = dense()?;

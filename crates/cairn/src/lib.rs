@@ -44,11 +44,11 @@ mod time_index;
 mod transaction;
 
 pub use cairn_core::{Commit, CommitId, Edge, EdgeKey, Hash, Node, NodeId, SparseVector, Validity, Value};
+pub use cairn_retrieve as retrieve;
 pub use diff::{ChangeKind, Diff, EdgeChange, NodeChange};
 pub use error::{Error, Result};
-pub use cairn_retrieve as retrieve;
 pub use fsck::FsckReport;
-pub use indexes::IndexReport;
 pub use import::{ImportOp, ImportSummary};
+pub use indexes::IndexReport;
 pub use repo::{Repo, Stats, DEFAULT_BRANCH};
 pub use transaction::{Transaction, HNSW_MIN_NODES};

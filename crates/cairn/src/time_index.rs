@@ -125,9 +125,10 @@ impl Repo {
             return Ok(e);
         }
         self.rebuild_time_index(branch, head)?;
-        self.time_entry(branch, g)?.ok_or_else(|| crate::Error::UnknownRevision {
-            rev: format!("{branch}@{{..}}"),
-            detail: format!("the time index of `{branch}` has no generation {g}"),
-        })
+        self.time_entry(branch, g)?
+            .ok_or_else(|| crate::Error::UnknownRevision {
+                rev: format!("{branch}@{{..}}"),
+                detail: format!("the time index of `{branch}` has no generation {g}"),
+            })
     }
 }

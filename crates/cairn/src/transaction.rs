@@ -184,7 +184,7 @@ impl<'r> Transaction<'r> {
         for end in [&edge.source, &edge.target] {
             if !self.node_exists(end)? {
                 return Err(ValidationError::MissingEndpoint {
-                    subject: Subject::Edge(edge.key()),
+                    subject: Subject::Edge(Box::new(edge.key())),
                     missing: end.clone(),
                 }
                 .into());
@@ -309,7 +309,9 @@ impl<'r> Transaction<'r> {
         let refs = self.repo.refs();
         for (model, dim) in &self.new_dims {
             let stored = refs.set_meta_once(&format!("dense-dim/{model}"), &(*dim as u32).to_le_bytes())?;
-            let stored_dim = <[u8; 4]>::try_from(stored.as_slice()).map(u32::from_le_bytes).unwrap_or(0) as usize;
+            let stored_dim = <[u8; 4]>::try_from(stored.as_slice())
+                .map(u32::from_le_bytes)
+                .unwrap_or(0) as usize;
             if stored_dim != *dim {
                 // A concurrent writer registered another dimension first.
                 let node = self
@@ -361,7 +363,11 @@ fn choose_index_base(
     let inherited = parent.and_then(|p| {
         p.index_base.map(|b| {
             // The parent's "self" marker means the parent itself.
-            let b = if b.0 == Hash::ZERO { parent_id.expect("a parent exists") } else { b };
+            let b = if b.0 == Hash::ZERO {
+                parent_id.expect("a parent exists")
+            } else {
+                b
+            };
             (b, p.changes_since_base + node_changes)
         })
     });
