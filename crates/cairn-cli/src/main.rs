@@ -1,1 +1,115 @@
-fn main() {}
+//! `cairn`: the command-line face of a Cairn repository.
+//!
+//! This binary only parses arguments, calls the `cairn` library and formats what it
+//! returns; every rule about storage, history and retrieval lives in the library.
+//!
+//! Adding a command: write a `cmd_<name>.rs` module with an `Args` struct (clap derive)
+//! and a `run(ctx, args)` function, add a variant to [`Command`] and one arm to
+//! [`dispatch`].
+
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd_branch;
+mod cmd_diff;
+mod cmd_fsck;
+mod cmd_import;
+mod cmd_init;
+mod cmd_log;
+mod cmd_show;
+mod cmd_stats;
+mod error;
+mod output;
+
+use error::CliError;
+
+/// Cairn: a versioned, content-addressed graph database for AI agents.
+#[derive(Debug, Parser)]
+#[command(name = "cairn", version, propagate_version = true)]
+struct Cli {
+    /// The repository directory.
+    #[arg(
+        long,
+        global = true,
+        value_name = "PATH",
+        env = "CAIRN_REPO",
+        default_value = ".cairn"
+    )]
+    repo: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Create a new, empty repository (on branch `main`).
+    Init,
+    /// Import a JSON Lines file as one commit on the current branch.
+    Import(cmd_import::Args),
+    /// Show commits, newest first.
+    Log(cmd_log::Args),
+    /// Show one node as of a revision.
+    Show(cmd_show::Args),
+    /// Show the nodes and edges that differ between two revisions.
+    Diff(cmd_diff::Args),
+    /// List, create, delete or switch branches.
+    Branch(cmd_branch::Args),
+    /// Verify every stored object and reference; exit code 1 if anything is wrong.
+    Fsck(cmd_fsck::Args),
+    /// Show node and edge counts of a revision.
+    Stats(cmd_stats::Args),
+}
+
+/// What every command gets: where the repository is, and where to write its output.
+pub struct Ctx<'a> {
+    /// The `--repo` path.
+    pub repo_path: PathBuf,
+    /// Standard output (buffered); diagnostics go to stderr directly.
+    pub out: &'a mut dyn Write,
+}
+
+impl Ctx<'_> {
+    /// Opens the repository at `--repo`.
+    pub fn open(&self) -> Result<cairn::Repo, CliError> {
+        Ok(cairn::Repo::open(&self.repo_path)?)
+    }
+}
+
+fn dispatch(command: Command, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
+    match command {
+        Command::Init => cmd_init::run(ctx),
+        Command::Import(args) => cmd_import::run(ctx, args),
+        Command::Log(args) => cmd_log::run(ctx, args),
+        Command::Show(args) => cmd_show::run(ctx, args),
+        Command::Diff(args) => cmd_diff::run(ctx, args),
+        Command::Branch(args) => cmd_branch::run(ctx, args),
+        Command::Fsck(args) => cmd_fsck::run(ctx, args),
+        Command::Stats(args) => cmd_stats::run(ctx, args),
+    }
+}
+
+fn main() -> ExitCode {
+    // Usage errors exit with clap's code 2 inside `parse`.
+    let cli = Cli::parse();
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let mut ctx = Ctx {
+        repo_path: cli.repo,
+        out: &mut out,
+    };
+    let result = dispatch(cli.command, &mut ctx).and_then(|()| out.flush().map_err(CliError::from));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        // `cairn log | head`: the reader left; that is not a failure of ours.
+        Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
+        Err(e) => {
+            // Output written before the failure (e.g. fsck's problem list) comes first.
+            let _ = out.flush();
+            let _ = writeln!(io::stderr(), "error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! # cairn-retrieve
+//!
+//! The deterministic hybrid retrieval pipeline over a commit's indexes, for AI agents:
+//!
+//! ```text
+//! spec ─► gates ─► lanes ─► fusion ─► expansion ─► rerank ─► packing ─► result
+//! ```
+//!
+//! 1. **Gates**: labels (all-of, any-of), property predicates (`eq`, `in`, `range`,
+//!    `exists`) and the validity time (`valid_from ≤ t < valid_until`; by default `t` is
+//!    the commit's timestamp, never the wall clock) are combined into one bitmap that every
+//!    lane searches *within*, so a selective gate never empties a result while matching
+//!    nodes exist.
+//! 2. **Lanes**: `dense:<model>` (dot product), `sparse:<model>` (dot product) and `text`
+//!    (BM25), each fetching `depth` candidates (default 1000 with several lanes).
+//! 3. **Fusion** ([`Fusion`]): RRF with `k` = 60 (default), weighted RRF, or a weighted
+//!    sum of min-max-normalised scores (text weight 0.8 unless set; measured best on
+//!    Cranfield and CISI); ties by node id.
+//! 4. **Graph expansion** ([`GraphExpand`], optional): a deterministic BFS from the top
+//!    seeds; candidates score `α·n + β` and expanded nodes `α·n(seed)·γ^d + β·e^{−d/τ}`,
+//!    one scale (see [`expand`]).
+//! 5. **Rerank** ([`Reranker`], optional) of the top `rerank_top_n`.
+//! 6. **Packing**: each item rendered to compact text (id, labels, chosen properties, text
+//!    cut at `text_cap` characters), its tokens estimated ([`TokenEstimator`], default
+//!    [`CharRatioEstimator`]: `ceil(chars/4)`), packed greedily in rank order under the
+//!    token budget, at most `limit` items.
+//! 7. **Result** ([`RetrievalResult`]): items with per-lane ranks and scores, expansion
+//!    paths, rendered text and tokens, plus typed [`Warning`]s; serde JSON, stable field
+//!    order.
+//!
+//! Determinism: the same commit and the same spec give a byte-identical result JSON —
+//! across processes, thread counts, and fresh or reloaded indexes. Every ranked list is
+//! ordered by `(score desc, node id asc)`, every float sum runs in a fixed order, and no
+//! hash-map order leaks.
+//!
+//! Entry points: the builder [`Retrieval`] (`repo.retrieve()` in the `cairn` crate), the
+//! JSON [`RetrieveSpec`], and [`execute_spec`] on an already-resolved commit. The
+//! [`eval`] module holds ranking metrics and a loader for the evaluation collections.
+
+#![warn(missing_docs)]
+
+pub mod builder;
+pub mod embed;
+pub mod error;
+pub mod eval;
+pub mod execute;
+pub mod expand;
+pub mod fusion;
+mod gates;
+mod lanes;
+mod pack;
+pub mod render;
+pub mod rerank;
+pub mod result;
+pub mod source;
+pub mod spec;
+pub mod tokens;
+
+pub use builder::Retrieval;
+pub use embed::{EmbedError, Embedder};
+pub use error::RetrieveError;
+pub use execute::{execute_spec, Plugins};
+pub use expand::{Direction, GraphExpand};
+pub use fusion::{Fusion, FusionMethod, DEFAULT_RRF_K, DEFAULT_TEXT_WEIGHT};
+pub use render::DEFAULT_TEXT_CAP_CHARS;
+pub use rerank::{RerankCandidate, RerankError, Reranker, TermOverlapReranker};
+pub use result::{LaneReport, LaneScore, RetrievalResult, RetrievedItem, Warning, WarningCode};
+pub use source::{NodeLoader, ResolvedCommit, RetrievalSource, SourceError};
+pub use spec::{RetrieveSpec, SparseQuery, ValidAt, VectorQuery, WhereClause, WhereOp};
+pub use tokens::{CharRatioEstimator, TokenEstimator};

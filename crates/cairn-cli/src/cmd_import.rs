@@ -1,0 +1,91 @@
+//! `cairn import FILE`: one JSON Lines file (format: [`cairn::import`]) becomes one commit.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, IsTerminal};
+use std::path::PathBuf;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::error::CliError;
+use crate::output::write_json;
+use crate::Ctx;
+
+/// Files at least this large get a progress bar (when stderr is a terminal).
+const PROGRESS_MIN_BYTES: u64 = 1 << 20;
+
+/// Arguments of `cairn import`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// JSON Lines file to import (`-` reads standard input).
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// Commit message [default: "import <file name>"].
+    #[arg(short, long, value_name = "MSG")]
+    message: Option<String>,
+    /// Print the result as JSON ({"commit", "operations"}).
+    #[arg(long)]
+    json: bool,
+}
+
+/// Imports the file as one commit; on a bad line nothing is committed and the error
+/// names the line.
+pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
+    let repo = ctx.open()?;
+    let from_stdin = args.file.as_os_str() == "-";
+    let message = args.message.unwrap_or_else(|| {
+        let name = if from_stdin {
+            "standard input".to_string()
+        } else {
+            args.file
+                .file_name()
+                .unwrap_or(args.file.as_os_str())
+                .to_string_lossy()
+                .into_owned()
+        };
+        format!("import {name}")
+    });
+
+    let (reader, len): (Box<dyn BufRead>, Option<u64>) = if from_stdin {
+        (Box::new(io::stdin().lock()), None)
+    } else {
+        let read_error = |source| CliError::Read {
+            path: args.file.clone(),
+            source,
+        };
+        let file = File::open(&args.file).map_err(read_error)?;
+        let len = file.metadata().map_err(read_error)?.len();
+        (Box::new(BufReader::with_capacity(1 << 16, file)), Some(len))
+    };
+
+    let bar = len
+        .filter(|&l| l >= PROGRESS_MIN_BYTES && io::stderr().is_terminal())
+        .map(progress_bar);
+    let result = repo.import_jsonl(reader, &message, &mut |bytes| {
+        if let Some(bar) = &bar {
+            bar.set_position(bytes);
+        }
+    });
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let summary = result?;
+
+    if args.json {
+        write_json(ctx.out, &summary)?;
+    } else {
+        let plural = if summary.operations == 1 { "" } else { "s" };
+        writeln!(
+            ctx.out,
+            "imported {} operation{plural}: commit {}",
+            summary.operations, summary.commit
+        )?;
+    }
+    Ok(())
+}
+
+fn progress_bar(len: u64) -> ProgressBar {
+    let style = ProgressStyle::with_template("importing [{bar:40}] {bytes}/{total_bytes} ({eta})")
+        .map(|s| s.progress_chars("=> "))
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    ProgressBar::new(len).with_style(style)
+}

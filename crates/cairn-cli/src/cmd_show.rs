@@ -1,0 +1,96 @@
+//! `cairn show NODE_ID`: one node as of a revision.
+
+use cairn::{CommitId, Node, NodeId};
+use serde::Serialize;
+
+use crate::error::CliError;
+use crate::output::{format_validity, write_field, write_json};
+use crate::Ctx;
+
+/// Arguments of `cairn show`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The node's id.
+    #[arg(value_name = "NODE_ID", value_parser = |s: &str| NodeId::new(s))]
+    id: NodeId,
+    /// Read the node at this revision [default: HEAD].
+    #[arg(long, value_name = "REV")]
+    at: Option<String>,
+    /// Print the whole node as JSON, with the commit read.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `show --json`: the node's own fields plus the commit it was read at. (Serialized
+/// directly, not through `serde_json::Value`, which would widen f32 embeddings to f64
+/// and print `0.1961` as `0.19609999656677246`.)
+#[derive(Serialize)]
+struct Shown<'a> {
+    commit: CommitId,
+    #[serde(flatten)]
+    node: &'a Node,
+}
+
+/// Prints the node, or fails with [`cairn::Error::NodeNotFound`].
+pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
+    let repo = ctx.open()?;
+    let at = repo.resolve(args.at.as_deref().unwrap_or("HEAD"))?;
+    let node = repo.node_at(&at, &args.id)?.ok_or_else(|| cairn::Error::NodeNotFound {
+        id: args.id.clone(),
+        at: Some(at),
+    })?;
+
+    if args.json {
+        return write_json(
+            ctx.out,
+            &Shown {
+                commit: at,
+                node: &node,
+            },
+        );
+    }
+
+    let out_edges = repo.edges_from(&at, &node.id)?.len();
+    let in_edges = repo.edges_to(&at, &node.id)?.len();
+    let out = &mut *ctx.out;
+    write_field(out, "node", [node.id.as_str()])?;
+    write_field(out, "commit", [at.short()])?;
+    write_field(
+        out,
+        "labels",
+        [or_none(node.labels.iter().cloned().collect::<Vec<_>>().join(", "))],
+    )?;
+    write_field(out, "validity", [format_validity(&node.validity)])?;
+    write_field(out, "props", or_none_lines(props_lines(&node)?))?;
+    write_field(out, "text", [if node.text.is_empty() { "(empty)" } else { &node.text }])?;
+    let dense = node.embeddings.iter().map(|(m, v)| format!("{m}: dim {}", v.len()));
+    write_field(out, "embedding", or_none_lines(dense.collect()))?;
+    let sparse = node.sparse.iter().map(|(m, s)| format!("{m}: nnz {}", s.indices.len()));
+    write_field(out, "sparse", or_none_lines(sparse.collect()))?;
+    write_field(out, "edges", [format!("{out_edges} out, {in_edges} in")])?;
+    Ok(())
+}
+
+/// `key = <JSON value>` per property.
+fn props_lines(node: &Node) -> Result<Vec<String>, CliError> {
+    node.props
+        .iter()
+        .map(|(k, v)| Ok(format!("{k} = {}", serde_json::to_string(v)?)))
+        .collect()
+}
+
+fn or_none(s: String) -> String {
+    if s.is_empty() {
+        "(none)".into()
+    } else {
+        s
+    }
+}
+
+fn or_none_lines(lines: Vec<String>) -> Vec<String> {
+    if lines.is_empty() {
+        vec!["(none)".into()]
+    } else {
+        lines
+    }
+}

@@ -1,0 +1,46 @@
+//! Index errors.
+
+/// Errors from building, loading or querying an index.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum IndexError {
+    /// A query vector's dimension differs from the model's.
+    #[error("query vector for model `{model}` has {got} dimensions, the index has {expected}")]
+    DimensionMismatch {
+        /// Model name.
+        model: String,
+        /// The model's dimension.
+        expected: usize,
+        /// The query's dimension.
+        got: usize,
+    },
+    /// A NaN or infinite query component.
+    #[error("query vector for model `{model}` has a non-finite value at position {position}")]
+    NonFiniteQuery {
+        /// Model name.
+        model: String,
+        /// Position of the first bad value.
+        position: usize,
+    },
+    /// No node of the commit has a vector of this model.
+    #[error("unknown {kind} model `{model}` (the commit has no vectors for it)")]
+    UnknownModel {
+        /// "dense" or "sparse".
+        kind: &'static str,
+        /// Model name.
+        model: String,
+    },
+    /// A sparse query breaking the sparse-vector rules.
+    #[error("sparse query for model `{model}`: {detail}")]
+    BadSparseQuery {
+        /// Model name.
+        model: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// Persisted index bytes that do not decode or carry another key.
+    #[error("stored index data is invalid: {0}")]
+    BadStoredIndex(String),
+    /// A derivation input that does not match the parent index (a bug in the caller).
+    #[error("index derivation input is inconsistent: {0}")]
+    Inconsistent(String),
+}

@@ -1,0 +1,224 @@
+//! Ranked hits and the one top-k routine every index uses.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// A node's position in its commit's id-sorted node list.
+pub type Ordinal = u32;
+
+/// One ranked candidate: an ordinal and its exact score.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit {
+    /// The node's ordinal in the commit.
+    pub ordinal: Ordinal,
+    /// Exact score (higher is better). Never NaN.
+    pub score: f32,
+}
+
+/// The ranking order: `Less` means `a` ranks before `b` (higher score, then lower ordinal).
+/// A total order because `f32::total_cmp` is one.
+pub fn rank_order(a: &Hit, b: &Hit) -> Ordering {
+    b.score.total_cmp(&a.score).then(a.ordinal.cmp(&b.ordinal))
+}
+
+/// A hit ordered by rank, so that a max-heap keeps the *worst* kept hit on top.
+struct ByRank(Hit);
+
+impl PartialEq for ByRank {
+    fn eq(&self, other: &Self) -> bool {
+        rank_order(&self.0, &other.0) == Ordering::Equal
+    }
+}
+impl Eq for ByRank {}
+impl PartialOrd for ByRank {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for ByRank {
+    fn cmp(&self, other: &Self) -> Ordering {
+        rank_order(&self.0, &other.0)
+    }
+}
+
+/// The `k` best hits in `(score desc, ordinal asc)` order.
+///
+/// Deterministic for any input order: the comparison is a total order (`f32::total_cmp`
+/// on scores, which are never NaN, then the ordinal). A bounded heap keeps at most `k`
+/// hits while the input streams by (`O(n log k)` time, `O(k)` memory).
+///
+/// ```
+/// use cairn_index::{top_k, Hit};
+/// let hits = [Hit { ordinal: 3, score: 1.0 }, Hit { ordinal: 1, score: 2.0 }, Hit { ordinal: 0, score: 1.0 }];
+/// let best = top_k(hits, 2);
+/// assert_eq!(best.iter().map(|h| h.ordinal).collect::<Vec<_>>(), vec![1, 0]);
+/// ```
+pub fn top_k(hits: impl IntoIterator<Item = Hit>, k: usize) -> Vec<Hit> {
+    if k == 0 {
+        return Vec::new();
+    }
+    let mut heap: BinaryHeap<ByRank> = BinaryHeap::new();
+    for hit in hits {
+        if heap.len() < k {
+            heap.push(ByRank(hit));
+        } else if let Some(mut worst) = heap.peek_mut() {
+            if rank_order(&hit, &worst.0) == Ordering::Less {
+                *worst = ByRank(hit);
+            }
+        }
+    }
+    // `into_sorted_vec` is ascending by `Ord`, i.e. best first.
+    heap.into_sorted_vec().into_iter().map(|r| r.0).collect()
+}
+
+/// Sums per-ordinal score contributions for an exact search, then ranks them.
+///
+/// Each ordinal's score is `0.0 + x1 + x2 + …` in `f64`, in the order the contributions
+/// were added, rounded to `f32` once; the two representations below give bit-identical
+/// sums, so which one a query uses never shows in its scores.
+pub(crate) enum Accumulator {
+    /// One slot per ordinal (`NaN` = untouched) and the touched ordinals: for queries
+    /// whose postings cover a good part of the commit.
+    Slots { sums: Vec<f64>, touched: Vec<Ordinal> },
+    /// `(ordinal, contribution)` pairs, grouped by a stable sort at the end: for queries
+    /// whose postings are few compared with the commit.
+    Pairs(Vec<(Ordinal, f64)>),
+}
+
+impl Accumulator {
+    /// An accumulator for ordinals `< n` expecting about `postings` contributions.
+    pub(crate) fn new(n: usize, postings: usize) -> Accumulator {
+        if postings.saturating_mul(8) < n {
+            Accumulator::Pairs(Vec::with_capacity(postings))
+        } else {
+            Accumulator::Slots {
+                sums: vec![f64::NAN; n],
+                touched: Vec::new(),
+            }
+        }
+    }
+
+    /// Adds `x` (never NaN) to the score of `o`.
+    #[inline]
+    pub(crate) fn add(&mut self, o: Ordinal, x: f64) {
+        match self {
+            Accumulator::Slots { sums, touched } => {
+                if let Some(slot) = sums.get_mut(o as usize) {
+                    if slot.is_nan() {
+                        *slot = 0.0;
+                        touched.push(o);
+                    }
+                    *slot += x;
+                }
+            }
+            Accumulator::Pairs(pairs) => pairs.push((o, x)),
+        }
+    }
+
+    /// The `k` best `(score desc, ordinal asc)`.
+    pub(crate) fn top_k(self, k: usize) -> Vec<Hit> {
+        match self {
+            Accumulator::Slots { sums, touched } => top_k(
+                touched.into_iter().map(|o| Hit {
+                    ordinal: o,
+                    score: sums[o as usize] as f32,
+                }),
+                k,
+            ),
+            Accumulator::Pairs(mut pairs) => {
+                // Stable: each ordinal's contributions stay in the order they were added.
+                pairs.sort_by_key(|p| p.0);
+                let mut hits = Vec::new();
+                let mut i = 0;
+                while i < pairs.len() {
+                    let o = pairs[i].0;
+                    let mut sum = 0.0f64;
+                    while i < pairs.len() && pairs[i].0 == o {
+                        sum += pairs[i].1;
+                        i += 1;
+                    }
+                    hits.push(Hit {
+                        ordinal: o,
+                        score: sum as f32,
+                    });
+                }
+                top_k(hits, k)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hits(n: u32) -> Vec<Hit> {
+        // Many ties: scores from a small set.
+        (0..n)
+            .map(|o| Hit {
+                ordinal: o,
+                score: ((o * 7919) % 13) as f32 * 0.5 - 2.0,
+            })
+            .collect()
+    }
+
+    fn reference(mut all: Vec<Hit>, k: usize) -> Vec<Hit> {
+        all.sort_by(rank_order);
+        all.truncate(k);
+        all
+    }
+
+    #[test]
+    fn matches_full_sort_and_ignores_input_order() {
+        let all = hits(500);
+        for k in [0, 1, 5, 13, 100, 499, 500, 1000] {
+            let want = reference(all.clone(), k);
+            assert_eq!(top_k(all.clone(), k), want);
+            let mut rev = all.clone();
+            rev.reverse();
+            assert_eq!(top_k(rev, k), want);
+            // a deterministic shuffle
+            let mut shuffled = all.clone();
+            let mut state = 0x9e37_79b9_7f4a_7c15u64;
+            for i in (1..shuffled.len()).rev() {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                shuffled.swap(i, (state % (i as u64 + 1)) as usize);
+            }
+            assert_eq!(top_k(shuffled, k), want);
+        }
+    }
+
+    #[test]
+    fn both_accumulators_sum_identically() {
+        let mut contributions = Vec::new();
+        let mut state = 7u64;
+        for _ in 0..5000 {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            let o = ((state >> 33) % 300) as Ordinal;
+            let x = ((state >> 11) % 10_000) as f64 / 977.0 - 3.0;
+            contributions.push((o, if x == 0.0 { -0.0 } else { x }));
+        }
+        let mut a = Accumulator::new(300, contributions.len());
+        let mut b = Accumulator::new(1_000_000, 1);
+        assert!(matches!(a, Accumulator::Slots { .. }) && matches!(b, Accumulator::Pairs(_)));
+        for &(o, x) in &contributions {
+            a.add(o, x);
+            b.add(o, x);
+        }
+        let (ha, hb) = (a.top_k(1000), b.top_k(1000));
+        assert_eq!(ha.len(), hb.len());
+        assert!(ha
+            .iter()
+            .zip(&hb)
+            .all(|(x, y)| x.ordinal == y.ordinal && x.score.to_bits() == y.score.to_bits()));
+    }
+
+    #[test]
+    fn ties_break_by_ordinal() {
+        let h = |o, s| Hit { ordinal: o, score: s };
+        let got = top_k([h(9, 1.0), h(2, 1.0), h(5, 3.0), h(1, -1.0), h(0, 1.0)], 3);
+        assert_eq!(got, vec![h(5, 3.0), h(0, 1.0), h(2, 1.0)]);
+    }
+}

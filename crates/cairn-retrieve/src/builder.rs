@@ -1,0 +1,229 @@
+//! [`Retrieval`]: the agent-facing builder. Methods record into a [`RetrieveSpec`];
+//! [`Retrieval::execute`] validates, resolves the commit and runs the pipeline.
+
+use std::sync::Arc;
+
+use cairn_core::{SparseVector, Value};
+
+use crate::embed::Embedder;
+use crate::error::RetrieveError;
+use crate::execute::{run_plan, Plan, Plugins};
+use crate::expand::GraphExpand;
+use crate::fusion::Fusion;
+use crate::rerank::Reranker;
+use crate::result::RetrievalResult;
+use crate::source::RetrievalSource;
+use crate::spec::{RetrieveSpec, SparseQuery, ValidAt, VectorQuery, WhereClause};
+use crate::tokens::TokenEstimator;
+
+/// A retrieval being described. Every method consumes and returns the builder and only
+/// records; [`Retrieval::execute`] checks everything and returns a typed error for bad
+/// input.
+///
+/// ```
+/// use cairn_retrieve::{GraphExpand, Retrieval, RetrievalSource, RetrieveError};
+///
+/// fn ask(source: &impl RetrievalSource, embedding: &[f32]) -> Result<(), RetrieveError> {
+///     let result = Retrieval::new(source)
+///         .label("Document")
+///         .vector("minilm", embedding)
+///         .text("how do wings stall")
+///         .expand(GraphExpand::hops(2).max_nodes(50))
+///         .token_budget(2000)
+///         .execute()?;
+///     for item in &result.items {
+///         println!("{} {:.3} {}", item.rank, item.score, item.id);
+///     }
+///     Ok(())
+/// }
+/// ```
+pub struct Retrieval<S> {
+    source: S,
+    spec: RetrieveSpec,
+    plugins: Plugins,
+}
+
+impl<S: RetrievalSource> Retrieval<S> {
+    /// An empty retrieval over `source` (add at least one lane).
+    pub fn new(source: S) -> Retrieval<S> {
+        Retrieval::from_spec(source, RetrieveSpec::default())
+    }
+
+    /// A retrieval over `source` described by `spec` (e.g. parsed from JSON).
+    pub fn from_spec(source: S, spec: RetrieveSpec) -> Retrieval<S> {
+        Retrieval {
+            source,
+            spec,
+            plugins: Plugins::default(),
+        }
+    }
+
+    /// The spec recorded so far.
+    pub fn spec(&self) -> &RetrieveSpec {
+        &self.spec
+    }
+
+    /// Adds the BM25 lane `text` with this query (also the reranker's and embedder's
+    /// query). A second call replaces the first.
+    pub fn text(mut self, query: impl Into<String>) -> Self {
+        self.spec.text = Some(query.into());
+        self
+    }
+
+    /// Adds the dense lane `dense:<model>` with this query vector (replaces an earlier one).
+    pub fn vector(mut self, model: impl Into<String>, embedding: &[f32]) -> Self {
+        self.spec.vector = Some(VectorQuery {
+            model: model.into(),
+            embedding: embedding.to_vec(),
+        });
+        self
+    }
+
+    /// Adds the sparse lane `sparse:<model>` with this query vector (replaces an earlier one).
+    pub fn sparse(mut self, model: impl Into<String>, query: SparseVector) -> Self {
+        self.spec.sparse = Some(SparseQuery {
+            model: model.into(),
+            indices: query.indices,
+            values: query.values,
+        });
+        self
+    }
+
+    /// Keeps only nodes with this label (repeat for "all of").
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.spec.labels_all.push(label.into());
+        self
+    }
+
+    /// Keeps only nodes with at least one of the labels given by the calls to this method.
+    pub fn any_label(mut self, label: impl Into<String>) -> Self {
+        self.spec.labels_any.push(label.into());
+        self
+    }
+
+    /// Adds a property gate.
+    pub fn filter(mut self, clause: WhereClause) -> Self {
+        self.spec.where_clauses.push(clause);
+        self
+    }
+
+    /// Keeps nodes whose property `key` equals `value`.
+    pub fn where_eq(self, key: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.filter(WhereClause::eq(key, value))
+    }
+
+    /// Keeps nodes whose property `key` equals one of `values`.
+    pub fn where_in(self, key: impl Into<String>, values: Vec<Value>) -> Self {
+        self.filter(WhereClause::is_in(key, values))
+    }
+
+    /// Keeps nodes whose numeric property `key` lies in `[min, max]` (`None`: open end).
+    pub fn where_range(self, key: impl Into<String>, min: Option<f64>, max: Option<f64>) -> Self {
+        self.filter(WhereClause::range(key, min, max))
+    }
+
+    /// Keeps nodes that have property `key`.
+    pub fn where_exists(self, key: impl Into<String>) -> Self {
+        self.filter(WhereClause::exists(key))
+    }
+
+    /// Keeps nodes (and walks edges) valid at `t_ms`: `valid_from ≤ t < valid_until`.
+    /// Without this, the validity time is the resolved commit's timestamp.
+    pub fn valid_at(mut self, t_ms: i64) -> Self {
+        self.spec.valid_at = Some(ValidAt::At(t_ms));
+        self
+    }
+
+    /// Switches the validity gate off.
+    pub fn all_time(mut self) -> Self {
+        self.spec.valid_at = Some(ValidAt::AllTime);
+        self
+    }
+
+    /// Reads revision `rev` instead of the branch head (see [`RetrievalSource::resolve`]).
+    pub fn at(mut self, rev: impl Into<String>) -> Self {
+        self.spec.at = Some(rev.into());
+        self
+    }
+
+    /// Turns on graph expansion.
+    pub fn expand(mut self, expand: GraphExpand) -> Self {
+        self.spec.expand = Some(expand);
+        self
+    }
+
+    /// Sets the fusion method, `k` and weights.
+    pub fn fusion(mut self, fusion: Fusion) -> Self {
+        self.spec.fusion = Some(fusion);
+        self
+    }
+
+    /// Sets the packing budget in estimated tokens (default unlimited).
+    pub fn token_budget(mut self, tokens: usize) -> Self {
+        self.spec.token_budget = Some(tokens);
+        self
+    }
+
+    /// Sets the most items returned (default 10).
+    pub fn limit(mut self, k: usize) -> Self {
+        self.spec.limit = Some(k);
+        self
+    }
+
+    /// Sets how many characters of node text each item renders (default 1000).
+    pub fn text_cap(mut self, chars: usize) -> Self {
+        self.spec.text_cap = Some(chars);
+        self
+    }
+
+    /// Sets how many candidates each lane fetches (default `max(100, 4·limit)`).
+    pub fn depth(mut self, depth: usize) -> Self {
+        self.spec.depth = Some(depth);
+        self
+    }
+
+    /// Renders these properties into each item, in this order.
+    pub fn render_props(mut self, keys: &[&str]) -> Self {
+        self.spec.render_props = keys.iter().map(|k| k.to_string()).collect();
+        self
+    }
+
+    /// Sets how many top items the reranker reorders (default 50).
+    pub fn rerank_top_n(mut self, n: usize) -> Self {
+        self.spec.rerank_top_n = Some(n);
+        self
+    }
+
+    /// Reranks the top items with `reranker`.
+    pub fn rerank_with(mut self, reranker: impl Reranker + 'static) -> Self {
+        self.plugins.reranker = Some(Arc::new(reranker));
+        self
+    }
+
+    /// Estimates tokens with `estimator` instead of the default `ceil(chars / 4)`.
+    pub fn token_estimator(mut self, estimator: impl TokenEstimator + 'static) -> Self {
+        self.plugins.token_estimator = Some(Arc::new(estimator));
+        self
+    }
+
+    /// Embeds the query text with `embedder` for dense model `model` when no vector is
+    /// given (see [`Embedder`]).
+    pub fn embed_text_with(mut self, model: impl Into<String>, embedder: impl Embedder + 'static) -> Self {
+        self.plugins.embedder = Some((model.into(), Arc::new(embedder)));
+        self
+    }
+
+    /// Replaces all plugins at once (shared ones, e.g. for a batch).
+    pub fn plugins(mut self, plugins: Plugins) -> Self {
+        self.plugins = plugins;
+        self
+    }
+
+    /// Validates the settings, resolves the commit (`at`, or the branch head) and runs the
+    /// pipeline. Reads no clock: the default validity time is the commit's timestamp.
+    pub fn execute(self) -> Result<RetrievalResult, RetrieveError> {
+        let plan = Plan::new(&self.spec, &self.plugins)?;
+        let resolved = self.source.resolve(self.spec.at.as_deref())?;
+        run_plan(&resolved, &plan, &self.plugins)
+    }
+}

@@ -1,0 +1,647 @@
+//! The pipeline on a resolved commit: validate → gates → lanes → fusion → expansion →
+//! rerank → packing → result. [`execute_spec`] is the whole of it, with no repository in
+//! sight, so every stage is testable over in-memory indexes.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use cairn_core::Node;
+use cairn_index::{CommitIndexes, Ordinal};
+
+use crate::embed::Embedder;
+use crate::error::RetrieveError;
+use crate::expand::{expand, GraphExpand, MAX_EXPANSION_VISITS};
+use crate::fusion::{fuse, Fused, FusionMethod, LaneHits, LanePlace};
+use crate::gates::{Gate, GateSpec};
+use crate::lanes::{run_lane, LaneQuery};
+use crate::pack::pack;
+use crate::render::{render_node, DEFAULT_TEXT_CAP_CHARS};
+use crate::rerank::{rerank_order, RerankCandidate, RerankError, Reranker};
+use crate::result::{LaneReport, LaneScore, RetrievalResult, RetrievedItem, Warning, WarningCode};
+use crate::source::{ResolvedCommit, SourceError};
+use crate::spec::{RetrieveSpec, ValidAt, DEFAULT_RERANK_TOP_N, MAX_DEPTH};
+use crate::tokens::{CharRatioEstimator, TokenEstimator};
+
+/// The optional models a retrieval can use: a reranker, a token estimator (default
+/// [`CharRatioEstimator`]) and a query embedder for one dense model.
+#[derive(Clone, Default)]
+pub struct Plugins {
+    /// Reorders the top `rerank_top_n` items; none by default.
+    pub reranker: Option<Arc<dyn Reranker>>,
+    /// Estimates tokens for packing; [`CharRatioEstimator`] if `None`.
+    pub token_estimator: Option<Arc<dyn TokenEstimator>>,
+    /// `(dense model, embedder)`: embeds the spec's `text` when it has no `vector`.
+    pub embedder: Option<(String, Arc<dyn Embedder>)>,
+}
+
+impl fmt::Debug for Plugins {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Plugins")
+            .field("reranker", &self.reranker.is_some())
+            .field("token_estimator", &self.token_estimator.is_some())
+            .field("embedder", &self.embedder.as_ref().map(|(m, _)| m))
+            .finish()
+    }
+}
+
+/// Runs `spec` on an already-resolved commit (the spec's `at` is not consulted: the
+/// caller resolved it). See the crate docs for every stage.
+///
+/// Errors: any invalid setting ([`RetrieveError::NoLane`],
+/// [`RetrieveError::InvalidSetting`]), a lane the indexes refuse
+/// ([`RetrieveError::Index`]), an embedder failure, or a node the source cannot load.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use std::sync::Arc;
+/// use cairn_core::{CommitId, Hash, Node, NodeId};
+/// use cairn_index::{CommitIndexes, IndexParams};
+/// use cairn_retrieve::{execute_spec, NodeLoader, Plugins, ResolvedCommit, RetrieveSpec, SourceError};
+///
+/// struct Nodes(BTreeMap<NodeId, Node>);
+/// impl NodeLoader for Nodes {
+///     fn load(&self, id: &NodeId) -> Result<Node, SourceError> {
+///         self.0.get(id).cloned().ok_or_else(|| SourceError::NodeNotFound(id.clone()))
+///     }
+/// }
+///
+/// let node = Node::new(NodeId::new("doc-1").unwrap()).with_text("how wings stall");
+/// let nodes = vec![(Hash::of(b"doc-1"), node.clone())];
+/// let commit = ResolvedCommit {
+///     commit: CommitId(Hash::of(b"commit")),
+///     timestamp_ms: 0,
+///     indexes: Arc::new(CommitIndexes::build(Hash::of(b"key"), &IndexParams::default(), &nodes, &[])),
+///     nodes: Arc::new(Nodes(BTreeMap::from([(node.id.clone(), node)]))),
+/// };
+/// let spec = RetrieveSpec::from_json(r#"{"text": "stall"}"#)?;
+/// let result = execute_spec(&commit, &spec, &Plugins::default())?;
+/// assert_eq!(result.items[0].id.as_str(), "doc-1");
+/// assert_eq!(result.items[0].text, "id: doc-1\ntext: how wings stall");
+/// # Ok::<(), cairn_retrieve::RetrieveError>(())
+/// ```
+pub fn execute_spec(
+    resolved: &ResolvedCommit,
+    spec: &RetrieveSpec,
+    plugins: &Plugins,
+) -> Result<RetrievalResult, RetrieveError> {
+    let plan = Plan::new(spec, plugins)?;
+    run_plan(resolved, &plan, plugins)
+}
+
+/// A checked spec: every setting validated and defaulted, lanes in name order.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    lanes: Vec<LaneQuery>,
+    fusion_method: FusionMethod,
+    rrf_k: f64,
+    weights: Vec<f64>,
+    gates: GateSpec,
+    valid_at: Option<ValidAt>,
+    expand: Option<GraphExpand>,
+    limit: usize,
+    depth: usize,
+    token_budget: Option<usize>,
+    text_cap: usize,
+    render_props: Vec<String>,
+    rerank_top_n: usize,
+    query_text: Option<String>,
+}
+
+impl Plan {
+    /// Validates `spec` (and runs the embedder, if one applies).
+    pub(crate) fn new(spec: &RetrieveSpec, plugins: &Plugins) -> Result<Plan, RetrieveError> {
+        if !spec.has_lane() {
+            return Err(RetrieveError::NoLane);
+        }
+        let positive = |field: &str, v: Option<usize>| match v {
+            Some(0) => Err(RetrieveError::invalid(field, "must be at least 1, got 0")),
+            _ => Ok(()),
+        };
+        positive("limit", spec.limit)?;
+        positive("token_budget", spec.token_budget)?;
+        positive("rerank_top_n", spec.rerank_top_n)?;
+        positive("depth", spec.depth)?;
+        for (field, v) in [("depth", spec.depth), ("limit", spec.limit)] {
+            if let Some(v) = v.filter(|v| *v > MAX_DEPTH) {
+                return Err(RetrieveError::invalid(field, format!("at most {MAX_DEPTH}, got {v}")));
+            }
+        }
+        for (field, labels) in [("labels_all", &spec.labels_all), ("labels_any", &spec.labels_any)] {
+            if let Some(i) = labels.iter().position(String::is_empty) {
+                return Err(RetrieveError::invalid(format!("{field}[{i}]"), "a label is empty"));
+            }
+        }
+        let predicates = spec
+            .where_clauses
+            .iter()
+            .enumerate()
+            .map(|(i, c)| Ok((c.key.clone(), c.to_predicate(i)?)))
+            .collect::<Result<Vec<_>, RetrieveError>>()?;
+        if let Some(e) = &spec.expand {
+            e.check()?;
+        }
+
+        let mut lanes = Vec::new();
+        if let Some(v) = &spec.vector {
+            lanes.push(LaneQuery::Dense {
+                model: v.model.clone(),
+                vector: v.embedding.clone(),
+            });
+        } else if let (Some((model, embedder)), Some(text)) = (&plugins.embedder, &spec.text) {
+            let vector = embedder.embed(text).map_err(|e| RetrieveError::Embedder {
+                model: model.clone(),
+                message: e.message,
+            })?;
+            lanes.push(LaneQuery::Dense {
+                model: model.clone(),
+                vector,
+            });
+        }
+        if let Some(s) = &spec.sparse {
+            lanes.push(LaneQuery::Sparse {
+                model: s.model.clone(),
+                vector: s.to_vector(),
+            });
+        }
+        if let Some(t) = &spec.text {
+            lanes.push(LaneQuery::Text { query: t.clone() });
+        }
+        for lane in &lanes {
+            if let LaneQuery::Dense { model, .. } | LaneQuery::Sparse { model, .. } = lane {
+                if model.is_empty() {
+                    let field = if matches!(lane, LaneQuery::Dense { .. }) {
+                        "vector.model"
+                    } else {
+                        "sparse.model"
+                    };
+                    return Err(RetrieveError::invalid(field, "the model name is empty"));
+                }
+            }
+            lane.check()?;
+        }
+        lanes.sort_by_key(LaneQuery::name);
+        let names: Vec<String> = lanes.iter().map(LaneQuery::name).collect();
+        let fusion = spec.fusion.clone().unwrap_or_default();
+        let (rrf_k, weights) = fusion.resolve(&names)?;
+
+        Ok(Plan {
+            lanes,
+            fusion_method: fusion.method,
+            rrf_k,
+            weights,
+            gates: GateSpec {
+                labels_all: spec.labels_all.clone(),
+                labels_any: spec.labels_any.clone(),
+                predicates,
+                valid_at_ms: None,
+            },
+            valid_at: spec.valid_at,
+            expand: spec.expand.clone(),
+            limit: spec.effective_limit(),
+            depth: spec.effective_depth(spec.vector.is_none() && plugins.embedder.is_some() && spec.text.is_some()),
+            token_budget: spec.token_budget,
+            text_cap: spec.text_cap.unwrap_or(DEFAULT_TEXT_CAP_CHARS),
+            render_props: spec.render_props.clone(),
+            rerank_top_n: spec.rerank_top_n.unwrap_or(DEFAULT_RERANK_TOP_N),
+            query_text: spec.text.clone(),
+        })
+    }
+}
+
+/// One entry of the final ranking, before packing.
+#[derive(Debug, Clone)]
+struct Ranked {
+    ordinal: Ordinal,
+    score: f64,
+    rerank_score: Option<f64>,
+    lanes: Vec<LanePlace>,
+    path: Option<Vec<Ordinal>>,
+}
+
+/// Nodes loaded once per retrieval (rerank and rendering share them).
+struct NodeCache<'a> {
+    resolved: &'a ResolvedCommit,
+    nodes: BTreeMap<Ordinal, Node>,
+}
+
+impl NodeCache<'_> {
+    fn load(&mut self, ordinal: Ordinal) -> Result<&Node, SourceError> {
+        if !self.nodes.contains_key(&ordinal) {
+            let id = self.resolved.indexes.nodes.id(ordinal);
+            let node = self.resolved.nodes.load(id)?;
+            self.nodes.insert(ordinal, node);
+        }
+        self.nodes
+            .get(&ordinal)
+            .ok_or_else(|| SourceError::Storage(format!("node cache lost ordinal {ordinal}")))
+    }
+}
+
+/// Runs a checked plan on a resolved commit.
+pub(crate) fn run_plan(
+    resolved: &ResolvedCommit,
+    plan: &Plan,
+    plugins: &Plugins,
+) -> Result<RetrievalResult, RetrieveError> {
+    let indexes: &CommitIndexes = &resolved.indexes;
+    let valid_at_ms = match plan.valid_at {
+        None => Some(resolved.timestamp_ms),
+        Some(ValidAt::At(t)) => Some(t),
+        Some(ValidAt::AllTime) => None,
+    };
+    let mut warnings = Vec::new();
+
+    // Gates, pushed into every lane's search as its filter.
+    let gate = Gate::build(
+        indexes,
+        &GateSpec {
+            valid_at_ms,
+            ..plan.gates.clone()
+        },
+    );
+    let gates_empty = gate.filter.as_ref().is_some_and(|f| f.is_empty());
+    if gates_empty {
+        warnings.push(Warning::new(
+            WarningCode::GatesMatchNothing,
+            "no node of the commit passes the label, property and validity gates",
+        ));
+    }
+
+    // Lanes.
+    let mut lane_hits: Vec<LaneHits> = Vec::with_capacity(plan.lanes.len());
+    let mut reports = Vec::with_capacity(plan.lanes.len());
+    for query in &plan.lanes {
+        let run = run_lane(indexes, query, plan.depth, gate.filter.as_ref())?;
+        if run.hits.hits.is_empty() && !gates_empty {
+            warnings.push(Warning::new(
+                WarningCode::LaneEmpty,
+                format!("lane `{}` found no candidates", run.hits.name),
+            ));
+        }
+        if run.approximate {
+            warnings.push(Warning::new(
+                WarningCode::DenseApproximate,
+                format!("lane `{}` used an approximate (HNSW) index", run.hits.name),
+            ));
+        }
+        reports.push(LaneReport {
+            name: run.hits.name.clone(),
+            hits: run.hits.hits.len(),
+            approximate: run.approximate,
+        });
+        lane_hits.push(run.hits);
+    }
+
+    // Fusion.
+    let fused = fuse(&lane_hits, plan.fusion_method, plan.rrf_k, &plan.weights);
+    let mut candidates_seen = fused.len();
+
+    // Expansion (onto one score scale with the fused candidates).
+    let mut ranked: Vec<Ranked> = match &plan.expand {
+        None => fused
+            .into_iter()
+            .map(|f| Ranked {
+                ordinal: f.ordinal,
+                score: f.score,
+                rerank_score: None,
+                lanes: f.lanes,
+                path: None,
+            })
+            .collect(),
+        Some(settings) => {
+            let (ranked, considered) = rank_with_expansion(indexes, settings, &gate, fused, plan.limit, &mut warnings);
+            candidates_seen += considered;
+            ranked
+        }
+    };
+
+    let mut cache = NodeCache {
+        resolved,
+        nodes: BTreeMap::new(),
+    };
+
+    // Rerank the top N.
+    if let Some(reranker) = &plugins.reranker {
+        if let Err(e) = rerank_head(reranker.as_ref(), plan, &mut ranked, &mut cache)? {
+            warnings.push(Warning::new(
+                WarningCode::RerankFailed,
+                format!("the reranker failed, the retrieval order stands: {e}"),
+            ));
+        }
+    }
+
+    // Pack.
+    let default_estimator = CharRatioEstimator::default();
+    let estimator: &dyn TokenEstimator = match &plugins.token_estimator {
+        Some(e) => e.as_ref(),
+        None => &default_estimator,
+    };
+    let packed = pack(ranked.len(), plan.limit, plan.token_budget, estimator, |i| {
+        let node = cache.load(ranked[i].ordinal)?;
+        Ok::<_, SourceError>(render_node(node, &plan.render_props, plan.text_cap))
+    })?;
+    if packed.dropped > 0 {
+        warnings.push(Warning::new(
+            WarningCode::BudgetDropped,
+            format!(
+                "{} item(s) did not fit the budget of {} tokens and were skipped",
+                packed.dropped,
+                plan.token_budget.unwrap_or(usize::MAX)
+            ),
+        ));
+    }
+
+    let lane_names: Vec<&str> = reports.iter().map(|r| r.name.as_str()).collect();
+    let items = packed
+        .items
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let r = &ranked[p.position];
+            RetrievedItem {
+                id: indexes.nodes.id(r.ordinal).clone(),
+                rank: i + 1,
+                score: r.score,
+                rerank_score: r.rerank_score,
+                lanes: r
+                    .lanes
+                    .iter()
+                    .map(|l| {
+                        (
+                            lane_names[l.lane].to_string(),
+                            LaneScore {
+                                rank: l.rank,
+                                score: l.score,
+                            },
+                        )
+                    })
+                    .collect(),
+                source_path: r
+                    .path
+                    .as_ref()
+                    .map(|p| p.iter().map(|o| indexes.nodes.id(*o).clone()).collect()),
+                text: p.text,
+                tokens: p.tokens,
+            }
+        })
+        .collect();
+
+    Ok(RetrievalResult {
+        commit: resolved.commit,
+        valid_at: valid_at_ms,
+        items,
+        tokens_used: packed.tokens_used,
+        tokens_budget: plan.token_budget,
+        dropped: packed.dropped,
+        candidates_seen,
+        lanes: reports,
+        warnings,
+    })
+}
+
+/// Expands from the top fused candidates and merges everything into one ranking on the
+/// expansion scale; returns it with the number of new nodes considered.
+fn rank_with_expansion(
+    indexes: &CommitIndexes,
+    settings: &GraphExpand,
+    gate: &Gate,
+    fused: Vec<Fused>,
+    limit: usize,
+    warnings: &mut Vec<Warning>,
+) -> (Vec<Ranked>, usize) {
+    // Min-max over the candidates that compete for the result (the top `limit + max_nodes`):
+    // fused scores live on the fusion's scale — under RRF they are nearly flat at the top —
+    // so dividing by the top score would leave every direct hit near 1 and no expanded node
+    // could ever win a place. See the module docs of `expand`.
+    let window = (limit + settings.max_nodes).clamp(1, fused.len().max(1));
+    let top = fused.first().map_or(0.0, |f| f.score);
+    let floor = fused.get(window - 1).map_or(0.0, |f| f.score);
+    let norm = |s: f64| {
+        if top > floor {
+            ((s - floor) / (top - floor)).clamp(0.0, 1.0)
+        } else {
+            1.0
+        }
+    };
+    let seeds: Vec<(Ordinal, f64)> = fused.iter().map(|f| (f.ordinal, norm(f.score))).collect();
+    let n_seeds = settings.seeds.unwrap_or(limit).min(seeds.len());
+    let exp = expand(&*indexes.adjacency, settings, gate, &seeds, n_seeds);
+    if !exp.unknown_kinds.is_empty() {
+        warnings.push(Warning::new(
+            WarningCode::ExpansionUnknownKind,
+            format!("the commit has no edges of kind {}", quote_list(&exp.unknown_kinds)),
+        ));
+    }
+    if exp.edges_followed == 0 && n_seeds > 0 {
+        warnings.push(Warning::new(
+            WarningCode::ExpansionNoEdges,
+            format!("graph expansion found no usable edge from its {n_seeds} seed(s)"),
+        ));
+    }
+    if exp.truncated {
+        warnings.push(Warning::new(
+            WarningCode::ExpansionTruncated,
+            format!("graph expansion stopped after examining {MAX_EXPANSION_VISITS} edges"),
+        ));
+    }
+    let mut improved = exp.improved;
+    let mut out: Vec<Ranked> = fused
+        .into_iter()
+        .map(|f| {
+            let (score, path) = match improved.remove(&f.ordinal) {
+                Some(reach) => (reach.score, Some(reach.path)),
+                None => (settings.candidate_score(norm(f.score)), None),
+            };
+            Ranked {
+                ordinal: f.ordinal,
+                score,
+                rerank_score: None,
+                lanes: f.lanes,
+                path,
+            }
+        })
+        .collect();
+    out.extend(exp.added.into_iter().map(|(ordinal, reach)| Ranked {
+        ordinal,
+        score: reach.score,
+        rerank_score: None,
+        lanes: Vec::new(),
+        path: Some(reach.path),
+    }));
+    out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.ordinal.cmp(&b.ordinal)));
+    (out, exp.considered)
+}
+
+/// Reranks the top `rerank_top_n` of `ranked` in place. The outer error is a node that
+/// could not be loaded; the inner one a reranker failure (the order is then unchanged).
+fn rerank_head(
+    reranker: &dyn Reranker,
+    plan: &Plan,
+    ranked: &mut Vec<Ranked>,
+    cache: &mut NodeCache<'_>,
+) -> Result<Result<(), RerankError>, SourceError> {
+    let n = plan.rerank_top_n.min(ranked.len());
+    if n == 0 {
+        return Ok(Ok(()));
+    }
+    for r in &ranked[..n] {
+        cache.load(r.ordinal)?;
+    }
+    let candidates: Vec<RerankCandidate<'_>> = ranked[..n]
+        .iter()
+        .filter_map(|r| {
+            cache.nodes.get(&r.ordinal).map(|node| RerankCandidate {
+                id: &node.id,
+                node,
+                score: r.score,
+            })
+        })
+        .collect();
+    let order = match rerank_order(reranker, plan.query_text.as_deref(), &candidates) {
+        Ok(order) => order,
+        Err(e) => return Ok(Err(e)),
+    };
+    let head: Vec<Ranked> = order
+        .iter()
+        .map(|&(i, s)| Ranked {
+            rerank_score: Some(s),
+            ..ranked[i].clone()
+        })
+        .collect();
+    ranked.splice(..n, head);
+    Ok(Ok(()))
+}
+
+fn quote_list(xs: &[String]) -> String {
+    xs.iter().map(|x| format!("`{x}`")).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::VectorQuery;
+
+    #[test]
+    fn plan_refuses_bad_settings() {
+        let base = RetrieveSpec {
+            text: Some("wings".into()),
+            ..RetrieveSpec::default()
+        };
+        let plugins = Plugins::default();
+        assert_eq!(
+            Plan::new(&RetrieveSpec::default(), &plugins).unwrap_err(),
+            RetrieveError::NoLane
+        );
+        let field = |spec: RetrieveSpec| match Plan::new(&spec, &plugins) {
+            Err(RetrieveError::InvalidSetting { field, .. }) => field,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            field(RetrieveSpec {
+                limit: Some(0),
+                ..base.clone()
+            }),
+            "limit"
+        );
+        assert_eq!(
+            field(RetrieveSpec {
+                token_budget: Some(0),
+                ..base.clone()
+            }),
+            "token_budget"
+        );
+        assert_eq!(
+            field(RetrieveSpec {
+                depth: Some(0),
+                ..base.clone()
+            }),
+            "depth"
+        );
+        assert_eq!(
+            field(RetrieveSpec {
+                depth: Some(MAX_DEPTH + 1),
+                ..base.clone()
+            }),
+            "depth"
+        );
+        assert_eq!(
+            field(RetrieveSpec {
+                limit: Some(MAX_DEPTH + 1),
+                ..base.clone()
+            }),
+            "limit"
+        );
+        assert_eq!(
+            field(RetrieveSpec {
+                rerank_top_n: Some(0),
+                ..base.clone()
+            }),
+            "rerank_top_n"
+        );
+        assert_eq!(
+            field(RetrieveSpec {
+                labels_any: vec![String::new()],
+                ..base.clone()
+            }),
+            "labels_any[0]"
+        );
+        assert_eq!(
+            field(RetrieveSpec {
+                text: Some(" ".into()),
+                ..base.clone()
+            }),
+            "text"
+        );
+        let empty_vec = RetrieveSpec {
+            vector: Some(VectorQuery {
+                model: "m".into(),
+                embedding: vec![],
+            }),
+            ..base.clone()
+        };
+        assert_eq!(field(empty_vec), "vector.embedding");
+        let nameless = RetrieveSpec {
+            vector: Some(VectorQuery {
+                model: String::new(),
+                embedding: vec![1.0],
+            }),
+            ..base.clone()
+        };
+        assert_eq!(field(nameless), "vector.model");
+    }
+
+    #[test]
+    fn plan_orders_lanes_and_uses_the_embedder() {
+        struct Fake;
+        impl Embedder for Fake {
+            fn embed(&self, text: &str) -> Result<Vec<f32>, crate::embed::EmbedError> {
+                Ok(vec![text.len() as f32, 1.0])
+            }
+        }
+        let spec = RetrieveSpec {
+            text: Some("abc".into()),
+            ..RetrieveSpec::default()
+        };
+        let plugins = Plugins {
+            embedder: Some(("m".into(), Arc::new(Fake))),
+            ..Plugins::default()
+        };
+        let plan = Plan::new(&spec, &plugins).unwrap();
+        assert_eq!(
+            plan.lanes,
+            vec![
+                LaneQuery::Dense {
+                    model: "m".into(),
+                    vector: vec![3.0, 1.0]
+                },
+                LaneQuery::Text { query: "abc".into() }
+            ]
+        );
+        assert_eq!(
+            (plan.limit, plan.depth, plan.text_cap, plan.rrf_k),
+            (10, 1000, 1000, 60.0)
+        );
+        assert_eq!(plan.fusion_method, FusionMethod::Rrf);
+    }
+}

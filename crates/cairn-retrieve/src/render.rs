@@ -1,0 +1,81 @@
+//! Rendering an item to the compact, deterministic text an agent reads.
+//!
+//! Format, one line per part, parts absent when empty:
+//!
+//! ```text
+//! id: <node id>
+//! labels: <label>, <label>          (sorted, as stored)
+//! <key>: <value as JSON>            (one line per `render_props` key the node has, in the order asked)
+//! text: <text, at most text_cap characters, then "…" if cut>
+//! ```
+//!
+//! The text is cut after `text_cap` Unicode scalar values (so never inside a character)
+//! and marked with `…` when cut. Property values are compact JSON (strings quoted).
+
+use cairn_core::Node;
+
+/// Characters of node text rendered per item unless `text_cap` says otherwise.
+pub const DEFAULT_TEXT_CAP_CHARS: usize = 1000;
+
+/// Renders `node` (see the [module docs](self) for the format).
+pub(crate) fn render_node(node: &Node, props: &[String], text_cap_chars: usize) -> String {
+    let mut out = format!("id: {}", node.id);
+    if !node.labels.is_empty() {
+        out.push_str("\nlabels: ");
+        out.push_str(&node.labels.iter().map(String::as_str).collect::<Vec<_>>().join(", "));
+    }
+    for key in props {
+        if let Some(v) = node.props.get(key) {
+            // A stored Value always serializes (finite floats, string keys).
+            let json = serde_json::to_string(v).unwrap_or_default();
+            out.push('\n');
+            out.push_str(key);
+            out.push_str(": ");
+            out.push_str(&json);
+        }
+    }
+    if !node.text.is_empty() && text_cap_chars > 0 {
+        out.push_str("\ntext: ");
+        out.push_str(&cap_chars(&node.text, text_cap_chars));
+    }
+    out
+}
+
+/// The first `cap` characters of `text`, plus `…` if anything was cut.
+fn cap_chars(text: &str, cap: usize) -> String {
+    match text.char_indices().nth(cap) {
+        None => text.to_string(),
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cairn_core::NodeId;
+
+    #[test]
+    fn renders_id_labels_props_text() {
+        let node = Node::new(NodeId::new("doc-1").unwrap())
+            .with_label("Paper")
+            .with_label("Document")
+            .with_prop("year", 1958i64)
+            .with_prop("title", "Wings")
+            .with_prop("secret", "x")
+            .with_text("Stall occurs when the angle of attack is too high.");
+        let props = vec!["title".to_string(), "year".to_string(), "missing".to_string()];
+        assert_eq!(
+            render_node(&node, &props, 12),
+            "id: doc-1\nlabels: Document, Paper\ntitle: \"Wings\"\nyear: 1958\ntext: Stall occurs…"
+        );
+        assert_eq!(render_node(&node, &[], 0), "id: doc-1\nlabels: Document, Paper");
+    }
+
+    #[test]
+    fn caps_on_char_boundaries() {
+        assert_eq!(cap_chars("héllo", 2), "hé…");
+        assert_eq!(cap_chars("héllo", 5), "héllo");
+        assert_eq!(cap_chars("日本語", 1), "日…");
+        assert_eq!(cap_chars("", 3), "");
+    }
+}

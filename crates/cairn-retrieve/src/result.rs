@@ -1,0 +1,121 @@
+//! [`RetrievalResult`]: what a retrieval returns, serializable to JSON with a stable field
+//! order (declaration order; maps sorted by key).
+
+use std::collections::BTreeMap;
+
+use cairn_core::{CommitId, NodeId};
+use serde::{Deserialize, Serialize};
+
+/// The result of one retrieval.
+///
+/// Same commit + same spec (+ the same plugins) ⇒ byte-identical JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RetrievalResult {
+    /// The commit read.
+    pub commit: CommitId,
+    /// The validity time applied (ms since the epoch), `None` with `all_time`.
+    pub valid_at: Option<i64>,
+    /// The packed items, best first.
+    pub items: Vec<RetrievedItem>,
+    /// Sum of the items' token estimates.
+    pub tokens_used: usize,
+    /// The token budget, `None` if unlimited.
+    pub tokens_budget: Option<usize>,
+    /// Items skipped because they did not fit the budget, counted over the ranked list
+    /// from the top until `limit` items were kept or the list ended; once the budget is
+    /// used up exactly, every remaining item counts as dropped.
+    pub dropped: usize,
+    /// Distinct nodes that received a score: the union of the lanes' candidate lists, plus
+    /// the new nodes graph expansion reached that pass the gates (before its `max_nodes`
+    /// cut).
+    pub candidates_seen: usize,
+    /// What each lane returned, in lane-name order.
+    pub lanes: Vec<LaneReport>,
+    /// Everything worth knowing that is not an error, in pipeline order.
+    pub warnings: Vec<Warning>,
+}
+
+/// One packed item.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RetrievedItem {
+    /// The node.
+    pub id: NodeId,
+    /// 1-based position in `items`.
+    pub rank: usize,
+    /// The retrieval score that ranked the item: the fused score, or with graph expansion
+    /// the unified expansion score (see [`GraphExpand`](crate::GraphExpand)). After a
+    /// reranker ran, `rank` follows `rerank_score` for the reranked items instead.
+    pub score: f64,
+    /// The reranker's score, if a reranker scored this item.
+    pub rerank_score: Option<f64>,
+    /// The item's rank (1-based) and raw score in each lane that found it.
+    pub lanes: BTreeMap<String, LaneScore>,
+    /// For an item brought in (or scored higher) by graph expansion: the node ids from
+    /// the seed to this node.
+    pub source_path: Option<Vec<NodeId>>,
+    /// The rendered text (see the `render` format in the crate docs).
+    pub text: String,
+    /// Estimated tokens of `text`.
+    pub tokens: usize,
+}
+
+/// An item's place in one lane.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LaneScore {
+    /// 1-based rank within the lane's candidates.
+    pub rank: usize,
+    /// The lane's raw score (dot product, BM25).
+    pub score: f32,
+}
+
+/// What one lane returned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaneReport {
+    /// Lane name: `dense:<model>`, `sparse:<model>` or `text`.
+    pub name: String,
+    /// Candidates it returned (at most the depth).
+    pub hits: usize,
+    /// True if an approximate index chose the candidates.
+    pub approximate: bool,
+}
+
+/// A typed warning.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warning {
+    /// What kind of warning.
+    pub code: WarningCode,
+    /// A human-readable explanation naming the lane, node or setting.
+    pub message: String,
+}
+
+impl Warning {
+    /// A warning.
+    pub(crate) fn new(code: WarningCode, message: impl Into<String>) -> Warning {
+        Warning {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// Warning codes (snake_case in JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WarningCode {
+    /// The gates (labels, properties, validity) admit no node of the commit.
+    GatesMatchNothing,
+    /// A lane returned no candidates.
+    LaneEmpty,
+    /// The dense lane's candidates were chosen by an approximate (HNSW) index.
+    DenseApproximate,
+    /// Graph expansion found no usable edge from its seeds.
+    ExpansionNoEdges,
+    /// Graph expansion was asked for an edge kind the commit does not have.
+    ExpansionUnknownKind,
+    /// Graph expansion stopped at its visit cap.
+    ExpansionTruncated,
+    /// The reranker failed; the retrieval order stands.
+    RerankFailed,
+    /// Items were skipped because they did not fit the token budget.
+    BudgetDropped,
+}
