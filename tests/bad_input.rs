@@ -11,7 +11,8 @@ fn id(s: &str) -> NodeId {
 fn repo_with_one_node() -> Repo {
     let repo = Repo::in_memory().expect("repo");
     let mut tx = repo.transaction().expect("tx");
-    tx.put_node(Node::new(id("a")).with_embedding("m", vec![1.0, 0.0, 0.0])).expect("put");
+    tx.put_node(Node::new(id("a")).with_embedding("m", vec![1.0, 0.0, 0.0]))
+        .expect("put");
     tx.commit("base").expect("commit");
     repo
 }
@@ -23,14 +24,38 @@ fn every_bad_node_is_refused_and_changes_nothing() {
     let objects_before = repo.store().stats().unwrap().objects;
     let mut tx = repo.transaction().unwrap();
     let cases: Vec<(Node, &str)> = vec![
-        (Node::new(id("b")).with_embedding("m", vec![1.0, f32::NAN, 0.0]), "NaN embedding"),
-        (Node::new(id("b")).with_embedding("m", vec![1.0, f32::INFINITY, 0.0]), "inf embedding"),
-        (Node::new(id("b")).with_embedding("m", vec![1.0, 0.0]), "wrong dimension"),
-        (Node::new(id("b")).with_sparse("s", SparseVector::new(vec![2, 1], vec![1.0, 1.0])), "unsorted sparse"),
-        (Node::new(id("b")).with_sparse("s", SparseVector::new(vec![1, 1], vec![1.0, 1.0])), "duplicate sparse"),
-        (Node::new(id("b")).with_sparse("s", SparseVector::new(vec![1], vec![f32::NAN])), "NaN sparse"),
-        (Node::new(id("b")).with_validity(Validity::new(Some(10), Some(10))), "empty validity"),
-        (Node::new(id("b")).with_text("x".repeat(cairn_core::limits::MAX_TEXT_BYTES + 1)), "oversize text"),
+        (
+            Node::new(id("b")).with_embedding("m", vec![1.0, f32::NAN, 0.0]),
+            "NaN embedding",
+        ),
+        (
+            Node::new(id("b")).with_embedding("m", vec![1.0, f32::INFINITY, 0.0]),
+            "inf embedding",
+        ),
+        (
+            Node::new(id("b")).with_embedding("m", vec![1.0, 0.0]),
+            "wrong dimension",
+        ),
+        (
+            Node::new(id("b")).with_sparse("s", SparseVector::new(vec![2, 1], vec![1.0, 1.0])),
+            "unsorted sparse",
+        ),
+        (
+            Node::new(id("b")).with_sparse("s", SparseVector::new(vec![1, 1], vec![1.0, 1.0])),
+            "duplicate sparse",
+        ),
+        (
+            Node::new(id("b")).with_sparse("s", SparseVector::new(vec![1], vec![f32::NAN])),
+            "NaN sparse",
+        ),
+        (
+            Node::new(id("b")).with_validity(Validity::new(Some(10), Some(10))),
+            "empty validity",
+        ),
+        (
+            Node::new(id("b")).with_text("x".repeat(cairn_core::limits::MAX_TEXT_BYTES + 1)),
+            "oversize text",
+        ),
         (Node::new(id("b")).with_prop("p", f64::NAN), "NaN property"),
         (Node::new(id("b")).with_label("x".repeat(200)), "oversize label"),
     ];
@@ -46,22 +71,35 @@ fn every_bad_node_is_refused_and_changes_nothing() {
     }
     assert!(matches!(
         tx.put_node(Node::new(id("b")).with_embedding("m", vec![1.0, 0.0])),
-        Err(Error::Validation(ValidationError::DimensionMismatch { expected: 3, got: 2, .. }))
+        Err(Error::Validation(ValidationError::DimensionMismatch {
+            expected: 3,
+            got: 2,
+            ..
+        }))
     ));
     // Edges: missing endpoint, NaN weight, empty validity.
     assert!(matches!(
         tx.put_edge(Edge::new(id("a"), "k", id("missing"))),
         Err(Error::Validation(ValidationError::MissingEndpoint { .. }))
     ));
-    assert!(tx.put_edge(Edge::new(id("a"), "k", id("a")).with_weight(f64::NAN)).is_err());
+    assert!(tx
+        .put_edge(Edge::new(id("a"), "k", id("a")).with_weight(f64::NAN))
+        .is_err());
     assert!(tx
         .put_edge(Edge::new(id("a"), "k", id("a")).with_validity(Validity::new(Some(5), Some(1))))
         .is_err());
-    assert!(matches!(tx.delete_node(&id("missing")), Err(Error::NodeNotFound { .. })));
+    assert!(matches!(
+        tx.delete_node(&id("missing")),
+        Err(Error::NodeNotFound { .. })
+    ));
     assert!(tx.is_empty());
     drop(tx);
     assert_eq!(repo.head().unwrap(), head);
-    assert_eq!(repo.store().stats().unwrap().objects, objects_before, "objects were written");
+    assert_eq!(
+        repo.store().stats().unwrap().objects,
+        objects_before,
+        "objects were written"
+    );
     // Ids: empty and oversize.
     assert!(NodeId::new("").is_err());
     assert!(NodeId::new("x".repeat(257)).is_err());
@@ -91,7 +129,10 @@ fn timestamps_never_go_backwards() {
     tx.put_node(Node::new(id("b"))).unwrap();
     assert!(matches!(
         tx.commit_at("t=999", 999),
-        Err(Error::TimestampBeforeParent { timestamp_ms: 999, parent_ms: 1000 })
+        Err(Error::TimestampBeforeParent {
+            timestamp_ms: 999,
+            parent_ms: 1000
+        })
     ));
 }
 
@@ -105,7 +146,10 @@ fn bad_import_line_imports_nothing() {
         other => panic!("expected an import error on line 2, got {other:?}"),
     }
     let file = "{\"node\": {\"id\": \"x\"}}\n\n{not json\n";
-    assert!(matches!(repo.import_jsonl(file.as_bytes(), "bad", &mut |_| {}), Err(Error::Import { line: 3, .. })));
+    assert!(matches!(
+        repo.import_jsonl(file.as_bytes(), "bad", &mut |_| {}),
+        Err(Error::Import { line: 3, .. })
+    ));
     assert_eq!(repo.head().unwrap(), head);
     assert!(repo.node(&id("x")).unwrap().is_none());
 }

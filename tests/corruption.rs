@@ -24,7 +24,11 @@ fn setup() -> (tempfile::TempDir, std::path::PathBuf, NodeId, cairn::Hash) {
 fn tamper(path: &std::path::Path, hash: &cairn::Hash, f: impl FnOnce(&mut Vec<u8>)) {
     let db = sled::open(path).expect("open sled");
     let objects = db.open_tree("objects").expect("objects tree");
-    let mut value = objects.get(hash.as_bytes()).expect("get").expect("object present").to_vec();
+    let mut value = objects
+        .get(hash.as_bytes())
+        .expect("get")
+        .expect("object present")
+        .to_vec();
     f(&mut value);
     objects.insert(hash.as_bytes(), value).expect("insert");
     db.flush().expect("flush");
@@ -40,7 +44,11 @@ fn assert_corrupt(path: &std::path::Path, id: &NodeId, hash: &cairn::Hash) {
     assert!(err.contains(&hash.to_hex()), "message names the object: {err}");
     let report = repo.fsck().expect("fsck runs");
     assert!(!report.is_ok());
-    assert!(report.problems.iter().any(|p| p.contains(&hash.to_hex())), "{:?}", report.problems);
+    assert!(
+        report.problems.iter().any(|p| p.contains(&hash.to_hex())),
+        "{:?}",
+        report.problems
+    );
 }
 
 #[test]

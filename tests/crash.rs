@@ -79,8 +79,12 @@ fn commits_survive_sigkill() {
         reported.extend(ids);
 
         let repo = Repo::open(&path).unwrap_or_else(|e| panic!("round {round}: reopen failed: {e}"));
-        let log: std::collections::BTreeSet<CommitId> =
-            repo.log(None, None).expect("log").into_iter().map(|(id, _)| id).collect();
+        let log: std::collections::BTreeSet<CommitId> = repo
+            .log(None, None)
+            .expect("log")
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
         for id in &reported {
             assert!(log.contains(id), "round {round}: reported commit {id} lost");
         }
@@ -89,6 +93,9 @@ fn commits_survive_sigkill() {
     let repo = Repo::open(&path).expect("reopen");
     let report = repo.fsck().expect("fsck");
     assert!(report.is_ok(), "fsck problems: {:?}", report.problems);
-    assert!(!reported.is_empty(), "the child never committed: the test proved nothing");
+    assert!(
+        !reported.is_empty(),
+        "the child never committed: the test proved nothing"
+    );
     eprintln!("{kills} kills, {} commits reported and all present", reported.len());
 }

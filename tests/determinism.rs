@@ -26,8 +26,26 @@ impl Rng {
 }
 
 const WORDS: &[&str] = &[
-    "wing", "stall", "lift", "drag", "boundary", "layer", "shock", "wave", "nozzle", "flow", "laminar", "turbulent",
-    "pressure", "heat", "transfer", "supersonic", "vortex", "panel", "flutter", "buckling",
+    "wing",
+    "stall",
+    "lift",
+    "drag",
+    "boundary",
+    "layer",
+    "shock",
+    "wave",
+    "nozzle",
+    "flow",
+    "laminar",
+    "turbulent",
+    "pressure",
+    "heat",
+    "transfer",
+    "supersonic",
+    "vortex",
+    "panel",
+    "flutter",
+    "buckling",
 ];
 
 fn vector(rng: &mut Rng) -> Vec<f32> {
@@ -42,7 +60,9 @@ fn make_repo(path: &Path) -> Repo {
     let mut rng = Rng(42);
     let mut tx = repo.transaction().unwrap();
     for i in 0..400 {
-        let text: Vec<&str> = (0..12).map(|_| WORDS[(rng.next() % WORDS.len() as u64) as usize]).collect();
+        let text: Vec<&str> = (0..12)
+            .map(|_| WORDS[(rng.next() % WORDS.len() as u64) as usize])
+            .collect();
         let mut node = Node::new(NodeId::new(format!("doc-{i:04}")).unwrap())
             .with_label(if i % 3 == 0 { "Paper" } else { "Note" })
             .with_text(text.join(" "))
@@ -117,7 +137,11 @@ fn run_child(path: &Path, threads: &str) -> (String, String) {
         .env("RAYON_NUM_THREADS", threads)
         .output()
         .expect("child runs");
-    assert!(out.status.success(), "child failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "child failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8(out.stdout).unwrap();
     let get = |tag: &str| {
         stdout

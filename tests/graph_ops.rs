@@ -26,7 +26,14 @@ fn deleting_a_node_deletes_its_edges_both_ways() {
     let c2 = tx.commit("c2").unwrap();
     let edges = repo.edges_at(&c2).unwrap();
     assert_eq!(edges.len(), 1);
-    assert_eq!(edges[0].key(), EdgeKey { source: id("a"), kind: "cites".into(), target: id("c") });
+    assert_eq!(
+        edges[0].key(),
+        EdgeKey {
+            source: id("a"),
+            kind: "cites".into(),
+            target: id("c")
+        }
+    );
     assert_eq!(repo.stats(&c2).unwrap().edges, 1);
     assert_eq!(repo.stats(&c2).unwrap().nodes, 2);
     // The old commit still reads as it was.
@@ -40,7 +47,11 @@ fn deleting_a_node_deletes_its_edges_both_ways() {
 #[test]
 fn same_content_same_roots_whatever_the_order() {
     let nodes: Vec<Node> = (0..300)
-        .map(|i| Node::new(id(&format!("n{i:03}"))).with_label("L").with_text(format!("text {i}")))
+        .map(|i| {
+            Node::new(id(&format!("n{i:03}")))
+                .with_label("L")
+                .with_text(format!("text {i}"))
+        })
         .collect();
     let r1 = Repo::in_memory().unwrap();
     let mut tx = r1.transaction().unwrap();

@@ -44,7 +44,7 @@ pub fn text(rng: &mut Rng, words: usize) -> String {
 /// Node `i` of the benchmark corpus: a label, ~50 words of text, a 384-d embedding.
 pub fn node(rng: &mut Rng, i: usize) -> Node {
     Node::new(NodeId::new(format!("doc-{i:07}")).expect("valid id"))
-        .with_label(if i % 1000 == 0 { "Rare" } else { "Document" })
+        .with_label(if i.is_multiple_of(1000) { "Rare" } else { "Document" })
         .with_text(text(rng, 50))
         .with_embedding("minilm", unit_vector(rng, 384))
 }

@@ -406,7 +406,7 @@ pub enum Subject {
 impl fmt::Display for Subject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Subject::Node(id) => write!(f, "node {id:?}"),
+            Subject::Node(id) => write!(f, "node \"{id}\""),
             Subject::Edge(k) => write!(f, "edge {k}"),
         }
     }

@@ -126,6 +126,13 @@ impl PendingWrites {
         h
     }
 
+    /// Adds bytes whose hash the caller already computed with
+    /// [`codec::hash_object`] (e.g. in parallel). Debug builds re-check the hash.
+    pub fn add_encoded(&mut self, hash: Hash, bytes: Vec<u8>) {
+        debug_assert_eq!(codec::hash_object(&bytes), hash);
+        self.objects.entry(hash).or_insert(bytes);
+    }
+
     /// Encodes and adds a node.
     pub fn add_node(&mut self, node: &Node) -> Hash {
         self.add(codec::encode_node(node))

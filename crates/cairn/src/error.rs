@@ -69,7 +69,7 @@ pub enum Error {
         parent_ms: i64,
     },
     /// A node that does not exist where it was expected.
-    #[error("node {id:?} not found{}", at.map(|c| format!(" at commit {}", c.short())).unwrap_or_default())]
+    #[error("node \"{id}\" not found{}", at.map(|c| format!(" at commit {}", c.short())).unwrap_or_default())]
     NodeNotFound {
         /// The node.
         id: NodeId,

@@ -22,6 +22,7 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 use crate::repo::Repo;
+use crate::transaction::Transaction;
 use crate::rev::parse_time_ms;
 
 /// A time in the import format: integer ms or an RFC 3339 string.
@@ -122,7 +123,15 @@ fn validity(from: Option<TimeSpec>, until: Option<TimeSpec>) -> std::result::Res
 
 /// Parses one line of the format (without applying it).
 pub fn parse_line(line: &str) -> std::result::Result<ImportOp, String> {
-    let parsed: Line = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    // serde_json's position ("at line 1 column 24") is within the line; callers report the
+    // file's line number, so keep only the column.
+    let parsed: Line = serde_json::from_str(line).map_err(|e| {
+        let msg = e.to_string();
+        match msg.rfind(" at line 1 column ") {
+            Some(i) => format!("{} (column {})", &msg[..i], &msg[i + " at line 1 column ".len()..]),
+            None => msg,
+        }
+    })?;
     Ok(match parsed {
         Line::Node(n) => ImportOp::PutNode(Node {
             id: node_id(n.id)?,
@@ -165,7 +174,8 @@ pub struct ImportSummary {
 
 impl Repo {
     /// Imports a JSON Lines stream as one commit on the current branch (see the
-    /// [module docs](crate::import)). `progress` is called with the bytes read so far.
+    /// [module docs](crate::import)), authored `cairn`. `progress` is called with the bytes
+    /// read so far. For another author, use [`Transaction::import_jsonl`].
     pub fn import_jsonl(
         &self,
         reader: impl BufRead,
@@ -173,6 +183,17 @@ impl Repo {
         progress: &mut dyn FnMut(u64),
     ) -> Result<ImportSummary> {
         let mut tx = self.transaction()?;
+        let operations = tx.import_jsonl(reader, progress)?;
+        let commit = tx.commit(message)?;
+        Ok(ImportSummary { commit, operations })
+    }
+}
+
+impl Transaction<'_> {
+    /// Applies a JSON Lines stream to this transaction (see the [module docs](crate::import)):
+    /// stops at the first bad line with [`Error::Import`] naming it. Returns the number of
+    /// operations applied. Nothing is committed: call [`Transaction::commit`].
+    pub fn import_jsonl(&mut self, reader: impl BufRead, progress: &mut dyn FnMut(u64)) -> Result<u64> {
         let mut operations = 0u64;
         let mut bytes = 0u64;
         for (i, line) in reader.lines().enumerate() {
@@ -190,10 +211,10 @@ impl Repo {
             }
             let op = parse_line(&line).map_err(|detail| Error::Import { line: lineno, detail })?;
             let applied = match op {
-                ImportOp::PutNode(n) => tx.put_node(n),
-                ImportOp::PutEdge(e) => tx.put_edge(e),
-                ImportOp::DeleteNode(id) => tx.delete_node(&id),
-                ImportOp::DeleteEdge(k) => tx.delete_edge(&k),
+                ImportOp::PutNode(n) => self.put_node(n),
+                ImportOp::PutEdge(e) => self.put_edge(e),
+                ImportOp::DeleteNode(id) => self.delete_node(&id),
+                ImportOp::DeleteEdge(k) => self.delete_edge(&k),
             };
             applied.map_err(|e| Error::Import {
                 line: lineno,
@@ -202,8 +223,7 @@ impl Repo {
             operations += 1;
         }
         progress(bytes);
-        let commit = tx.commit(message)?;
-        Ok(ImportSummary { commit, operations })
+        Ok(operations)
     }
 }
 

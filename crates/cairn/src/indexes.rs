@@ -94,13 +94,13 @@ pub struct IndexReport {
     pub dense: Vec<(String, bool)>,
 }
 
-fn ix_key(key: &Hash) -> Vec<u8> {
+pub(crate) fn ix_key(key: &Hash) -> Vec<u8> {
     let mut k = b"ix/".to_vec();
     k.extend_from_slice(key.as_bytes());
     k
 }
 
-fn hb_key(key: &Hash) -> Vec<u8> {
+pub(crate) fn hb_key(key: &Hash) -> Vec<u8> {
     let mut k = b"hb/".to_vec();
     k.extend_from_slice(key.as_bytes());
     k
@@ -124,7 +124,7 @@ impl Repo {
         self.index_key_of(id, &c)
     }
 
-    fn index_key_of(&self, id: &CommitId, c: &Commit) -> Result<Hash> {
+    pub(crate) fn index_key_of(&self, id: &CommitId, c: &Commit) -> Result<Hash> {
         let base_root = match self.base_commit_of(id, c) {
             Some(b) if b == *id => c.node_root,
             Some(b) => self.commit(&b)?.node_root,
@@ -309,6 +309,16 @@ impl Repo {
         Ok(ix)
     }
 
+    /// The key of the HNSW base over the node set at `base_node_root` for `model` (its
+    /// derived entry is `hb/<key>`; `gc` keeps the ones live commits name).
+    pub(crate) fn hnsw_base_key(&self, base_node_root: Option<Hash>, model: &str) -> Hash {
+        let mut kb = b"cairn-hnsw-base".to_vec();
+        kb.extend_from_slice(base_node_root.unwrap_or(Hash::ZERO).as_bytes());
+        kb.extend_from_slice(self.index_params().fingerprint().as_bytes());
+        kb.extend_from_slice(model.as_bytes());
+        Hash::of(&kb)
+    }
+
     /// The HNSW base over commit `bc`'s vectors of `model`: cached, persisted, or built.
     fn hnsw_base(
         &self,
@@ -318,11 +328,7 @@ impl Repo {
         ids_hint: &[NodeId],
     ) -> Result<Arc<HnswBase>> {
         let params = &self.index_params().hnsw;
-        let mut kb = b"cairn-hnsw-base".to_vec();
-        kb.extend_from_slice(bc.node_root.unwrap_or(Hash::ZERO).as_bytes());
-        kb.extend_from_slice(self.index_params().fingerprint().as_bytes());
-        kb.extend_from_slice(model.as_bytes());
-        let key = Hash::of(&kb);
+        let key = self.hnsw_base_key(bc.node_root, model);
         if let Some(b) = self.inner.indexes.bases.lock().get(&key) {
             return Ok(Arc::clone(b));
         }

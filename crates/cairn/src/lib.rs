@@ -35,20 +35,29 @@
 
 pub mod diff;
 pub mod error;
+pub mod eval;
 pub mod fsck;
+pub mod gc;
 pub mod import;
 pub mod indexes;
+pub mod merge;
+pub mod node_history;
 mod repo;
 pub mod rev;
 mod time_index;
 mod transaction;
+mod view;
 
 pub use cairn_core::{Commit, CommitId, Edge, EdgeKey, Hash, Node, NodeId, SparseVector, Validity, Value};
 pub use cairn_retrieve as retrieve;
 pub use diff::{ChangeKind, Diff, EdgeChange, NodeChange};
 pub use error::{Error, Result};
 pub use fsck::FsckReport;
+pub use gc::GcReport;
 pub use import::{ImportOp, ImportSummary};
 pub use indexes::IndexReport;
+pub use merge::{Conflict, MergeKind, MergeOutcome, MergeStrategy, Resolution};
+pub use node_history::NodeHistoryEntry;
 pub use repo::{Repo, Stats, DEFAULT_BRANCH};
 pub use transaction::{Transaction, HNSW_MIN_NODES};
+pub use view::View;

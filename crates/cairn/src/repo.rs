@@ -46,6 +46,10 @@ pub(crate) struct Inner {
     pub(crate) objects: Objects,
     pub(crate) path: Option<PathBuf>,
     pub(crate) indexes: IndexCache,
+    /// Held for reading by every writer from the moment it builds a commit's objects
+    /// until its ref has moved, and for writing by `gc` while it marks and sweeps: an
+    /// object of an unpublished commit is never collected (see `gc.rs`).
+    pub(crate) gc_lock: parking_lot::RwLock<()>,
 }
 
 impl std::fmt::Debug for Repo {
@@ -96,12 +100,26 @@ impl Repo {
         let not_a_repo = || Error::NotARepo {
             path: path.display().to_string(),
         };
-        if !path.is_dir() {
+        // sled creates its files in any directory it opens: look for its config file
+        // first, so opening a directory that is not a repository changes nothing in it.
+        if !path.is_dir() || !path.join("conf").is_file() {
             return Err(not_a_repo());
         }
         let store = Arc::new(SledStore::open(path)?);
         if Refs::new(store.as_ref()).current_branch()?.is_none() {
             return Err(not_a_repo());
+        }
+        match Refs::new(store.as_ref()).meta(FORMAT_META)? {
+            Some(v) if v == FORMAT_VALUE => {}
+            Some(v) => {
+                return Err(Error::InvalidArgument(format!(
+                    "{} holds repository format {:?}, this build reads {:?}",
+                    path.display(),
+                    String::from_utf8_lossy(&v),
+                    String::from_utf8_lossy(FORMAT_VALUE)
+                )))
+            }
+            None => return Err(not_a_repo()),
         }
         Ok(Repo::from_store(store, Some(path.to_path_buf())))
     }
@@ -136,6 +154,7 @@ impl Repo {
                 store,
                 path,
                 indexes: IndexCache::default(),
+                gc_lock: parking_lot::RwLock::new(()),
             }),
         }
     }
@@ -211,6 +230,9 @@ impl Repo {
     /// Creates `name` at revision `at` (default: the current head).
     pub fn create_branch(&self, name: &str, at: Option<&str>) -> Result<CommitId> {
         let branch = BranchName::new(name)?;
+        // Resolving and publishing under the gc lock: a commit resolved here cannot be
+        // collected before the new branch makes it reachable.
+        let _publishing = self.inner.gc_lock.read();
         let target = match at {
             Some(rev) => self.resolve(rev)?,
             None => self.head()?.ok_or_else(|| Error::UnknownRevision {

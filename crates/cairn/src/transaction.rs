@@ -3,11 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use cairn_core::codec::{edge_key_prefix, edge_tree_key, split_edge_tree_key};
+use cairn_core::codec::{edge_key_prefix, edge_tree_key, encode_node, hash_object, split_edge_tree_key};
 use cairn_core::limits::MAX_MESSAGE_BYTES;
 use cairn_core::{Commit, CommitId, Edge, EdgeKey, Hash, Node, NodeId, Subject, ValidationError};
 use cairn_graph::refs::BranchName;
 use cairn_graph::{mst, Mutation, PendingWrites};
+use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::repo::Repo;
@@ -32,9 +33,15 @@ pub struct Transaction<'r> {
     base_commit: Option<Commit>,
     nodes: BTreeMap<NodeId, Option<Node>>,
     edges: BTreeMap<EdgeKey, Option<Edge>>,
+    /// Dimensions registered by this transaction (written as repo metadata on commit).
     new_dims: BTreeMap<String, usize>,
+    /// Dimensions already registered in the repo, read once per model.
+    known_dims: BTreeMap<String, Option<usize>>,
     author: String,
 }
+
+/// An encoded object and its hash.
+type Encoded = (Hash, Vec<u8>);
 
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -55,6 +62,7 @@ impl<'r> Transaction<'r> {
             nodes: BTreeMap::new(),
             edges: BTreeMap::new(),
             new_dims: BTreeMap::new(),
+            known_dims: BTreeMap::new(),
             author: "cairn".into(),
         })
     }
@@ -119,7 +127,14 @@ impl<'r> Transaction<'r> {
         for (model, v) in &node.embeddings {
             let expected = match self.new_dims.get(model) {
                 Some(d) => Some(*d),
-                None => self.repo.dense_dim(model)?,
+                None => match self.known_dims.get(model) {
+                    Some(d) => *d,
+                    None => {
+                        let d = self.repo.dense_dim(model)?;
+                        self.known_dims.insert(model.clone(), d);
+                        d
+                    }
+                },
             };
             match expected {
                 Some(d) if d != v.len() => {
@@ -229,6 +244,9 @@ impl<'r> Transaction<'r> {
                 });
             }
         }
+        // Held until the ref has moved: gc never collects the objects of a commit being
+        // published (see gc.rs).
+        let _publishing = self.repo.inner.gc_lock.read();
         let objs = self.repo.objects();
         let base = self.base_commit.clone();
         let (node_root, edge_root, edge_in_root, node_count, edge_count) = match &base {
@@ -237,14 +255,32 @@ impl<'r> Transaction<'r> {
         };
         let mut out = PendingWrites::new();
 
-        // Nodes.
+        // Nodes. Encoding and hashing are pure functions of each node, so they run in
+        // parallel; results are collected in key order, so nothing depends on scheduling.
+        let encoded: Vec<(&NodeId, Option<Encoded>)> = self
+            .nodes
+            .par_iter()
+            .map(|(id, change)| {
+                let enc = change.as_ref().map(|n| {
+                    let bytes = encode_node(n);
+                    (hash_object(&bytes), bytes)
+                });
+                (id, enc)
+            })
+            .collect();
         let mut node_muts = BTreeMap::new();
         let mut node_count = node_count as i64;
         let mut node_changes = 0u64;
-        for (id, change) in &self.nodes {
-            let before = mst::get(objs, node_root, id.as_bytes())?;
-            let m = match change {
-                Some(n) => Mutation::Put(out.add_node(n)),
+        for (id, enc) in encoded {
+            let before = match node_root {
+                Some(_) => mst::get(objs, node_root, id.as_bytes())?,
+                None => None,
+            };
+            let m = match enc {
+                Some((h, bytes)) => {
+                    out.add_encoded(h, bytes);
+                    Mutation::Put(h)
+                }
                 None => Mutation::Delete,
             };
             let after = match m {
@@ -351,7 +387,7 @@ impl<'r> Transaction<'r> {
 /// `changes_since_base + this commit's changes` stays within
 /// `cairn_index::hnsw::needs_new_base`'s threshold; past it, this commit is the new base
 /// (`Hash::ZERO` stands for "this commit", which cannot name its own hash).
-fn choose_index_base(
+pub(crate) fn choose_index_base(
     parent_id: Option<CommitId>,
     parent: Option<&Commit>,
     node_changes: u64,
