@@ -4,7 +4,7 @@ use cairn::{CommitId, Node, NodeId};
 use serde::Serialize;
 
 use crate::error::CliError;
-use crate::output::{format_validity, write_field, write_json};
+use crate::output::{format_time_ms, format_validity, write_field, write_json};
 use crate::Ctx;
 
 /// Arguments of `cairn show`.
@@ -16,6 +16,9 @@ pub struct Args {
     /// Read the node at this revision [default: HEAD].
     #[arg(long, value_name = "REV")]
     at: Option<String>,
+    /// Also say whether the node is valid at this time (ms since the epoch or RFC 3339).
+    #[arg(long, value_name = "T", value_parser = parse_time)]
+    valid_at: Option<i64>,
     /// Print the whole node as JSON, with the commit read.
     #[arg(long)]
     json: bool,
@@ -29,6 +32,19 @@ struct Shown<'a> {
     commit: CommitId,
     #[serde(flatten)]
     node: &'a Node,
+    /// With `--valid-at`: the time asked about and whether the node is valid then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    valid_at: Option<ValidAtCheck>,
+}
+
+#[derive(Serialize)]
+struct ValidAtCheck {
+    time_ms: i64,
+    valid: bool,
+}
+
+fn parse_time(s: &str) -> Result<i64, String> {
+    cairn::rev::parse_time_ms(s).ok_or_else(|| "expected ms since the epoch or an RFC 3339 time".to_string())
 }
 
 /// Prints the node, or fails with [`cairn::Error::NodeNotFound`].
@@ -39,6 +55,13 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
         id: args.id.clone(),
         at: Some(at),
     })?;
+    let valid_at = match args.valid_at {
+        Some(t) => Some(ValidAtCheck {
+            time_ms: t,
+            valid: repo.view_at(&at)?.valid_at(t).node(&node.id)?.is_some(),
+        }),
+        None => None,
+    };
 
     if args.json {
         return write_json(
@@ -46,6 +69,7 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
             &Shown {
                 commit: at,
                 node: &node,
+                valid_at,
             },
         );
     }
@@ -61,6 +85,14 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
         [or_none(node.labels.iter().cloned().collect::<Vec<_>>().join(", "))],
     )?;
     write_field(out, "validity", [format_validity(&node.validity)])?;
+    if let Some(check) = &valid_at {
+        let verdict = if check.valid { "valid" } else { "not valid" };
+        write_field(
+            out,
+            "valid at",
+            [format!("{} ({verdict})", format_time_ms(check.time_ms))],
+        )?;
+    }
     write_field(out, "props", or_none_lines(props_lines(&node)?))?;
     write_field(out, "text", [if node.text.is_empty() { "(empty)" } else { &node.text }])?;
     let dense = node.embeddings.iter().map(|(m, v)| format!("{m}: dim {}", v.len()));

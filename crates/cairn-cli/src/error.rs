@@ -27,6 +27,35 @@ pub enum CliError {
     /// `fsck` found problems (already listed on standard output).
     #[error("fsck found {0} problem(s)")]
     FsckProblems(usize),
+    /// A retrieval was refused or failed (its message names the setting, lane or revision).
+    #[error(transparent)]
+    Retrieve(#[from] cairn::retrieve::RetrieveError),
+    /// An input file's content is not what the command expects.
+    #[error("{}: {detail}", path.display())]
+    BadInput {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// `retrieve --batch`: some lines failed (each already reported on standard error).
+    #[error("{failed} of {total} batch line(s) failed")]
+    BatchFailed {
+        /// Lines that failed.
+        failed: usize,
+        /// Non-blank lines read.
+        total: usize,
+    },
+    /// An evaluation collection could not be loaded (the message names the file).
+    #[error(transparent)]
+    EvalCollection(#[from] cairn::retrieve::eval::EvalError),
+    /// An evaluation query failed (the message names the query).
+    #[error(transparent)]
+    EvalQuery(#[from] cairn::eval::QueryFailed),
+    /// A command-specific refusal that is not the library's (e.g. `eval --links` on a
+    /// collection without links).
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl CliError {

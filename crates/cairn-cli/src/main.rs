@@ -15,10 +15,16 @@ use clap::{Parser, Subcommand};
 
 mod cmd_branch;
 mod cmd_diff;
+mod cmd_eval;
 mod cmd_fsck;
+mod cmd_gc;
+mod cmd_history;
 mod cmd_import;
+mod cmd_index;
 mod cmd_init;
 mod cmd_log;
+mod cmd_merge;
+mod cmd_retrieve;
 mod cmd_show;
 mod cmd_stats;
 mod error;
@@ -61,6 +67,19 @@ enum Command {
     Fsck(cmd_fsck::Args),
     /// Show node and edge counts of a revision.
     Stats(cmd_stats::Args),
+    /// Retrieve context for a query (text, vector, sparse; gates, fusion, expansion, budget).
+    // Boxed: its many flags make it far larger than the other variants.
+    Retrieve(Box<cmd_retrieve::Args>),
+    /// Build and persist a revision's indexes ahead of queries.
+    Index(cmd_index::Args),
+    /// Evaluate retrieval on a judged test collection (nDCG@10, Recall@100 per lane).
+    Eval(cmd_eval::Args),
+    /// Show the commits that added, changed or removed one node.
+    History(cmd_history::Args),
+    /// Merge a branch or revision into a branch (three-way, node and edge granularity).
+    Merge(cmd_merge::Args),
+    /// Delete objects and derived data no branch or tag reaches.
+    Gc(cmd_gc::Args),
 }
 
 /// What every command gets: where the repository is, and where to write its output.
@@ -88,6 +107,12 @@ fn dispatch(command: Command, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
         Command::Branch(args) => cmd_branch::run(ctx, args),
         Command::Fsck(args) => cmd_fsck::run(ctx, args),
         Command::Stats(args) => cmd_stats::run(ctx, args),
+        Command::Retrieve(args) => cmd_retrieve::run(ctx, *args),
+        Command::Index(args) => cmd_index::run(ctx, args),
+        Command::Eval(args) => cmd_eval::run(ctx, args),
+        Command::History(args) => cmd_history::run(ctx, args),
+        Command::Merge(args) => cmd_merge::run(ctx, args),
+        Command::Gc(args) => cmd_gc::run(ctx, args),
     }
 }
 

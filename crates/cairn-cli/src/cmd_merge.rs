@@ -1,0 +1,184 @@
+//! `cairn merge THEIRS`: three-way merge of a revision into a branch.
+
+use cairn::{CommitId, Conflict, Edge, EdgeKey, MergeKind, MergeStrategy, Node, Resolution};
+use clap::ValueEnum;
+use serde::Serialize;
+
+use crate::error::CliError;
+use crate::output::write_json;
+use crate::Ctx;
+
+/// Characters of a node's text shown in a conflict summary.
+const SUMMARY_TEXT_CHARS: usize = 60;
+
+/// Arguments of `cairn merge`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// What to merge: a branch, commit or any revision.
+    #[arg(value_name = "THEIRS")]
+    theirs: String,
+    /// The branch to merge into [default: the current branch].
+    #[arg(long, value_name = "OURS")]
+    into: Option<String>,
+    /// How conflicts are settled: `manual` lists them and commits nothing (exit code 1);
+    /// `ours` / `theirs` take that side's version of every conflicting node and edge.
+    #[arg(long, value_name = "S", default_value = "manual")]
+    strategy: StrategyArg,
+    /// Merge commit message [default: "merge THEIRS into OURS"].
+    #[arg(short, long, value_name = "MSG")]
+    message: Option<String>,
+    /// Print the outcome as JSON (conflicts in full).
+    #[arg(long)]
+    json: bool,
+}
+
+/// `--strategy`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum StrategyArg {
+    Manual,
+    Ours,
+    Theirs,
+}
+
+/// `merge --json`.
+#[derive(Serialize)]
+struct Outcome<'a> {
+    kind: MergeKind,
+    branch: &'a str,
+    ours: Option<CommitId>,
+    theirs: CommitId,
+    base: Option<CommitId>,
+    /// The branch's new head; `None` when conflicts stopped the merge.
+    commit: Option<CommitId>,
+    node_changes: usize,
+    edge_changes: usize,
+    dropped_edges: &'a [EdgeKey],
+    conflicts: &'a [Conflict],
+}
+
+/// Merges; prints the new head, or the conflicts (and fails) under `manual`.
+pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
+    let repo = ctx.open()?;
+    let ours = match args.into {
+        Some(b) => b,
+        None => repo.current_branch()?.to_string(),
+    };
+    let strategy = match args.strategy {
+        StrategyArg::Manual => MergeStrategy::Manual,
+        StrategyArg::Ours => MergeStrategy::Ours,
+        StrategyArg::Theirs => MergeStrategy::Theirs,
+    };
+    let merge = repo.merge_with(&ours, &args.theirs, strategy)?;
+    let unresolved = merge.unresolved();
+    let dropped = merge.dropped_edges()?;
+    let commit = if unresolved == 0 {
+        let message = args
+            .message
+            .unwrap_or_else(|| format!("merge {} into {ours}", args.theirs));
+        Some(merge.commit(&message)?)
+    } else {
+        None
+    };
+
+    if args.json {
+        write_json(
+            ctx.out,
+            &Outcome {
+                kind: merge.kind(),
+                branch: merge.branch(),
+                ours: merge.ours(),
+                theirs: merge.theirs(),
+                base: merge.base(),
+                commit,
+                node_changes: merge.node_changes().len(),
+                edge_changes: merge.edge_changes().len(),
+                dropped_edges: &dropped,
+                conflicts: merge.conflicts(),
+            },
+        )?;
+    } else {
+        let out = &mut *ctx.out;
+        for (i, c) in merge.conflicts().iter().enumerate() {
+            if unresolved > 0 {
+                write_conflict(out, c)?;
+            } else if let Some(r) = merge.resolution(i) {
+                let taken = match r {
+                    Resolution::Ours => "ours",
+                    Resolution::Theirs => "theirs",
+                    Resolution::Base => "base",
+                    Resolution::Node(_) | Resolution::Edge(_) => "a new value",
+                };
+                writeln!(out, "conflict on {} resolved: took {taken}", subject(c))?;
+            }
+        }
+        for key in &dropped {
+            writeln!(out, "dropped edge {key} (an endpoint is deleted)")?;
+        }
+        match (merge.kind(), commit) {
+            (_, None) => {}
+            (MergeKind::UpToDate, Some(_)) => {
+                writeln!(out, "already up to date: {ours} contains {}", merge.theirs().short())?
+            }
+            (MergeKind::FastForward, Some(c)) => writeln!(out, "fast-forward {ours} to {}", c.short())?,
+            (MergeKind::ThreeWay, Some(c)) => writeln!(
+                out,
+                "merged {} into {ours}: commit {} ({} node and {} edge changes)",
+                args.theirs,
+                c.short(),
+                merge.node_changes().len(),
+                merge.edge_changes().len()
+            )?,
+        }
+    }
+    if unresolved > 0 {
+        return Err(cairn::Error::MergeConflicts(unresolved).into());
+    }
+    Ok(())
+}
+
+fn subject(c: &Conflict) -> String {
+    match c {
+        Conflict::Node { id, .. } => format!("node {id}"),
+        Conflict::Edge { key, .. } => format!("edge {key}"),
+    }
+}
+
+/// `conflict node ID` then one line per side.
+fn write_conflict(out: &mut dyn std::io::Write, c: &Conflict) -> Result<(), CliError> {
+    writeln!(out, "conflict {}", subject(c))?;
+    let sides: [(&str, String); 3] = match c {
+        Conflict::Node { base, ours, theirs, .. } => [
+            ("base", node_summary(base.as_ref())),
+            ("ours", node_summary(ours.as_ref())),
+            ("theirs", node_summary(theirs.as_ref())),
+        ],
+        Conflict::Edge { base, ours, theirs, .. } => [
+            ("base", edge_summary(base.as_ref())),
+            ("ours", edge_summary(ours.as_ref())),
+            ("theirs", edge_summary(theirs.as_ref())),
+        ],
+    };
+    for (side, summary) in sides {
+        writeln!(out, "  {side:<7} {summary}")?;
+    }
+    Ok(())
+}
+
+fn node_summary(n: Option<&Node>) -> String {
+    let Some(n) = n else {
+        return "(absent)".into();
+    };
+    let mut text: String = n.text.chars().take(SUMMARY_TEXT_CHARS).collect();
+    if n.text.chars().count() > SUMMARY_TEXT_CHARS {
+        text.push('…');
+    }
+    let labels: Vec<&str> = n.labels.iter().map(String::as_str).collect();
+    format!("[{}] {} props: {text:?}", labels.join(", "), n.props.len())
+}
+
+fn edge_summary(e: Option<&Edge>) -> String {
+    match e {
+        Some(e) => format!("weight {} {} props", e.weight, e.props.len()),
+        None => "(absent)".into(),
+    }
+}

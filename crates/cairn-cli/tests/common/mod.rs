@@ -1,0 +1,123 @@
+//! A temporary repository driven through the `cairn` binary, shared by the CLI test files.
+
+#![allow(dead_code)] // each test file uses a different subset
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+pub const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../sample/corpus.jsonl");
+pub const UPDATE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../sample/update.jsonl");
+
+/// A temporary directory holding one repository (`<dir>/repo`) and any input files.
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        Sandbox {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    /// A sandbox with an initialised repository.
+    pub fn init() -> Sandbox {
+        let s = Sandbox::new();
+        s.ok(&["init"]);
+        s
+    }
+
+    /// A repository holding the sample corpus (one commit), then the update (a second).
+    pub fn sample() -> Sandbox {
+        let s = Sandbox::init();
+        s.ok(&["import", CORPUS]);
+        s.ok(&["import", UPDATE]);
+        s
+    }
+
+    pub fn repo(&self) -> PathBuf {
+        self.dir.path().join("repo")
+    }
+
+    pub fn file(&self, name: &str, contents: &str) -> String {
+        let p = self.dir.path().join(name);
+        std::fs::write(&p, contents).expect("write input file");
+        p.to_str().expect("utf-8 path").to_string()
+    }
+
+    pub fn command(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
+        c.arg("--repo").arg(self.repo()).env_remove("CAIRN_REPO");
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command().args(args).output().expect("run cairn")
+    }
+
+    /// Runs with `stdin` as standard input.
+    pub fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Output {
+        let mut child = self
+            .command()
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn cairn");
+        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    /// Runs, asserts exit code 0, returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "cairn {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("utf-8 stdout")
+    }
+
+    /// Runs, asserts a failure with exit code `code`, returns (stdout, stderr).
+    pub fn fails(&self, args: &[&str], code: i32) -> (String, String) {
+        let out = self.run(args);
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "cairn {args:?}: stdout {} stderr {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (
+            String::from_utf8(out.stdout).expect("utf-8 stdout"),
+            String::from_utf8(out.stderr).expect("utf-8 stderr"),
+        )
+    }
+
+    pub fn json(&self, args: &[&str]) -> Value {
+        serde_json::from_str(&self.ok(args)).expect("valid JSON output")
+    }
+
+    /// The full id of a revision.
+    pub fn rev(&self, rev: &str) -> String {
+        self.json(&["log", rev, "-n", "1", "--json"])[0]["commit"]
+            .as_str()
+            .expect("a commit id")
+            .to_string()
+    }
+}
+
+/// The ids of a retrieval result's items, in rank order.
+pub fn item_ids(result: &Value) -> Vec<String> {
+    result["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|i| i["id"].as_str().expect("item id").to_string())
+        .collect()
+}

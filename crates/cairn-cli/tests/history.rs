@@ -1,0 +1,162 @@
+//! `cairn history`, `merge`, `gc` and `show --valid-at` end to end.
+
+mod common;
+
+use common::{Sandbox, CORPUS};
+
+#[test]
+fn history_lists_the_commits_that_touched_a_node() {
+    let s = Sandbox::sample();
+    let (head, first) = (s.rev("HEAD"), s.rev("HEAD~1"));
+    let h = s.json(&["history", "doc-4", "--json"]);
+    let h = h.as_array().unwrap();
+    assert_eq!(h.len(), 2);
+    assert_eq!(
+        (h[0]["commit"].as_str(), h[0]["change"].as_str()),
+        (Some(head.as_str()), Some("changed"))
+    );
+    assert_eq!(
+        (h[1]["commit"].as_str(), h[1]["change"].as_str()),
+        (Some(first.as_str()), Some("added"))
+    );
+    assert_eq!(h[0]["previous"], h[1]["hash"]);
+    assert_eq!(h[0]["message"], "import update.jsonl");
+
+    let human = s.ok(&["history", "doc-4"]);
+    let lines: Vec<&str> = human.lines().collect();
+    assert_eq!(lines.len(), 2);
+    assert!(
+        lines[0].starts_with(&head[..12]) && lines[0].contains("  changed  import update.jsonl"),
+        "{human}"
+    );
+    assert!(lines[1].contains("  added    import corpus.jsonl"), "{human}");
+    assert_eq!(s.ok(&["history", "doc-4", "-n", "1"]).lines().count(), 1);
+
+    let removed = s.json(&["history", "doc-11", "--json"]);
+    assert_eq!(removed[0]["change"], "removed");
+    assert!(removed[0]["hash"].is_null());
+    // Untouched by the update; unknown nodes have an empty history.
+    assert_eq!(s.json(&["history", "doc-1", "--json"]).as_array().unwrap().len(), 1);
+    assert_eq!(s.ok(&["history", "no-such-node"]), "");
+    // Another branch's history.
+    s.ok(&["branch", "create", "old", "--at", "HEAD~1"]);
+    assert_eq!(
+        s.json(&["history", "doc-4", "--branch", "old", "--json"])
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let (_, err) = s.fails(&["history", "doc-4", "--branch", "nope"], 1);
+    assert!(err.contains("nope"), "{err}");
+}
+
+/// Two branches from the sample corpus: `topic` edits doc-4 (text `topic`) and adds
+/// `topic-note`; main edits doc-5, and doc-4 too if `clash`.
+fn diverged(clash: bool) -> Sandbox {
+    let s = Sandbox::init();
+    s.ok(&["import", CORPUS]);
+    s.ok(&["branch", "create", "topic"]);
+    s.ok(&["branch", "switch", "topic"]);
+    let t = s.file(
+        "topic.jsonl",
+        "{\"node\": {\"id\": \"doc-4\", \"labels\": [\"Document\"], \"text\": \"topic\"}}\n\
+         {\"node\": {\"id\": \"topic-note\", \"text\": \"added on topic\"}}\n",
+    );
+    s.ok(&["import", &t, "-m", "topic work"]);
+    s.ok(&["branch", "switch", "main"]);
+    let mut m = "{\"node\": {\"id\": \"doc-5\", \"text\": \"main\"}}\n".to_string();
+    if clash {
+        m.push_str("{\"node\": {\"id\": \"doc-4\", \"labels\": [\"Document\"], \"text\": \"main\"}}\n");
+    }
+    let m = s.file("main.jsonl", &m);
+    s.ok(&["import", &m, "-m", "main work"]);
+    s
+}
+
+#[test]
+fn merge_a_branch_back() {
+    let s = diverged(false);
+    let (main, topic) = (s.rev("main"), s.rev("topic"));
+    let out = s.ok(&["merge", "topic"]);
+    assert!(out.starts_with("merged topic into main: commit "), "{out}");
+    let log = s.json(&["log", "-n", "1", "--json"]);
+    assert_eq!(log[0]["parents"], serde_json::json!([main, topic]));
+    assert_eq!(log[0]["message"], "merge topic into main");
+    assert_eq!(s.json(&["show", "doc-4", "--json"])["text"], "topic");
+    assert_eq!(s.json(&["show", "doc-5", "--json"])["text"], "main");
+    assert_eq!(s.json(&["show", "topic-note", "--json"])["text"], "added on topic");
+    assert!(s.ok(&["merge", "topic"]).starts_with("already up to date"));
+
+    // A branch behind main fast-forwards.
+    s.ok(&["branch", "create", "behind", "--at", "HEAD~1"]);
+    let ff = s.json(&["merge", "main", "--into", "behind", "--json"]);
+    assert_eq!(ff["kind"], "fast_forward");
+    assert_eq!(ff["commit"], s.rev("main").as_str());
+    assert_eq!(s.rev("behind"), s.rev("main"));
+    assert!(s.ok(&["fsck"]).ends_with(": ok\n"));
+}
+
+#[test]
+fn merge_conflicts_stop_unless_a_strategy_settles_them() {
+    let s = diverged(true);
+    let head = s.rev("HEAD");
+    let (out, err) = s.fails(&["merge", "topic"], 1);
+    assert!(out.starts_with("conflict node doc-4\n"), "{out}");
+    for side in ["  base  ", "  ours  ", "  theirs "] {
+        assert!(out.contains(side), "{side:?} in {out}");
+    }
+    assert!(out.contains("\"main\"") && out.contains("\"topic\""), "{out}");
+    assert!(err.starts_with("error: merge has 1 conflict(s)"), "{err}");
+    assert_eq!(s.rev("HEAD"), head, "nothing committed");
+
+    let (json, _) = s.fails(&["merge", "topic", "--json"], 1);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert!(json["commit"].is_null());
+    assert_eq!(json["conflicts"][0]["id"], "doc-4");
+    assert_eq!(json["conflicts"][0]["theirs"]["text"], "topic");
+
+    let out = s.ok(&["merge", "topic", "--strategy", "ours", "-m", "keep ours"]);
+    assert!(out.contains("conflict on node doc-4 resolved: took ours"), "{out}");
+    assert_eq!(s.json(&["show", "doc-4", "--json"])["text"], "main");
+    assert_eq!(s.json(&["log", "-n", "1", "--json"])[0]["message"], "keep ours");
+    assert_eq!(s.json(&["show", "topic-note", "--json"])["text"], "added on topic");
+}
+
+#[test]
+fn gc_after_deleting_a_branch() {
+    let s = Sandbox::init();
+    s.ok(&["import", CORPUS]);
+    s.ok(&["branch", "create", "scratch"]);
+    s.ok(&["branch", "switch", "scratch"]);
+    let f = s.file(
+        "scratch.jsonl",
+        "{\"node\": {\"id\": \"tmp\", \"text\": \"throwaway\"}}\n",
+    );
+    s.ok(&["import", &f]);
+    s.ok(&["branch", "switch", "main"]);
+    // Nothing unreachable yet.
+    assert_eq!(s.json(&["gc", "--json"])["objects_removed"], 0);
+    s.ok(&["branch", "delete", "scratch"]);
+    let report = s.json(&["gc", "--json"]);
+    assert_eq!(report["commits_removed"], 1);
+    assert_eq!(report["commits_live"], 1);
+    assert!(report["objects_removed"].as_u64().unwrap() >= 2, "{report}");
+    assert!(s.ok(&["fsck"]).ends_with(": ok\n"));
+    assert!(s.ok(&["gc"]).starts_with("removed 0 of "));
+    assert!(s.ok(&["retrieve", "--text", "winglet"]).contains("doc-"));
+}
+
+#[test]
+fn show_says_whether_a_node_is_valid_at_a_time() {
+    let s = Sandbox::sample();
+    let human = s.ok(&["show", "fact-team-lead", "--valid-at", "2025-01-01T00:00:00Z"]);
+    assert!(human.contains("valid at   2025-01-01T00:00:00Z (not valid)"), "{human}");
+    let json = s.json(&["show", "fact-team-lead", "--valid-at", "2020-01-01T00:00:00Z", "--json"]);
+    assert_eq!(
+        json["valid_at"],
+        serde_json::json!({"time_ms": 1_577_836_800_000i64, "valid": true})
+    );
+    assert!(s.json(&["show", "fact-team-lead", "--json"]).get("valid_at").is_none());
+    s.fails(&["show", "fact-team-lead", "--valid-at", "soon"], 2);
+}
