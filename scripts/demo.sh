@@ -3,7 +3,9 @@
 #
 # Builds the release binary, creates a throwaway repository in a temporary directory,
 # imports sample/corpus.jsonl and then sample/update.jsonl (two commits), and shows
-# log, show, diff, stats and fsck. Runs from any directory; leaves nothing behind.
+# log, show, diff, stats, fsck, a hybrid retrieval, retrievals valid before and after a
+# fact was superseded, an as-of-time read, a bitemporal retrieval and a node's history.
+# Runs from any directory; leaves nothing behind.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -43,6 +45,27 @@ run show doc-11 --at HEAD~1
 run diff HEAD~1 HEAD
 run stats --json
 run fsck
+
+echo
+echo "# Hybrid retrieval: BM25 text + the 'tiny' embedding, gated to Fact nodes."
+Q="$WORK/query.json"
+echo '[0.0, 0.0, 0.0, 0.0, 0.0, 0.1961, 0.0, 0.9806]' >"$Q"
+LEAD="who leads the low-speed aerodynamics group"
+run retrieve --text "$LEAD" --vector-model tiny --vector-file "$Q" --label Fact --limit 2
+
+echo
+echo "# Valid time: the update closed Okafor's lead on 2024-06-01 and added Aoyama's."
+run retrieve --text "$LEAD" --label Fact --limit 1 --valid-at 2023-01-01T00:00:00Z
+run retrieve --text "$LEAD" --label Fact --limit 1 --valid-at 2025-01-01T00:00:00Z
+
+echo
+echo "# Transaction time: what the repository said right after the first import."
+T1="$("$CAIRN" log --json | grep -o '"timestamp_ms": *[0-9]*' | tail -n 1 | tr -dc '0-9')"
+run show fact-team-lead --at "main@{$T1}"
+echo
+echo "# Bitemporal: as recorded at the first import, who led the group in 2025? (It did not know yet.)"
+run retrieve --text "$LEAD" --label Fact --limit 1 --at "main@{$T1}" --valid-at 2025-01-01T00:00:00Z
+run history fact-team-lead
 
 echo
 echo "# A file with a bad line is refused as a whole; HEAD does not move."
