@@ -243,7 +243,7 @@ fn bench_dense(c: &mut Criterion) {
         b.iter(|| decode_dense(&dense_bytes).unwrap())
     });
     group.bench_function(format!("decode_dense_{hn}_and_attach_base"), |b| {
-        b.iter(|| decode_dense(&sub_bytes).unwrap().with_base(base.clone()))
+        b.iter(|| decode_dense(&sub_bytes).unwrap().into_with_base(base.clone()))
     });
     group.finish();
 }

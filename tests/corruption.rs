@@ -22,7 +22,17 @@ fn setup() -> (tempfile::TempDir, std::path::PathBuf, NodeId, cairn::Hash) {
 
 /// Rewrites the stored value of `hash` in sled's `objects` tree with `f`.
 fn tamper(path: &std::path::Path, hash: &cairn::Hash, f: impl FnOnce(&mut Vec<u8>)) {
-    let db = sled::open(path).expect("open sled");
+    // sled's background flusher may hold the file lock for a moment after the repository
+    // is dropped: retry briefly rather than fail.
+    let db = (0..100)
+        .find_map(|_| match sled::open(path) {
+            Ok(db) => Some(db),
+            Err(_) => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                None
+            }
+        })
+        .expect("open sled");
     let objects = db.open_tree("objects").expect("objects tree");
     let mut value = objects
         .get(hash.as_bytes())

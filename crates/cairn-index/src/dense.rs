@@ -20,8 +20,21 @@
 //!   `min(k, |filter ∩ present|)` candidates survive, the search falls back to the exact
 //!   filtered scan, so a filtered query returns its `k` results whenever `k` exist.
 //!
+//! * **int8 scan** ([`DenseIndex::search_int8`], opt-in): a scan of int8 codes (a quarter of
+//!   the exact scan's memory traffic) whose best candidates are rescored exactly.
+//!
+//! [`DenseIndex::search_exact`] always answers exactly, whatever is attached.
+//!
 //! Search is single-threaded: the same index and query give the same bytes out, whatever
 //! the thread count.
+//!
+//! # Storage
+//!
+//! Present ordinals in increasing order and their vectors in one flat `Vec<f32>` (row `r` =
+//! `r`-th present ordinal), plus the same ordinals as a bitmap for filter intersections. The
+//! scan streams one contiguous array; derive is a remap and one copy; a filter of `f`
+//! ordinals finds its rows by `f` binary searches. An attached base adds, per row, the
+//! base point standing for it and, per point, its rows (compressed sparse rows).
 
 pub(crate) mod int8;
 pub(crate) mod kernel;
@@ -69,6 +82,16 @@ pub struct DenseSearch {
 /// `vectors[r·dim .. (r+1)·dim]`, so the exact scan streams one contiguous array. With a base
 /// attached, each row records the base point (if any) with a bitwise-equal vector, and each
 /// point the rows it stands for (several when nodes share a vector).
+///
+/// ```
+/// use cairn_index::DenseIndex;
+/// let v = [[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]];
+/// let index = DenseIndex::build("m", 2, 4, [(0, &v[0][..]), (1, &v[1][..]), (3, &v[2][..])]);
+/// let found = index.search(&[0.0, 1.0], 2, None).unwrap();
+/// assert_eq!(found.hits.iter().map(|h| h.ordinal).collect::<Vec<_>>(), vec![3, 1]);
+/// assert!(!found.approximate);
+/// assert!(index.search(&[1.0], 2, None).is_err()); // wrong dimension
+/// ```
 #[derive(Clone)]
 pub struct DenseIndex {
     pub(crate) model: String,
@@ -161,13 +184,14 @@ impl std::fmt::Debug for DenseIndex {
             .field("len", &self.len())
             .field("delta_len", &self.delta_len())
             .field("base", &self.base)
-            .field("base_key", &self.base_key.map(|k| k.short()))
+            .field("named_base_key", &self.base_key.map(|k| k.short()))
             .finish()
     }
 }
 
 /// Semantic equality: model, dimension, node count, the vectors by ordinal (bitwise) and
-/// the base key. Coverage is a function of these and the base, so it is not compared.
+/// the named base key ([`DenseIndex::named_base_key`]: a decoded index equals the one it was
+/// encoded from). Coverage is a function of these and the base, so it is not compared.
 impl PartialEq for DenseIndex {
     fn eq(&self, other: &Self) -> bool {
         self.model == other.model
@@ -322,9 +346,6 @@ impl DenseIndex {
     /// and [`DenseIndex::derive`] reproduces it exactly. A base of another dimension covers
     /// nothing. Costs a hash and a lookup per vector (`O(n·dim)`).
     pub fn with_base(&self, base: Arc<HnswBase>) -> DenseIndex {
-        let row_point: Vec<u32> = (0..self.len())
-            .map(|r| base.find(self.row(r)).unwrap_or(UNCOVERED))
-            .collect();
         let mut out = DenseIndex {
             model: self.model.clone(),
             dim: self.dim,
@@ -333,12 +354,28 @@ impl DenseIndex {
             ordinals: self.ordinals.clone(),
             present: self.present.clone(),
             vectors: self.vectors.clone(),
-            base_key: Some(base.key),
-            cover: Coverage::new(row_point, &base),
+            base_key: None,
+            cover: Coverage::default(),
             int8: self.int8.clone(),
         };
-        out.base = Some(base);
+        out.attach(base);
         out
+    }
+
+    /// [`DenseIndex::with_base`] without copying the vectors (for a loader that owns the
+    /// index it just decoded).
+    pub fn into_with_base(mut self, base: Arc<HnswBase>) -> DenseIndex {
+        self.attach(base);
+        self
+    }
+
+    fn attach(&mut self, base: Arc<HnswBase>) {
+        let row_point: Vec<u32> = (0..self.len())
+            .map(|r| base.find(self.row(r)).unwrap_or(UNCOVERED))
+            .collect();
+        self.cover = Coverage::new(row_point, &base);
+        self.base_key = Some(base.key);
+        self.base = Some(base);
     }
 
     /// The attached base, if any.
@@ -346,10 +383,17 @@ impl DenseIndex {
         self.base.as_ref()
     }
 
-    /// The key of the base this index names: the attached base's, or — for an index read by
-    /// [`decode_dense`] — the base to re-attach with [`DenseIndex::with_base`]. Until it is
-    /// re-attached, the index answers exactly.
+    /// The key of the attached base, if any (`None` for an index read by [`decode_dense`]
+    /// until its base is re-attached: compare this with a base's key to know whether to
+    /// attach it).
     pub fn base_key(&self) -> Option<Hash> {
+        self.base.as_ref().map(|b| b.key)
+    }
+
+    /// The key of the base this index *names*: the attached base's, or — for an index read by
+    /// [`decode_dense`] — the one it was stored with, to re-attach with
+    /// [`DenseIndex::with_base`]. Until it is re-attached, the index answers exactly.
+    pub fn named_base_key(&self) -> Option<Hash> {
         self.base_key
     }
 
@@ -614,7 +658,7 @@ pub fn encode_dense(index: &DenseIndex) -> Vec<u8> {
 }
 
 /// Decodes bytes written by [`encode_dense`]. The result has no base attached; if
-/// [`DenseIndex::base_key`] names one, re-attach it with [`DenseIndex::with_base`].
+/// [`DenseIndex::named_base_key`] names one, re-attach it with [`DenseIndex::with_base`].
 ///
 /// Refuses (with [`IndexError::BadStoredIndex`]) a wrong tag, truncated or trailing bytes,
 /// lengths that do not fit the input (checked before allocating), a dimension outside

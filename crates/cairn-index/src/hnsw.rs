@@ -2,10 +2,10 @@
 //!
 //! # Why a base, and which one
 //!
-//! Building a graph is slow (instant-distance builds about 1,500 points/s of 384-d vectors on
-//! one core with the parameters below), it has no insert or delete, and its parallel build is
-//! not deterministic. So a graph is never built on the commit path of a small change. Instead
-//! a commit's [`DenseIndex`](crate::DenseIndex) is *exact vectors* plus, optionally, an
+//! Building a graph is slow (one core, 384-d, the default parameters: 11,429 Vaswani
+//! vectors in ~10 CPU s, 100,000 synthetic clustered vectors in ~90 CPU s), it has no insert
+//! or delete, and instant-distance's parallel build is not deterministic. So a graph is
+//! never built on the commit path of a small change. Instead a commit's [`DenseIndex`](crate::DenseIndex) is *exact vectors* plus, optionally, an
 //! [`HnswBase`] built for the vectors of an ancestor (the *base commit*): points of the base
 //! whose vector is still present are answered through the graph, every other vector (added or
 //! changed since the base) by an exact scan, and vectors removed since the base are dropped
@@ -16,32 +16,40 @@
 //!
 //! * below [`HNSW_MIN_NODES`] vectors no base is used: the exact scan is fast enough;
 //! * otherwise a commit keeps its parent's base until [`needs_new_base`] says the part the
-//!   base does not cover has grown past `total / REBASE_DIVISOR` (10 %);
-//!   the commit where it says so becomes the new base commit, and its descendants reuse that
-//!   base until the rule fires again. The graph itself can be built off the commit path
-//!   (it is a pure function of the base commit's vectors, cached by [`HnswBase::key`]).
+//!   base does not cover has grown past `total / REBASE_DIVISOR` (10 %); the commit where
+//!   it says so becomes the new base commit, and its descendants reuse that base until the
+//!   rule fires again. The graph itself can be built off the commit path (it is a pure
+//!   function of the base commit's vectors, cached by [`HnswBase::key`]). Attach it with
+//!   `DenseIndex::with_base`; `DenseIndex::derive` carries it to descendants.
 //!
 //! # Metric
 //!
 //! The dense lane ranks by the exact dot product (see [`DenseIndex`](crate::DenseIndex)).
-//! The graph navigates by cosine distance `1 − a·b / (‖a‖‖b‖)` over the raw vectors it
-//! stores (norms computed once per point). For L2-normalised embeddings (MiniLM and most
-//! sentence encoders) cosine order is dot order, so the graph's candidates are the dot-product
-//! neighbours; for unnormalised vectors they are the cosine neighbours, rescored by the exact
-//! dot product — an approximation that only the approximate path makes.
+//! The graph only proposes candidates, and navigates by cosine distance computed on int8
+//! codes of the vectors (`dense/int8.rs`): `1 − (Σ qa·qb) · (sa · sb)` with `s` = code
+//! scale × `1/‖v‖`. The integer sum is exact, so distances are reproducible, and reading
+//! 384 bytes per point instead of 1,536 made the Vaswani build ~28 % and its queries ~17 %
+//! cheaper than `f32` cosine (one back-to-back measurement), with the same recall@10
+//! (0.9978) and nDCG@10. For
+//! L2-normalised embeddings (MiniLM and most sentence encoders) cosine order is dot order,
+//! so the candidates are the dot-product neighbours; for unnormalised vectors they are the
+//! cosine neighbours, rescored by the exact dot product — an approximation that only the
+//! graph path makes.
 //!
 //! # Determinism
 //!
 //! The graph is built in a one-thread rayon pool (instant-distance's parallel insertion order
-//! otherwise depends on thread scheduling) with a fixed seed, and every distance goes through
-//! the fixed-order dot kernel, so a base's graph — and its bytes — are a function of
-//! `(model, dim, params, ids, vectors)` alone, on any 64-bit machine.
+//! otherwise depends on thread scheduling) with a fixed seed, and every distance is plain,
+//! fixed-order arithmetic, so a base's graph — and its bytes — are a function of
+//! `(model, dim, params, ids, vectors)` alone, on any 64-bit machine (instant-distance's
+//! `SmallRng` is Xoshiro256++ there).
 //!
-//! # Parameters (measured, see [`HnswParams::default`])
+//! Parameters were chosen by measurement: see [`HnswParams::default`].
 
 use std::sync::Arc;
 
-use cairn_core::codec::{decode_derived_serde, encode_derived_serde};
+use cairn_core::codec::bincode;
+use cairn_core::codec::encode_derived_serde;
 use cairn_core::{Hash, NodeId};
 use instant_distance::{Builder, Heuristic, HnswMap, Point, Search};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -54,10 +62,11 @@ pub const TAG_HNSW_BASE: u8 = 0xA2;
 
 /// Below this many vectors no HNSW base is built: the exact scan answers.
 ///
-/// Measured (one core, 384-d): the exact scan costs about 0.1 ms per 1,000 vectors
-/// (≈ 2.4 ms at 20,000, ≈ 14 ms at 100,000), a graph query about 0.5–1 ms; a graph for
-/// 20,000 vectors takes ≈ 13 s to build. Under 20,000 vectors the exact scan is within a
-/// few milliseconds and needs no build at all.
+/// Measured on one core of a shared machine, 384-d: the exact scan is memory-bound at about
+/// 0.25 ms per 1,000 vectors (1.5–2.5 ms at Vaswani's 11,429, ~5 ms at 20,000, ~25 ms at
+/// 100,000); a graph query costs ~1 ms (Vaswani and 100,000 alike); a graph costs ~30 CPU s
+/// to build at 20,000 vectors, ~90 at 100,000. Below 20,000 the exact scan stays within a
+/// few milliseconds of the graph, and needs no build at all.
 pub const HNSW_MIN_NODES: usize = 20_000;
 
 /// A new base is due when uncovered changes exceed `total / REBASE_DIVISOR` (10 %).
@@ -112,21 +121,32 @@ pub struct HnswParams {
 impl Default for HnswParams {
     /// `ef_construction = 100`, `ef_search = 128`, heuristic off, a fixed seed.
     ///
-    /// Chosen on the Cranfield and CISI MiniLM embeddings (one thread; recall@10 against
-    /// the exact scan, averaged over all queries; vaswani was only reported, not tuned on):
+    /// Chosen on the Cranfield and CISI MiniLM embeddings (1,400 and 1,460 docs, 384-d; one
+    /// thread; build in CPU seconds; recall@10 of the graph path against the exact scan over
+    /// all queries; query in CPU ms; Vaswani was only reported, not tuned on):
     ///
-    /// | setting | cranfield build | recall@10 | cisi build | recall@10 |
-    /// |---|---:|---:|---:|---:|
-    /// | heuristic on, efc 100, ef 128 | 1.55 s | 1.000 | 1.55 s | 1.000 |
-    /// | heuristic off, efc 50, ef 128 | 0.40 s | 0.999 | 0.45 s | 1.000 |
-    /// | **heuristic off, efc 100, ef 128** | 0.65 s | 1.000 | 0.70 s | 1.000 |
-    /// | heuristic off, efc 200, ef 128 | 1.10 s | 1.000 | 1.20 s | 1.000 |
-    /// | heuristic off, efc 100, ef 64 | 0.65 s | 0.998 | 0.70 s | 0.999 |
+    /// | setting | cranfield build | recall@10 | query | cisi build | recall@10 | query |
+    /// |---|---:|---:|---:|---:|---:|---:|
+    /// | heuristic on, efc 100, ef 128 | 2.85 | 0.9996 | 0.23 | 2.73 | 1.0000 | 0.22 |
+    /// | heuristic off, efc 50, ef 128 | 0.17 | 0.9956 | 0.27 | 0.18 | 0.9987 | 0.34 |
+    /// | **heuristic off, efc 100, ef 128** | 0.23 | 0.9996 | 0.27 | 0.24 | 1.0000 | 0.26 |
+    /// | heuristic off, efc 200, ef 128 | 0.27 | 0.9996 | 0.25 | 0.31 | 1.0000 | 0.29 |
+    /// | heuristic off, efc 100, ef 40 | 0.24 | 0.9964 | 0.16 | 0.26 | 0.9987 | 0.17 |
+    /// | heuristic off, efc 100, ef 64 | 0.23 | 0.9973 | 0.28 | 0.51 | 1.0000 | 0.21 |
+    /// | heuristic off, efc 100, ef 256 | 0.41 | 1.0000 | 0.40 | 0.29 | 1.0000 | 0.53 |
     ///
-    /// The heuristic (instant-distance's default) costs 2–6× the build time for no recall
-    /// on these sets (on vaswani: 46 s vs 7.6 s, recall 0.999 vs 1.000), and query time
-    /// grows with `ef_search` while recall@10 saturates by 128; 128 also lets one graph query
-    /// serve `k` up to 32 with 4× over-fetch (see [`DenseIndex::search`](crate::DenseIndex::search)).
+    /// (CPU time is read in 10 ms ticks on a shared machine: build times are ±0.05 s.)
+    ///
+    /// * Heuristic off: instant-distance's neighbour-selection heuristic costs ~12× the build
+    ///   for no recall here (on Vaswani, measured for the issue: 46 s vs 7.6 s).
+    /// * `ef_construction` 100: 50 loses recall (and moves nDCG@10 by 0.001), 200 costs more
+    ///   build for nothing.
+    /// * `ef_search` 128: recall@10 saturates there (64 and 40 drop on Cranfield, 40 moves
+    ///   CISI's nDCG@10), and it lets one graph query serve `k` up to 32 with the 4×
+    ///   over-fetch of [`DenseIndex::search`](crate::DenseIndex::search).
+    ///
+    /// With it, nDCG@10 through the graph equals the exact scan's on Cranfield (0.3998) and
+    /// CISI (0.4192); on Vaswani 0.4327 against 0.4335 (recall@10 0.9978).
     fn default() -> Self {
         HnswParams {
             seed: 0x6361_6972_6e2d_6877, // "cairn-hw"
@@ -145,16 +165,22 @@ pub(crate) struct GraphPoint {
     v: Arc<[f32]>,
     codes: Arc<[i8]>,
     scale: f32,
+    /// [`fingerprint`] of `v`, made while the vector is in cache.
+    fingerprint: u64,
 }
 
 impl GraphPoint {
+    /// Everything derived from a vector is computed here in one visit, while the vector is
+    /// hot in cache (loading a base is otherwise a series of passes over all vectors).
     fn new(v: Arc<[f32]>) -> GraphPoint {
-        let mut codes = vec![0i8; v.len()];
-        let code_scale = int8::quantize(&v, &mut codes);
+        let (inv, code_scale) = int8::scales(&v);
+        // Collected from exact-size iterators: one allocation each, no copy.
+        let codes: Arc<[i8]> = v.iter().map(|&x| int8::code(x, inv)).collect();
         let scale = code_scale * kernel::inv_norm(&v);
         GraphPoint {
+            fingerprint: fingerprint(&v),
             v,
-            codes: codes.into(),
+            codes,
             scale,
         }
     }
@@ -194,13 +220,16 @@ impl<'de> Deserialize<'de> for GraphPoint {
                     return Err(E::invalid_length(b.len(), &self));
                 }
                 let v: Arc<[f32]> = words.map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+                if !v.iter().fold(true, |ok, x| ok & x.is_finite()) {
+                    return Err(E::custom("non-finite vector component"));
+                }
                 Ok(GraphPoint::new(v))
             }
             fn visit_byte_buf<E: serde::de::Error>(self, b: Vec<u8>) -> Result<GraphPoint, E> {
                 self.visit_bytes(&b)
             }
         }
-        d.deserialize_byte_buf(Bytes)
+        d.deserialize_bytes(Bytes)
     }
 }
 
@@ -302,7 +331,7 @@ impl HnswBase {
         if graph.values.len() != n {
             return Err(bad("point count differs from id count"));
         }
-        let mut slots: Vec<Option<Arc<[f32]>>> = vec![None; n];
+        let mut slots: Vec<Option<&GraphPoint>> = vec![None; n];
         let mut count = 0usize;
         for (pid, point) in graph.iter() {
             let value = graph.values.get(pid.into_inner() as usize).copied();
@@ -312,18 +341,19 @@ impl HnswBase {
             if slot.is_some() || point.v.len() != dim {
                 return Err(bad("duplicate point value or wrong dimension"));
             }
-            *slot = Some(point.v.clone());
+            *slot = Some(point);
             count += 1;
         }
         if count != n {
             return Err(bad("point count differs from id count"));
         }
-        let vectors: Vec<Arc<[f32]>> = slots.into_iter().flatten().collect();
-        let mut by_fingerprint: Vec<(u64, u32)> = vectors
+        let points: Vec<&GraphPoint> = slots.into_iter().flatten().collect();
+        let mut by_fingerprint: Vec<(u64, u32)> = points
             .iter()
             .enumerate()
-            .map(|(i, v)| (fingerprint(v), i as u32))
+            .map(|(i, p)| (p.fingerprint, i as u32))
             .collect();
+        let vectors: Vec<Arc<[f32]>> = points.iter().map(|p| p.v.clone()).collect();
         by_fingerprint.sort_unstable();
         let mut canonical: Vec<u32> = (0..n as u32).collect();
         for run in by_fingerprint.chunk_by(|a, b| a.0 == b.0).filter(|r| r.len() > 1) {
@@ -409,23 +439,26 @@ pub(crate) fn bits_eq(a: &[f32], b: &[f32]) -> bool {
 }
 
 /// A 64-bit hash of a vector's bits, for lookup only (equality is always checked bitwise).
-/// Four independent multiply-rotate lanes (component `i` into lane `i mod 4`), so it runs
-/// at memory speed rather than at the latency of one dependency chain.
+/// Eight independent `u32` multiply-xor lanes (component `i` into lane `i mod 8`), which
+/// the compiler vectorises, folded into 64 bits at the end.
 pub(crate) fn fingerprint(v: &[f32]) -> u64 {
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut lanes = [v.len() as u64, 1, 2, 3];
-    let mut chunks = v.chunks_exact(4);
+    const K32: u32 = 0x9E37_79B1;
+    const K64: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut lanes = [0x2545_F491u32; 8];
+    let mut chunks = v.chunks_exact(8);
     for c in &mut chunks {
-        for (h, x) in lanes.iter_mut().zip(c) {
-            *h = (h.rotate_left(26) ^ u64::from(x.to_bits())).wrapping_mul(K);
+        if let Ok(c) = <&[f32; 8]>::try_from(c) {
+            for l in 0..8 {
+                lanes[l] = (lanes[l] ^ c[l].to_bits()).wrapping_mul(K32) ^ (lanes[l] >> 15);
+            }
         }
     }
     for (h, x) in lanes.iter_mut().zip(chunks.remainder()) {
-        *h = (h.rotate_left(26) ^ u64::from(x.to_bits())).wrapping_mul(K);
+        *h = (*h ^ x.to_bits()).wrapping_mul(K32) ^ (*h >> 15);
     }
-    let h = lanes
-        .iter()
-        .fold(0u64, |acc, &l| (acc.rotate_left(31) ^ l).wrapping_mul(K));
+    let h = lanes.iter().fold(v.len() as u64, |acc, &l| {
+        (acc.rotate_left(23) ^ u64::from(l)).wrapping_mul(K64)
+    });
     h ^ (h >> 29)
 }
 
@@ -461,8 +494,10 @@ fn base_key<'a>(
     for (id, v) in ids.iter().zip(vectors) {
         buf.extend_from_slice(&(id.as_bytes().len() as u64).to_le_bytes());
         buf.extend_from_slice(id.as_bytes());
-        for x in v {
-            buf.extend_from_slice(&x.to_le_bytes());
+        let start = buf.len();
+        buf.resize(start + v.len() * 4, 0);
+        for (out, x) in buf[start..].chunks_exact_mut(4).zip(v) {
+            out.copy_from_slice(&x.to_le_bytes());
         }
         if buf.len() >= 1 << 16 {
             h.update(&buf);
@@ -487,15 +522,40 @@ struct StoredBaseRef<'a> {
     graph: &'a HnswMap<GraphPoint, u32>,
 }
 
+/// What [`StoredBaseRef`] wrote, read back borrowing its strings from the input (a `Hash`
+/// and a `NodeId` serialize as strings).
 #[derive(Deserialize)]
-struct StoredBase {
+struct StoredBase<'a> {
     format: u32,
-    key: Hash,
-    model: String,
+    key: &'a str,
+    model: &'a str,
     dim: u64,
     params: HnswParams,
-    ids: Vec<NodeId>,
+    #[serde(borrow)]
+    ids: Vec<&'a str>,
     graph: HnswMap<GraphPoint, u32>,
+}
+
+/// Reads a value written by [`encode_derived_serde`] behind [`TAG_HNSW_BASE`], in the same
+/// configuration, *borrowing* from the input: byte strings and strings are checked against
+/// the bytes that remain and never copied or pre-allocated by a claimed length (sequences
+/// pre-allocate cautiously), so garbage cannot make the decoder allocate without bound.
+fn decode_borrowed<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, IndexError> {
+    let bad = |what: String| IndexError::BadStoredIndex(format!("HNSW base: {what}"));
+    match bytes.first() {
+        Some(&TAG_HNSW_BASE) => {}
+        Some(&t) => return Err(bad(format!("tag 0x{t:02x}, expected 0x{TAG_HNSW_BASE:02x}"))),
+        None => return Err(bad("empty input".into())),
+    }
+    let cfg = bincode::config::standard()
+        .with_little_endian()
+        .with_fixed_int_encoding();
+    let (value, used) =
+        bincode::serde::borrow_decode_from_slice::<T, _>(&bytes[1..], cfg).map_err(|e| bad(e.to_string()))?;
+    if used != bytes.len() - 1 {
+        return Err(bad("trailing bytes".into()));
+    }
+    Ok(value)
 }
 
 /// Encodes a base for storage: [`TAG_HNSW_BASE`], then (bincode serde, fixed-width little
@@ -515,14 +575,118 @@ pub fn encode_hnsw(base: &HnswBase) -> Result<Vec<u8>, IndexError> {
         .map_err(|e| IndexError::BadStoredIndex(format!("cannot encode HNSW base {}: {e}", base.key.short())))
 }
 
+/// The graph as instant-distance's serde derive lays it out (`HnswMap { hnsw: Hnsw {
+/// ef_search, points, zero, layers }, values }`: bincode writes nested structs as the
+/// concatenation of their fields, so one flat struct reads it; `PointId` is a transparent
+/// `u32`), read only to
+/// check its links: instant-distance indexes with them unchecked, so a link out of range
+/// would panic in a later search.
+#[derive(Deserialize)]
+struct GraphLayout {
+    ef_search: u64,
+    points: Vec<SkipBytes>,
+    zero: Vec<ZeroLinks>,
+    layers: Vec<Vec<[u32; 32]>>,
+    values: Vec<u32>,
+}
+
+#[derive(Deserialize)]
+#[allow(dead_code)] // read for their layout only
+struct StoredLayout<'a> {
+    format: u32,
+    key: &'a str,
+    model: &'a str,
+    dim: u64,
+    params: HnswParams,
+    #[serde(borrow)]
+    ids: Vec<&'a str>,
+    graph: GraphLayout,
+}
+
+/// A byte string read and dropped.
+struct SkipBytes;
+
+impl<'de> Deserialize<'de> for SkipBytes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = SkipBytes;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a byte string")
+            }
+            fn visit_bytes<E: serde::de::Error>(self, _: &[u8]) -> Result<SkipBytes, E> {
+                Ok(SkipBytes)
+            }
+            fn visit_byte_buf<E: serde::de::Error>(self, _: Vec<u8>) -> Result<SkipBytes, E> {
+                Ok(SkipBytes)
+            }
+        }
+        d.deserialize_bytes(V)
+    }
+}
+
+/// A layer-zero node: 64 links (`u32::MAX` = none), a fixed-size tuple.
+struct ZeroLinks([u32; 64]);
+
+impl<'de> Deserialize<'de> for ZeroLinks {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = ZeroLinks;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("64 links")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<ZeroLinks, A::Error> {
+                let mut links = [0u32; 64];
+                for (i, l) in links.iter_mut().enumerate() {
+                    *l = seq
+                        .next_element()?
+                        .ok_or_else(|| serde::de::Error::invalid_length(i, &self))?;
+                }
+                Ok(ZeroLinks(links))
+            }
+        }
+        d.deserialize_tuple(64, V)
+    }
+}
+
+/// Checks the links of a stored graph of `n` points: every link of layer zero is below `n`,
+/// every link of an upper layer is below that layer's size, layers shrink going up, and the
+/// stored `ef_search` is the params'. (Links end at the first `u32::MAX`.)
+fn check_graph_layout(bytes: &[u8], n: usize, ef_search: usize) -> Result<(), IndexError> {
+    let bad = |what: &str| IndexError::BadStoredIndex(format!("HNSW base graph: {what}"));
+    let stored: StoredLayout<'_> = decode_borrowed(bytes)?;
+    let g = stored.graph;
+    if g.ef_search != ef_search as u64 {
+        return Err(bad("ef_search differs from the parameters"));
+    }
+    if g.points.len() != n || g.zero.len() != n || g.values.len() != n {
+        return Err(bad("table sizes differ from the point count"));
+    }
+    let links_ok = |links: &[u32], bound: usize| {
+        links
+            .iter()
+            .take_while(|&&l| l != u32::MAX)
+            .all(|&l| (l as usize) < bound)
+    };
+    if !g.zero.iter().all(|z| links_ok(&z.0, n)) {
+        return Err(bad("layer-zero link out of range"));
+    }
+    let mut below = n;
+    for layer in &g.layers {
+        if layer.is_empty() || layer.len() > below || !layer.iter().all(|u| links_ok(u, layer.len())) {
+            return Err(bad("upper layer out of shape or link out of range"));
+        }
+        below = layer.len();
+    }
+    Ok(())
+}
+
 /// Decodes a base written by [`encode_hnsw`], re-checking its key against its ids and
-/// vectors, and the graph's point table against its ids.
-///
-/// The graph's links are instant-distance's derived data and are trusted as read (the
-/// store checksums what it returns).
+/// vectors, the graph's point table against its ids, and every link of the graph against
+/// the point count, so that searching a decoded base cannot index out of range.
 pub fn decode_hnsw(bytes: &[u8]) -> Result<HnswBase, IndexError> {
-    let stored: StoredBase = decode_derived_serde(TAG_HNSW_BASE, bytes)
-        .map_err(|e| IndexError::BadStoredIndex(format!("HNSW base: {e}")))?;
+    let stored: StoredBase<'_> = decode_borrowed(bytes)?;
     if stored.format != FORMAT {
         return Err(IndexError::BadStoredIndex(format!(
             "HNSW base format {} (this build reads {FORMAT})",
@@ -533,17 +697,19 @@ pub fn decode_hnsw(bytes: &[u8]) -> Result<HnswBase, IndexError> {
         .ok()
         .filter(|d| *d > 0)
         .ok_or_else(|| IndexError::BadStoredIndex(format!("HNSW base dimension {}", stored.dim)))?;
-    if stored.ids.windows(2).any(|w| w[0] >= w[1]) {
-        return Err(IndexError::BadStoredIndex(
-            "HNSW base ids not strictly increasing".into(),
-        ));
+    let bad = |what: &str| IndexError::BadStoredIndex(format!("HNSW base: {what}"));
+    let key = Hash::from_hex(stored.key).map_err(|_| bad("bad key"))?;
+    let ids = stored
+        .ids
+        .iter()
+        .map(|s| NodeId::new(*s))
+        .collect::<Result<Vec<NodeId>, _>>()
+        .map_err(|_| bad("bad node id"))?;
+    if ids.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(bad("ids not strictly increasing"));
     }
-    let base = HnswBase::assemble(stored.key, stored.model, dim, stored.params, stored.ids, stored.graph)?;
-    if base.vectors.iter().any(|v| v.iter().any(|x| !x.is_finite())) {
-        return Err(IndexError::BadStoredIndex(
-            "HNSW base has a non-finite component".into(),
-        ));
-    }
+    let base = HnswBase::assemble(key, stored.model.to_string(), dim, stored.params, ids, stored.graph)?;
+    // (Non-finite components were refused while reading the points.)
     let key = base_key(
         &base.model,
         dim,
@@ -558,6 +724,7 @@ pub fn decode_hnsw(bytes: &[u8]) -> Result<HnswBase, IndexError> {
             key.short()
         )));
     }
+    check_graph_layout(bytes, base.len(), base.params.ef_search)?;
     Ok(base)
 }
 
@@ -645,6 +812,13 @@ mod tests {
         let mut bad = bytes.clone();
         bad[at] ^= 1;
         assert!(matches!(decode_hnsw(&bad), Err(IndexError::BadStoredIndex(_))));
+        // A graph link out of range (20 points: one layer; the bytes end with layer zero's
+        // 20 × 64 links, an empty upper-layer list and the 20 values).
+        let last_node = bytes.len() - (8 + 4 * 20) - 8 - 64 * 4;
+        let mut bad = bytes.clone();
+        bad[last_node..last_node + 4].copy_from_slice(&25u32.to_le_bytes());
+        let err = decode_hnsw(&bad).unwrap_err();
+        assert!(err.to_string().contains("link out of range"), "{err}");
     }
 
     #[test]

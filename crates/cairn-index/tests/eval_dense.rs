@@ -237,7 +237,13 @@ fn check_int8(c: &Collection) {
     let exact = evaluate(c, 10, |q, k| exact_ranking(&c.index, q, k));
     for rescore in [20, 50, INT8_RESCORE] {
         let run = evaluate(c, 10, |q, k| {
-            c.index.search_int8(q, k, rescore, None).unwrap().hits.iter().map(|h| h.ordinal).collect()
+            c.index
+                .search_int8(q, k, rescore, None)
+                .unwrap()
+                .hits
+                .iter()
+                .map(|h| h.ordinal)
+                .collect()
         });
         let mut overlap = 0.0;
         for q in &c.queries {

@@ -243,12 +243,18 @@ fn persisted_index_with_base_loads_identically() {
     let dense_bytes = encode_dense(&index);
     let base_bytes = encode_hnsw(&base).unwrap();
     let loaded = decode_dense(&dense_bytes).unwrap();
-    assert_eq!(loaded.base_key(), Some(base.key));
+    assert_eq!(loaded.named_base_key(), Some(base.key));
+    assert_eq!(loaded.base_key(), None);
     assert!(loaded.base().is_none());
-    let loaded_base = Arc::new(decode_hnsw(&base_bytes).unwrap());
-    assert_eq!(loaded_base.key, loaded.base_key().unwrap());
-    let loaded = loaded.with_base(loaded_base);
     assert_eq!(loaded, index);
+    let loaded_base = Arc::new(decode_hnsw(&base_bytes).unwrap());
+    assert_eq!(loaded_base.key, loaded.named_base_key().unwrap());
+    let copy = loaded.with_base(loaded_base.clone());
+    let loaded = loaded.into_with_base(loaded_base);
+    assert_eq!(loaded.base_key(), Some(base.key));
+    assert_eq!(loaded, index);
+    assert_eq!(copy, loaded);
+    assert_eq!(copy.cover.row_point, loaded.cover.row_point);
     assert_eq!(encode_dense(&loaded), dense_bytes);
     for q in lcg_vectors(10, dim, 9).chunks_exact(dim) {
         assert_eq!(loaded.search(q, 10, None).unwrap(), index.search(q, 10, None).unwrap());
@@ -421,7 +427,10 @@ fn int8_scan_rescores_exactly() {
             assert_eq!(got.hits.len(), 10);
             for h in &got.hits {
                 assert!(f.is_none_or(|f| f.contains(h.ordinal)));
-                assert_eq!(h.score.to_bits(), kernel::dot_reference(q, index.vector(h.ordinal).unwrap()).to_bits());
+                assert_eq!(
+                    h.score.to_bits(),
+                    kernel::dot_reference(q, index.vector(h.ordinal).unwrap()).to_bits()
+                );
                 overlap += usize::from(want.hits.contains(h));
             }
             // Rescoring everything is the exact answer.
@@ -430,6 +439,10 @@ fn int8_scan_rescores_exactly() {
             assert_eq!(all.hits, want.hits);
         }
     }
-    assert!(overlap as f64 >= 0.95 * 400.0, "int8 recall@10 {}", overlap as f64 / 400.0);
+    assert!(
+        overlap as f64 >= 0.95 * 400.0,
+        "int8 recall@10 {}",
+        overlap as f64 / 400.0
+    );
     assert!(index.search_int8(&[0.0; 3], 1, 10, None).is_err());
 }
