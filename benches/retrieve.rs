@@ -40,13 +40,24 @@ fn setup(n: usize) -> (tempfile::TempDir, Repo) {
 }
 
 fn bench_retrieve(c: &mut Criterion) {
-    let n: usize = std::env::var("CAIRN_BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    let n: usize = std::env::var("CAIRN_BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
     let t = Instant::now();
     let (_dir, repo) = setup(n);
     println!("setup: {n} nodes, {} edges committed in {:?}", 3 * n, t.elapsed());
     let t = Instant::now();
     let report = repo.build_indexes("HEAD").expect("build indexes");
-    println!("index build (all indexes{}): {:?}", if report.dense.iter().any(|d| d.1) { " + HNSW base" } else { "" }, t.elapsed());
+    println!(
+        "index build (all indexes{}): {:?}",
+        if report.dense.iter().any(|d| d.1) {
+            " + HNSW base"
+        } else {
+            ""
+        },
+        t.elapsed()
+    );
 
     // Load time: a fresh handle reads the persisted index.
     let path = repo.path().expect("on disk").to_path_buf();
@@ -77,7 +88,9 @@ fn bench_retrieve(c: &mut Criterion) {
     g.bench_function("text_rare_label", |b| {
         b.iter(|| repo.retrieve().label("Rare").text(text).execute().expect("r"))
     });
-    g.bench_function("dense", |b| b.iter(|| repo.retrieve().vector("minilm", &q).execute().expect("r")));
+    g.bench_function("dense", |b| {
+        b.iter(|| repo.retrieve().vector("minilm", &q).execute().expect("r"))
+    });
     g.bench_function("dense_rare_label", |b| {
         b.iter(|| repo.retrieve().label("Rare").vector("minilm", &q).execute().expect("r"))
     });

@@ -679,40 +679,6 @@ pub fn decode_commit(bytes: &[u8]) -> Result<Commit, DecodeError> {
 // Derived data (index snapshots). These bytes are not content-addressed objects, but they
 // are stored, so they use the same configuration and live here too.
 
-/// Encodes a derived-data value (an index snapshot) behind a tag byte, with the same
-/// fixed-width configuration as objects.
-pub fn encode_derived<T: Encode>(tag: u8, value: &T) -> Vec<u8> {
-    let mut e = new_encoder(tag, 1024);
-    w(&mut e, value);
-    finish(e)
-}
-
-/// Decodes a value written by [`encode_derived`], refusing a wrong tag or trailing bytes.
-pub fn decode_derived<T: Decode<()>>(tag: u8, bytes: &[u8]) -> Result<T, DecodeError> {
-    const K: &str = "derived";
-    match bytes.first() {
-        None => return Err(DecodeError::Empty),
-        Some(&t) if t != tag => {
-            return Err(DecodeError::BadTag {
-                found: t,
-                expected: "derived data tag",
-            })
-        }
-        _ => {}
-    }
-    // Derived data can be larger than one object (an index of a million nodes), so it
-    // is read without the object limit; its integrity is checked by the store's crc.
-    let cfg = config::standard().with_little_endian().with_fixed_int_encoding();
-    let (v, used) = bincode::decode_from_slice::<T, _>(&bytes[1..], cfg).map_err(|e| DecodeError::Malformed {
-        kind: K,
-        detail: e.to_string(),
-    })?;
-    if used != bytes.len() - 1 {
-        return Err(invalid(K, "trailing bytes"));
-    }
-    Ok(v)
-}
-
 /// Encodes a derived-data value through its serde implementation (for third-party types
 /// such as instant-distance's HNSW graph), same configuration, behind a tag byte.
 pub fn encode_derived_serde<T: serde::Serialize>(tag: u8, value: &T) -> Result<Vec<u8>, String> {
@@ -720,31 +686,6 @@ pub fn encode_derived_serde<T: serde::Serialize>(tag: u8, value: &T) -> Result<V
     let mut out = vec![tag];
     out.extend(bincode::serde::encode_to_vec(value, cfg).map_err(|e| e.to_string())?);
     Ok(out)
-}
-
-/// Decodes a value written by [`encode_derived_serde`].
-pub fn decode_derived_serde<T: serde::de::DeserializeOwned>(tag: u8, bytes: &[u8]) -> Result<T, DecodeError> {
-    const K: &str = "derived";
-    match bytes.first() {
-        None => return Err(DecodeError::Empty),
-        Some(&t) if t != tag => {
-            return Err(DecodeError::BadTag {
-                found: t,
-                expected: "derived data tag",
-            })
-        }
-        _ => {}
-    }
-    let cfg = config::standard().with_little_endian().with_fixed_int_encoding();
-    let (v, used) =
-        bincode::serde::decode_from_slice::<T, _>(&bytes[1..], cfg).map_err(|e| DecodeError::Malformed {
-            kind: K,
-            detail: e.to_string(),
-        })?;
-    if used != bytes.len() - 1 {
-        return Err(invalid(K, "trailing bytes"));
-    }
-    Ok(v)
 }
 
 /// Re-exported so derived-data types can `#[derive(Encode, Decode)]` with the same

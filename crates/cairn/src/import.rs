@@ -22,8 +22,8 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 use crate::repo::Repo;
-use crate::transaction::Transaction;
 use crate::rev::parse_time_ms;
+use crate::transaction::Transaction;
 
 /// A time in the import format: integer ms or an RFC 3339 string.
 #[derive(Debug, Clone, Deserialize)]
