@@ -45,7 +45,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::repo::Repo;
-use crate::transaction::choose_index_base;
+use crate::transaction::{check_dimension, choose_index_base};
 
 /// What kind of merge [`Repo::merge`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -830,20 +830,8 @@ impl MergeOutcome {
                     Some(d) => Some(d),
                     None => dims.get(model).map(|(d, _)| *d),
                 };
-                match expected {
-                    Some(d) if d != v.len() => {
-                        return Err(ValidationError::DimensionMismatch {
-                            subject: Subject::Node(n.id.clone()),
-                            model: model.clone(),
-                            expected: d,
-                            got: v.len(),
-                        }
-                        .into())
-                    }
-                    Some(_) => {}
-                    None => {
-                        dims.insert(model.clone(), (v.len(), n.id.clone()));
-                    }
+                if !check_dimension(&n.id, model, expected, v.len())? {
+                    dims.insert(model.clone(), (v.len(), n.id.clone()));
                 }
             }
         }

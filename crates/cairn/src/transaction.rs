@@ -40,6 +40,24 @@ pub struct Transaction<'r> {
     author: String,
 }
 
+/// Checks a `got`-dimensional vector of `model` on node `id` against the model's
+/// dimension `expected` (`None`: the model is new). `Ok(true)` if it matches, `Ok(false)`
+/// if the model is new, else [`ValidationError::DimensionMismatch`]. The one dimension
+/// rule, shared by transactions and merge resolutions.
+pub(crate) fn check_dimension(id: &NodeId, model: &str, expected: Option<usize>, got: usize) -> Result<bool> {
+    match expected {
+        Some(d) if d != got => Err(ValidationError::DimensionMismatch {
+            subject: Subject::Node(id.clone()),
+            model: model.to_string(),
+            expected: d,
+            got,
+        }
+        .into()),
+        Some(_) => Ok(true),
+        None => Ok(false),
+    }
+}
+
 /// An encoded object and its hash.
 type Encoded = (Hash, Vec<u8>);
 
@@ -136,18 +154,8 @@ impl<'r> Transaction<'r> {
                     }
                 },
             };
-            match expected {
-                Some(d) if d != v.len() => {
-                    return Err(ValidationError::DimensionMismatch {
-                        subject: Subject::Node(node.id.clone()),
-                        model: model.clone(),
-                        expected: d,
-                        got: v.len(),
-                    }
-                    .into())
-                }
-                Some(_) => {}
-                None => fresh.push((model.clone(), v.len())),
+            if !check_dimension(&node.id, model, expected, v.len())? {
+                fresh.push((model.clone(), v.len()));
             }
         }
         self.new_dims.extend(fresh);
