@@ -80,22 +80,11 @@ impl Qrels {
     /// Parses `qrels.tsv` text (a header line, then `query-id⇥corpus-id⇥score`).
     pub fn parse(text: &str, path: &Path) -> Result<Qrels, EvalError> {
         let mut out: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
-        for (i, line) in text.lines().enumerate().skip(1) {
-            if line.trim().is_empty() {
-                continue;
-            }
-            let bad = |message: String| EvalError::Parse {
-                path: path.to_path_buf(),
-                line: i + 1,
-                message,
-            };
-            let fields: Vec<&str> = line.split('\t').collect();
-            let [q, d, s] = fields[..] else {
-                return Err(bad(format!("expected 3 tab-separated fields, got {}", fields.len())));
-            };
+        for_each_tsv_row(text, path, |[q, d, s], bad| {
             let score: i64 = s.trim().parse().map_err(|e| bad(format!("score `{s}`: {e}")))?;
             out.entry(q.to_string()).or_default().insert(d.to_string(), score);
-        }
+            Ok(())
+        })?;
         Ok(Qrels(out))
     }
 
@@ -231,6 +220,26 @@ fn read_f32_rows(path: &Path, rows: usize, dim: usize) -> Result<Vec<f32>, EvalE
 
 fn parse_links(text: &str, path: &Path) -> Result<Vec<Link>, EvalError> {
     let mut out = Vec::new();
+    for_each_tsv_row(text, path, |[s, t, w], bad| {
+        let weight: f64 = w.trim().parse().map_err(|e| bad(format!("weight `{w}`: {e}")))?;
+        out.push(Link {
+            source: s.to_string(),
+            target: t.to_string(),
+            weight,
+        });
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Calls `row` on every data line of a three-column TSV file (the first line is a header;
+/// blank lines are skipped), with the fields and a function that makes a parse error
+/// naming the file and line.
+fn for_each_tsv_row(
+    text: &str,
+    path: &Path,
+    mut row: impl FnMut([&str; 3], &dyn Fn(String) -> EvalError) -> Result<(), EvalError>,
+) -> Result<(), EvalError> {
     for (i, line) in text.lines().enumerate().skip(1) {
         if line.trim().is_empty() {
             continue;
@@ -241,17 +250,12 @@ fn parse_links(text: &str, path: &Path) -> Result<Vec<Link>, EvalError> {
             message,
         };
         let fields: Vec<&str> = line.split('\t').collect();
-        let [s, t, w] = fields[..] else {
+        let [a, b, c] = fields[..] else {
             return Err(bad(format!("expected 3 tab-separated fields, got {}", fields.len())));
         };
-        let weight: f64 = w.trim().parse().map_err(|e| bad(format!("weight `{w}`: {e}")))?;
-        out.push(Link {
-            source: s.to_string(),
-            target: t.to_string(),
-            weight,
-        });
+        row([a, b, c], &bad)?;
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]
