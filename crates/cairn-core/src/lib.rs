@@ -11,6 +11,7 @@
 
 pub mod codec;
 pub mod ids;
+pub mod level;
 pub mod limits;
 pub mod model;
 pub mod objects;

@@ -22,21 +22,7 @@ use cairn_core::{Hash, TreeEntry, TreeNode};
 use crate::error::GraphError;
 use crate::objects::{Objects, PendingWrites};
 
-/// Bits of hash per level: 3, so a tree node holds about 8 keys.
-///
-/// Why so narrow: an edit rewrites the nodes on one key's path, and the node holding a
-/// random key is size-biased (about twice the mean). With fan-out 32 a one-key edit at 50k
-/// keys wrote ~18 KiB of tree nodes; with fan-out 8 it writes a few KiB even at 1M keys
-/// (measured in `benches/`), at the price of a deeper (cached) tree.
-pub const LEVEL_BITS: u32 = 3;
-
-/// The level of a key (see the module docs).
-pub fn key_level(key: &[u8]) -> u8 {
-    let h = blake3::hash(key);
-    let b = h.as_bytes();
-    let x = u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
-    (x.leading_zeros() / LEVEL_BITS) as u8
-}
+pub use cairn_core::level::{key_level, LEVEL_BITS};
 
 /// A change to one key: put a value, or delete the key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -79,6 +79,28 @@ impl Objects {
         self.decode(hash, ObjectKind::Node, codec::decode_node)
     }
 
+    /// A node object and the length of its stored encoding.
+    pub fn node_sized(&self, hash: &Hash) -> Result<(Node, usize), GraphError> {
+        let bytes = self.raw(hash, ObjectKind::Node)?;
+        let node = codec::decode_node(&bytes).map_err(|e| GraphError::Corrupt {
+            kind: ObjectKind::Node.name(),
+            hash: *hash,
+            detail: e.to_string(),
+        })?;
+        Ok((node, bytes.len()))
+    }
+
+    /// An edge object and the length of its stored encoding.
+    pub fn edge_sized(&self, hash: &Hash) -> Result<(Edge, usize), GraphError> {
+        let bytes = self.raw(hash, ObjectKind::Edge)?;
+        let edge = codec::decode_edge(&bytes).map_err(|e| GraphError::Corrupt {
+            kind: ObjectKind::Edge.name(),
+            hash: *hash,
+            detail: e.to_string(),
+        })?;
+        Ok((edge, bytes.len()))
+    }
+
     /// An edge object.
     pub fn edge(&self, hash: &Hash) -> Result<Edge, GraphError> {
         self.decode(hash, ObjectKind::Edge, codec::decode_edge)

@@ -2,6 +2,7 @@
 
 /// Errors from building, loading or querying an index.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum IndexError {
     /// A query vector's dimension differs from the model's.
     #[error("query vector for model `{model}` has {got} dimensions, the index has {expected}")]
@@ -37,10 +38,15 @@ pub enum IndexError {
         /// What is wrong.
         detail: String,
     },
-    /// Persisted index bytes that do not decode or carry another key.
+    /// Stored derived bytes that do not decode, or carry another key. The repository
+    /// rebuilds the entry from the data.
     #[error("stored index data is invalid: {0}")]
     BadStoredIndex(String),
-    /// A derivation input that does not match the parent index (a bug in the caller).
-    #[error("index derivation input is inconsistent: {0}")]
+    /// Parts that do not fit together (a bug in the caller).
+    #[error("index parts are inconsistent: {0}")]
     Inconsistent(String),
+    /// A query needed a part the view was assembled without (a bug in the caller: the
+    /// retrieval asks its source for every part its lanes read).
+    #[error("index part `{0}` is not loaded in this view")]
+    NotLoaded(String),
 }

@@ -71,83 +71,6 @@ pub fn top_k(hits: impl IntoIterator<Item = Hit>, k: usize) -> Vec<Hit> {
     heap.into_sorted_vec().into_iter().map(|r| r.0).collect()
 }
 
-/// Sums per-ordinal score contributions for an exact search, then ranks them.
-///
-/// Each ordinal's score is `0.0 + x1 + x2 + …` in `f64`, in the order the contributions
-/// were added, rounded to `f32` once; the two representations below give bit-identical
-/// sums, so which one a query uses never shows in its scores.
-pub(crate) enum Accumulator {
-    /// One slot per ordinal (`NaN` = untouched) and the touched ordinals: for queries
-    /// whose postings cover a good part of the commit.
-    Slots { sums: Vec<f64>, touched: Vec<Ordinal> },
-    /// `(ordinal, contribution)` pairs, grouped by a stable sort at the end: for queries
-    /// whose postings are few compared with the commit.
-    Pairs(Vec<(Ordinal, f64)>),
-}
-
-impl Accumulator {
-    /// An accumulator for ordinals `< n` expecting about `postings` contributions.
-    pub(crate) fn new(n: usize, postings: usize) -> Accumulator {
-        if postings.saturating_mul(8) < n {
-            Accumulator::Pairs(Vec::with_capacity(postings))
-        } else {
-            Accumulator::Slots {
-                sums: vec![f64::NAN; n],
-                touched: Vec::new(),
-            }
-        }
-    }
-
-    /// Adds `x` (never NaN) to the score of `o`.
-    #[inline]
-    pub(crate) fn add(&mut self, o: Ordinal, x: f64) {
-        match self {
-            Accumulator::Slots { sums, touched } => {
-                if let Some(slot) = sums.get_mut(o as usize) {
-                    if slot.is_nan() {
-                        *slot = 0.0;
-                        touched.push(o);
-                    }
-                    *slot += x;
-                }
-            }
-            Accumulator::Pairs(pairs) => pairs.push((o, x)),
-        }
-    }
-
-    /// The `k` best `(score desc, ordinal asc)`.
-    pub(crate) fn top_k(self, k: usize) -> Vec<Hit> {
-        match self {
-            Accumulator::Slots { sums, touched } => top_k(
-                touched.into_iter().map(|o| Hit {
-                    ordinal: o,
-                    score: sums[o as usize] as f32,
-                }),
-                k,
-            ),
-            Accumulator::Pairs(mut pairs) => {
-                // Stable: each ordinal's contributions stay in the order they were added.
-                pairs.sort_by_key(|p| p.0);
-                let mut hits = Vec::new();
-                let mut i = 0;
-                while i < pairs.len() {
-                    let o = pairs[i].0;
-                    let mut sum = 0.0f64;
-                    while i < pairs.len() && pairs[i].0 == o {
-                        sum += pairs[i].1;
-                        i += 1;
-                    }
-                    hits.push(Hit {
-                        ordinal: o,
-                        score: sum as f32,
-                    });
-                }
-                top_k(hits, k)
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,31 +111,6 @@ mod tests {
             }
             assert_eq!(top_k(shuffled, k), want);
         }
-    }
-
-    #[test]
-    fn both_accumulators_sum_identically() {
-        let mut contributions = Vec::new();
-        let mut state = 7u64;
-        for _ in 0..5000 {
-            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-            let o = ((state >> 33) % 300) as Ordinal;
-            let x = ((state >> 11) % 10_000) as f64 / 977.0 - 3.0;
-            contributions.push((o, if x == 0.0 { -0.0 } else { x }));
-        }
-        let mut a = Accumulator::new(300, contributions.len());
-        let mut b = Accumulator::new(1_000_000, 1);
-        assert!(matches!(a, Accumulator::Slots { .. }) && matches!(b, Accumulator::Pairs(_)));
-        for &(o, x) in &contributions {
-            a.add(o, x);
-            b.add(o, x);
-        }
-        let (ha, hb) = (a.top_k(1000), b.top_k(1000));
-        assert_eq!(ha.len(), hb.len());
-        assert!(ha
-            .iter()
-            .zip(&hb)
-            .all(|(x, y)| x.ordinal == y.ordinal && x.score.to_bits() == y.score.to_bits()));
     }
 
     #[test]

@@ -1,48 +1,47 @@
 //! # cairn-index
 //!
-//! Per-commit indexes, derived from a commit's content alone — the way a search engine
-//! treats a segment: immutable, keyed by the hash of what they were derived from, cached in
-//! memory, persisted as derived data, never silently stale.
+//! Cairn's derived indexes, as content-defined **chunks** that commits share the way they
+//! share tree nodes. Nothing here does I/O: the repository loads, builds and stores chunks;
+//! this crate defines them, encodes them, and searches a commit's view of them.
 //!
-//! Every node of a commit gets a dense **ordinal**: its position in the commit's nodes
-//! sorted by [`NodeId`](cairn_core::NodeId) bytes. Ordinal order is node-id order, so
-//! "ties broken by node id" is "ties broken by ordinal". Candidate sets are
-//! [`RoaringBitmap`](roaring::RoaringBitmap)s of ordinals, and every ranked list is
-//! `(score desc, ordinal asc)` with exact scores.
+//! * [`chunking`] — the rule that cuts a sorted key list into spans at a tree level, the
+//!   same spans as the Merkle search tree's (`storage-format.md` §7.2).
+//! * [`chunk`] — one span's parts: core columns ([`NodeChunk`]: ids, hashes, labels,
+//!   validity, properties, text), BM25 postings ([`TextChunk`]), sparse and dense parts
+//!   per model ([`SparseChunk`], [`DenseChunk`]), and edge chunks ([`EdgeChunk`]).
+//! * [`CommitIndexes`] — a commit's view: its chunks in key order with prefix sums, so a
+//!   node's ordinal (its rank in id order) is its chunk's offset plus its local ordinal.
+//!   Every lane runs per chunk and merges exactly: label, property and validity gates as
+//!   per-chunk [`Filter`]s; BM25 with the commit's statistics summed over chunks; sparse
+//!   dot products; the dense lane exact by default (an int8 scan with a proven bound, then
+//!   exact rescoring) and approximate on request (HNSW graphs per [`unit`]).
+//! * [`persist`] — the bytes of every stored part, read by one bounded reader.
 //!
-//! Indexes here: [`NodeTable`] (ordinal ↔ id), [`LabelIndex`], [`ValidityColumn`],
-//! [`PropertyIndex`], [`DenseIndex`] (exact scan + optional HNSW base), [`SparseIndex`],
-//! [`Bm25Index`] (with its [`Analyzer`]), [`Adjacency`] (edges by ordinal), bundled as
-//! [`CommitIndexes`].
+//! Every ranked list is `(score desc, ordinal asc)` with exact scores.
 
 #![warn(missing_docs)]
 
-pub mod adjacency;
 pub mod analyzer;
-pub mod bm25;
-pub mod bundle;
-pub mod dense;
+pub mod chunk;
+pub mod chunking;
+pub(crate) mod dense;
 pub mod error;
 mod fast_hash;
+pub mod graph;
 pub mod hit;
-pub mod hnsw;
-pub mod labels;
-pub mod node_table;
+pub mod params;
 pub mod persist;
 pub mod props;
-pub mod sparse;
+pub mod unit;
 pub mod validity;
+pub mod view;
 
-pub use adjacency::{Adjacency, AdjacentEdge};
 pub use analyzer::Analyzer;
-pub use bm25::{Bm25Index, Bm25Params};
-pub use bundle::{CommitIndexes, EdgeDelta, IndexParams, NodeDelta};
-pub use dense::{DenseIndex, DenseSearch};
+pub use chunk::{ChunkParts, DenseChunk, EdgeChunk, EdgeDirection, NodeChunk, SparseChunk, TextChunk};
 pub use error::IndexError;
+pub use graph::GraphParams;
 pub use hit::{top_k, Hit, Ordinal};
-pub use hnsw::{HnswBase, HnswParams};
-pub use labels::LabelIndex;
-pub use node_table::{NodeTable, OrdinalRemap};
-pub use props::{PropertyIndex, PropertyPredicate};
-pub use sparse::SparseIndex;
-pub use validity::ValidityColumn;
+pub use params::{Bm25Params, IndexParams, INDEX_FORMAT_VERSION};
+pub use props::PropertyPredicate;
+pub use unit::UnitGraph;
+pub use view::{AdjacentEdge, CommitIndexes, DenseSearch, DenseView, EdgeView, Filter, FilterPart, IndexNeeds};

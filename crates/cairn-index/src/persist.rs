@@ -1,50 +1,45 @@
-//! Encoding [`CommitIndexes`] to bytes (and back) for storage as
-//! derived data. The Repo layer puts these bytes in the store; this crate does no I/O.
+//! The bytes of every stored derived part (`storage-format.md` §7.3), and the one bounded
+//! reader that decodes them.
 //!
-//! The layout is written down in `docs-draft/index-format.md`. In short: a tag byte
-//! ([`TAG_COMMIT_INDEXES`]), the 32-byte key, the node count, then one section per index,
-//! each `tag u8 · length u64 · payload`, in increasing tag order. Integers and floats are
-//! fixed-width little endian and lengths are u64, the conventions of the object codec
-//! (bincode 2's fixed-int configuration); strings are a u64 byte length and UTF-8.
+//! Every value is `tag u8 ‖ key (32 bytes) ‖ payload`. The key is the part's own key (the
+//! chunk, unit or manifest key the repository stores it under); a decoder is given the key
+//! it expects and refuses any other, so a part can never be served for other content.
+//! Integers and floats are fixed-width little endian (floats as their IEEE-754 bits),
+//! counts `u32le` or `u64le` as stated, strings `u64le(byte length) ‖ UTF-8`.
 //!
-//! The decoder is written by hand rather than with bincode's derive: bincode 2 without a
-//! size limit allocates a container's claimed length before reading it, so garbage bytes
-//! could abort the process. Here every length is checked against the bytes that remain
-//! before anything is allocated, every structural rule the indexes rely on (ordinals in
-//! range and increasing, sorted keys, consistent totals) is checked, and any failure is an
-//! [`IndexError::BadStoredIndex`]: decoding never panics.
+//! Decoding never panics and never allocates more than the input could describe: every
+//! count is checked against the bytes that remain before anything is allocated, and every
+//! structural rule a search relies on (ordering, ranges, finiteness, consistent totals) is
+//! checked. Anything else is [`IndexError::BadStoredIndex`]; the repository then rebuilds
+//! the part from the data.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use cairn_core::limits::MAX_VALUE_DEPTH;
+use cairn_core::limits::{MAX_EMBEDDING_DIM, MAX_VALUE_DEPTH};
 use cairn_core::{Hash, NodeId, Value};
 use roaring::RoaringBitmap;
 
-use crate::adjacency::{Adjacency, FlatEdge};
-use crate::analyzer::Analyzer;
-use crate::bm25::{Bm25Index, Bm25Params};
-use crate::bundle::CommitIndexes;
-use crate::dense::{decode_dense, encode_dense};
+use crate::chunk::{DenseChunk, EdgeChunk, EdgeDirection, EdgeRec, Local, NodeChunk, SparseChunk, TextChunk};
 use crate::error::IndexError;
-use crate::hit::Ordinal;
-use crate::labels::LabelIndex;
-use crate::node_table::NodeTable;
-use crate::props::PropertyIndex;
-use crate::sparse::SparseIndex;
-use crate::validity::ValidityColumn;
+use crate::graph::UnitGraph;
+use crate::params::MAX_CHUNK_KEYS;
 
-/// Tag byte of persisted [`CommitIndexes`] (derived data, format version 1).
-pub const TAG_COMMIT_INDEXES: u8 = 0xB1;
-
-const SEC_NODES: u8 = 0x01;
-const SEC_LABELS: u8 = 0x02;
-const SEC_VALIDITY: u8 = 0x03;
-const SEC_PROPS: u8 = 0x04;
-const SEC_BM25: u8 = 0x05;
-const SEC_SPARSE: u8 = 0x06;
-const SEC_DENSE: u8 = 0x07;
-const SEC_ADJACENCY: u8 = 0x08;
+/// Tag of a node chunk's core part.
+pub const TAG_NODE_CORE: u8 = 0xC1;
+/// Tag of a node chunk's BM25 part.
+pub const TAG_TEXT: u8 = 0xC2;
+/// Tag of a node chunk's sparse part (one model).
+pub const TAG_SPARSE: u8 = 0xC3;
+/// Tag of a node chunk's dense part (one model).
+pub const TAG_DENSE: u8 = 0xC4;
+/// Tag of an edge chunk.
+pub const TAG_EDGES: u8 = 0xC5;
+/// Tag of a split marker: the span under this key is oversize and stored as its pieces.
+pub const TAG_SPLIT: u8 = 0xC6;
+/// Tag of a unit graph (one model).
+pub const TAG_UNIT_GRAPH: u8 = 0xC7;
+/// Tag of a commit manifest (its chunks were all stored).
+pub const TAG_MANIFEST: u8 = 0xC8;
 
 const VALUE_NULL: u8 = 0;
 const VALUE_FALSE: u8 = 1;
@@ -55,357 +50,478 @@ const VALUE_STRING: u8 = 5;
 const VALUE_LIST: u8 = 6;
 const VALUE_MAP: u8 = 7;
 
-/// Encodes every index of `idx` (dense ones through [`encode_dense`], without their HNSW
-/// base, which is stored separately by key).
-pub fn encode_indexes(idx: &CommitIndexes) -> Vec<u8> {
-    let mut w = Writer(Vec::with_capacity(1 << 16));
-    w.u8(TAG_COMMIT_INDEXES);
-    w.bytes(idx.key.as_bytes());
-    w.u32(idx.nodes.len() as u32);
+fn bad(what: impl Into<String>) -> IndexError {
+    IndexError::BadStoredIndex(what.into())
+}
 
-    w.section(SEC_NODES, |w| {
-        for (id, hash) in idx.nodes.ids().iter().zip(idx.nodes.hashes()) {
-            w.str(id.as_str());
-            w.bytes(hash.as_bytes());
-        }
-    });
-    w.section(SEC_LABELS, |w| {
-        w.len(idx.labels.labels.len());
-        for (label, bitmap) in &idx.labels.labels {
-            w.str(label);
-            w.bitmap(bitmap);
-        }
-    });
-    w.section(SEC_VALIDITY, |w| {
-        idx.validity.from_ms.iter().for_each(|&v| w.i64(v));
-        idx.validity.until_ms.iter().for_each(|&v| w.i64(v));
-    });
-    w.section(SEC_PROPS, |w| {
-        w.len(idx.props.columns.len());
-        for (key, column) in &idx.props.columns {
-            w.str(key);
-            w.len(column.len());
-            for (o, v) in column {
-                w.u32(*o);
-                w.value(v);
-            }
-        }
-    });
-    w.section(SEC_BM25, |w| {
-        let b = &idx.bm25;
-        w.u32(b.params.k1.to_bits());
-        w.u32(b.params.b.to_bits());
-        w.u8(u8::from(b.params.analyzer.stem));
-        w.u64(b.total_len);
-        b.doc_len.iter().for_each(|&l| w.u32(l));
-        w.len(b.postings.len());
-        for (term, list) in &b.postings {
-            w.str(term);
-            w.len(list.len());
-            for &(o, tf) in list {
-                w.u32(o);
-                w.u32(tf);
-            }
-        }
-    });
-    for (model, s) in &idx.sparse {
-        w.section(SEC_SPARSE, |w| {
-            w.str(model);
-            w.bitmap(&s.docs);
-            w.len(s.postings.len());
-            for (dim, list) in &s.postings {
-                w.u32(*dim);
-                w.len(list.len());
-                for &(o, x) in list {
-                    w.u32(o);
-                    w.u32(x.to_bits());
-                }
-            }
-        });
+// ---------------------------------------------------------------------------------------
+// Encoders
+
+fn header(tag: u8, key: &Hash, capacity: usize) -> Writer {
+    let mut w = Writer(Vec::with_capacity(capacity + 33));
+    w.u8(tag);
+    w.bytes(key.as_bytes());
+    w
+}
+
+/// Encodes a node chunk's core part.
+pub fn encode_node_core(key: &Hash, c: &NodeChunk) -> Vec<u8> {
+    let mut w = header(TAG_NODE_CORE, key, c.heap_bytes());
+    w.u32(c.ids.len() as u32);
+    for (id, h) in c.ids.iter().zip(&c.hashes) {
+        w.str(id.as_str());
+        w.bytes(h.as_bytes());
     }
-    for (model, d) in &idx.dense {
-        w.section(SEC_DENSE, |w| {
-            w.str(model);
-            w.bytes(&encode_dense(d));
-        });
+    w.u64(c.labels.len() as u64);
+    for (label, b) in &c.labels {
+        w.str(label);
+        w.locals(b);
     }
-    w.section(SEC_ADJACENCY, |w| {
-        let a = &idx.adjacency;
-        w.len(a.kinds.len());
-        a.kinds.iter().for_each(|k| w.str(k));
-        w.len(a.edge_count());
-        for e in a.flat_edges() {
-            w.u32(e.source);
-            w.u32(e.target);
-            w.u32(e.kind);
-            w.u64(e.weight.to_bits());
-            w.i64(e.valid_from_ms);
-            w.i64(e.valid_until_ms);
+    for &(f, u) in &c.validity {
+        w.i64(f);
+        w.i64(u);
+    }
+    w.u64(c.props.len() as u64);
+    for (k, col) in &c.props {
+        w.str(k);
+        w.u32(col.len() as u32);
+        for (l, v) in col {
+            w.u32(*l);
+            w.value(v);
         }
-    });
+    }
+    for l in 0..c.ids.len() {
+        w.str(c.text(l as Local));
+    }
+    w.u64(c.dense_models.len() as u64);
+    for (m, (dim, rows)) in &c.dense_models {
+        w.str(m);
+        w.u32(*dim);
+        w.u32(*rows);
+    }
+    w.u64(c.sparse_models.len() as u64);
+    for (m, rows) in &c.sparse_models {
+        w.str(m);
+        w.u32(*rows);
+    }
     w.0
 }
 
-/// Decodes bytes written by [`encode_indexes`], refusing them unless they carry
-/// `expected_key` (so an index can never be served for other content). Dense indexes come
-/// back without an HNSW base; the caller re-attaches one by
-/// [`DenseIndex::base_key`](crate::DenseIndex::base_key).
-///
-/// Never panics: anything malformed is an [`IndexError::BadStoredIndex`].
-pub fn decode_indexes(bytes: &[u8], expected_key: &Hash) -> Result<CommitIndexes, IndexError> {
+/// Encodes a node chunk's BM25 part.
+pub fn encode_text(key: &Hash, t: &TextChunk) -> Vec<u8> {
+    let mut w = header(TAG_TEXT, key, t.heap_bytes());
+    w.u32(t.doc_len.len() as u32);
+    t.doc_len.iter().for_each(|&l| w.u32(l));
+    w.u64(t.terms.len() as u64);
+    for (i, term) in t.terms.iter().enumerate() {
+        w.str(term);
+        let list = &t.posts[t.starts[i] as usize..t.starts[i + 1] as usize];
+        w.u32(list.len() as u32);
+        for &(l, tf) in list {
+            w.u32(l);
+            w.u32(tf);
+        }
+    }
+    w.0
+}
+
+/// Encodes a node chunk's sparse part for `model`; `n` is the chunk's node count.
+pub fn encode_sparse(key: &Hash, model: &str, n: u32, s: &SparseChunk) -> Vec<u8> {
+    let mut w = header(TAG_SPARSE, key, s.heap_bytes());
+    w.str(model);
+    w.u32(n);
+    w.locals(&s.docs);
+    w.u64(s.dims.len() as u64);
+    for (i, d) in s.dims.iter().enumerate() {
+        w.u32(*d);
+        let list = &s.posts[s.starts[i] as usize..s.starts[i + 1] as usize];
+        w.u32(list.len() as u32);
+        for &(l, x) in list {
+            w.u32(l);
+            w.u32(x.to_bits());
+        }
+    }
+    w.0
+}
+
+/// Encodes a node chunk's dense part for `model` (rows and vectors; codes and bound terms
+/// are recomputed on load); `n` is the chunk's node count.
+pub fn encode_dense(key: &Hash, model: &str, n: u32, d: &DenseChunk) -> Vec<u8> {
+    let mut w = header(TAG_DENSE, key, d.vectors.len() * 4 + d.rows.len() * 4 + 64);
+    w.str(model);
+    w.u32(d.dim as u32);
+    w.u32(n);
+    w.u32(d.rows.len() as u32);
+    d.rows.iter().for_each(|&r| w.u32(r));
+    d.vectors.iter().for_each(|x| w.u32(x.to_bits()));
+    w.0
+}
+
+/// Encodes an edge chunk.
+pub fn encode_edges(key: &Hash, direction: EdgeDirection, c: &EdgeChunk) -> Vec<u8> {
+    let mut w = header(TAG_EDGES, key, c.heap_bytes());
+    w.u8(match direction {
+        EdgeDirection::Out => 0,
+        EdgeDirection::In => 1,
+    });
+    w.u64(c.kinds.len() as u64);
+    c.kinds.iter().for_each(|k| w.str(k));
+    w.u32(c.edges.len() as u32);
+    for e in &c.edges {
+        w.str(e.near.as_str());
+        w.u32(e.kind);
+        w.str(e.far.as_str());
+        w.u64(e.weight.to_bits());
+        w.i64(e.valid_from_ms);
+        w.i64(e.valid_until_ms);
+    }
+    w.0
+}
+
+/// Encodes a split marker.
+pub fn encode_split(key: &Hash) -> Vec<u8> {
+    header(TAG_SPLIT, key, 0).0
+}
+
+/// Encodes a unit graph of `model` over `rows` vectors.
+pub fn encode_unit_graph(key: &Hash, model: &str, g: &UnitGraph) -> Vec<u8> {
+    let bytes = g.encode();
+    let mut w = header(TAG_UNIT_GRAPH, key, bytes.len() + 64);
+    w.str(model);
+    w.u32(g.len());
+    w.u64(bytes.len() as u64);
+    w.bytes(&bytes);
+    w.0
+}
+
+/// Encodes a commit manifest: its chunk count and the blake3 of its chunk keys in order.
+pub fn encode_manifest(key: &Hash, chunks: u32, chunk_list: &Hash) -> Vec<u8> {
+    let mut w = header(TAG_MANIFEST, key, 40);
+    w.u32(chunks);
+    w.bytes(chunk_list.as_bytes());
+    w.0
+}
+
+// ---------------------------------------------------------------------------------------
+// Decoders
+
+/// The tag of a stored value, if it has one.
+pub fn tag_of(bytes: &[u8]) -> Option<u8> {
+    bytes.first().copied()
+}
+
+fn open<'a>(bytes: &'a [u8], tag: u8, key: &Hash) -> Result<Reader<'a>, IndexError> {
     let mut r = Reader { bytes, at: 0 };
-    let tag = r.u8()?;
-    if tag != TAG_COMMIT_INDEXES {
-        return Err(bad(format!("tag 0x{tag:02x}, expected 0x{TAG_COMMIT_INDEXES:02x}")));
+    let found = r.u8()?;
+    if found != tag {
+        return Err(bad(format!("tag 0x{found:02x}, expected 0x{tag:02x}")));
     }
-    let key = Hash::from_bytes(r.array()?);
-    if key != *expected_key {
-        return Err(bad(format!(
-            "the stored index is for key {}, not {}",
-            key.short(),
-            expected_key.short()
-        )));
+    let stored = Hash::from_bytes(r.array()?);
+    if stored != *key {
+        return Err(bad(format!("the value is for key {}, not {}", stored.short(), key.short())));
     }
-    let n = r.u32()?;
-
-    let mut s = r.section(SEC_NODES)?;
-    let nodes = decode_nodes(&mut s, n)?;
-    s.done()?;
-    let mut s = r.section(SEC_LABELS)?;
-    let labels = decode_labels(&mut s, n)?;
-    s.done()?;
-    let mut s = r.section(SEC_VALIDITY)?;
-    let validity = decode_validity(&mut s, n)?;
-    s.done()?;
-    let mut s = r.section(SEC_PROPS)?;
-    let props = decode_props(&mut s, n)?;
-    s.done()?;
-    let mut s = r.section(SEC_BM25)?;
-    let bm25 = decode_bm25(&mut s, n)?;
-    s.done()?;
-
-    let mut sparse = BTreeMap::new();
-    while r.peek() == Some(SEC_SPARSE) {
-        let mut s = r.section(SEC_SPARSE)?;
-        let model = s.string()?;
-        if sparse.keys().next_back().is_some_and(|last: &String| *last >= model) {
-            return Err(bad("sparse models out of order".into()));
-        }
-        let idx = decode_sparse(&mut s, n)?;
-        s.done()?;
-        sparse.insert(model, Arc::new(idx));
-    }
-    let mut dense = BTreeMap::new();
-    while r.peek() == Some(SEC_DENSE) {
-        let mut s = r.section(SEC_DENSE)?;
-        let model = s.string()?;
-        if dense.keys().next_back().is_some_and(|last: &String| *last >= model) {
-            return Err(bad("dense models out of order".into()));
-        }
-        let rest = s.take(s.remaining())?;
-        let idx = decode_dense(rest)?;
-        if idx.model() != model || idx.node_count() != n {
-            return Err(bad(format!("dense section `{model}` does not match its index")));
-        }
-        dense.insert(model, Arc::new(idx));
-    }
-    let mut s = r.section(SEC_ADJACENCY)?;
-    let adjacency = decode_adjacency(&mut s, n)?;
-    s.done()?;
-    r.done()?;
-
-    Ok(CommitIndexes {
-        key,
-        nodes,
-        labels,
-        validity,
-        props,
-        dense,
-        sparse,
-        bm25: Arc::new(bm25),
-        adjacency: Arc::new(adjacency),
-    })
+    Ok(r)
 }
 
-fn bad(what: String) -> IndexError {
-    IndexError::BadStoredIndex(what)
-}
-
-fn decode_nodes(r: &mut Reader<'_>, n: u32) -> Result<NodeTable, IndexError> {
-    let n = n as usize;
-    // Each entry is at least 8 + 1 + 32 bytes.
-    if n.saturating_mul(41) > r.remaining() {
-        return Err(bad("node table shorter than its count".into()));
+/// Decodes a node chunk's core part stored under `key`.
+pub fn decode_node_core(bytes: &[u8], key: &Hash) -> Result<NodeChunk, IndexError> {
+    let mut r = open(bytes, TAG_NODE_CORE, key)?;
+    let n = r.count32(8 + 1 + 32 + 16 + 8)?;
+    if n == 0 || n > MAX_CHUNK_KEYS {
+        return Err(bad(format!("node chunk of {n} nodes")));
     }
-    let mut ids: Vec<NodeId> = Vec::with_capacity(n);
-    let mut hashes = Vec::with_capacity(n);
+    let mut c = NodeChunk {
+        always_valid: true,
+        ..NodeChunk::default()
+    };
     for _ in 0..n {
         let id = NodeId::new(r.string()?).map_err(|e| bad(format!("node id: {e}")))?;
-        if ids.last().is_some_and(|last| *last >= id) {
-            return Err(bad("node ids not strictly increasing".into()));
+        if c.ids.last().is_some_and(|last| *last >= id) {
+            return Err(bad("node ids out of order"));
         }
-        ids.push(id);
-        hashes.push(Hash::from_bytes(r.array()?));
+        c.ids.push(id);
+        c.hashes.push(Hash::from_bytes(r.array()?));
     }
-    Ok(NodeTable::from_sorted(ids, hashes))
-}
-
-fn decode_labels(r: &mut Reader<'_>, n: u32) -> Result<LabelIndex, IndexError> {
-    let count = r.len(8 + 8)?;
-    let mut labels = BTreeMap::new();
-    for _ in 0..count {
+    let labels = r.count64(8 + 4)?;
+    for _ in 0..labels {
         let label = r.string()?;
-        if labels.keys().next_back().is_some_and(|last: &String| *last >= label) {
-            return Err(bad("labels out of order".into()));
+        if c.labels.keys().next_back().is_some_and(|last| *last >= label) {
+            return Err(bad("labels out of order"));
         }
-        let bitmap = r.bitmap(n)?;
-        labels.insert(label, bitmap);
+        let b = r.locals(n as u32)?;
+        c.labels.insert(label, b);
     }
-    Ok(LabelIndex { labels })
-}
-
-fn decode_validity(r: &mut Reader<'_>, n: u32) -> Result<ValidityColumn, IndexError> {
-    let n = n as usize;
-    if n.saturating_mul(16) != r.remaining() {
-        return Err(bad("validity section has the wrong size".into()));
-    }
-    let from_ms = (0..n).map(|_| r.i64()).collect::<Result<Vec<_>, _>>()?;
-    let until_ms = (0..n).map(|_| r.i64()).collect::<Result<Vec<_>, _>>()?;
-    Ok(ValidityColumn { from_ms, until_ms })
-}
-
-fn decode_props(r: &mut Reader<'_>, n: u32) -> Result<PropertyIndex, IndexError> {
-    let count = r.len(8 + 8)?;
-    let mut columns = BTreeMap::new();
-    for _ in 0..count {
-        let key = r.string()?;
-        if columns.keys().next_back().is_some_and(|last: &String| *last >= key) {
-            return Err(bad("property keys out of order".into()));
+    for _ in 0..n {
+        let (f, u) = (r.i64()?, r.i64()?);
+        if f >= u {
+            return Err(bad("validity interval is empty"));
         }
-        let len = r.len(4 + 1)?;
-        let mut column: Vec<(Ordinal, Value)> = Vec::with_capacity(len);
-        for _ in 0..len {
-            let o = r.ordinal(n)?;
-            if column.last().is_some_and(|(last, _)| *last >= o) {
-                return Err(bad(format!("property `{key}`: ordinals not increasing")));
+        c.always_valid &= (f, u) == (i64::MIN, i64::MAX);
+        c.validity.push((f, u));
+    }
+    let keys = r.count64(8 + 4)?;
+    for _ in 0..keys {
+        let k = r.string()?;
+        if c.props.keys().next_back().is_some_and(|last| *last >= k) {
+            return Err(bad("property keys out of order"));
+        }
+        let m = r.count32(4 + 1)?;
+        let mut col = Vec::with_capacity(m);
+        for _ in 0..m {
+            let l = r.local(n as u32)?;
+            if col.last().is_some_and(|(p, _): &(Local, Value)| *p >= l) {
+                return Err(bad("property column out of order"));
             }
-            column.push((o, r.value(0)?));
+            col.push((l, r.value(0)?));
         }
-        columns.insert(key, column);
+        c.props.insert(k, col);
     }
-    Ok(PropertyIndex { columns })
+    for _ in 0..n {
+        let len = r.count64(1)?;
+        let s = std::str::from_utf8(r.take(len)?).map_err(|_| bad("text is not UTF-8"))?;
+        c.text.push_str(s);
+        c.text_end.push(u32::try_from(c.text.len()).map_err(|_| bad("chunk text over 4 GiB"))?);
+    }
+    let models = r.count64(8 + 8)?;
+    for _ in 0..models {
+        let m = r.string()?;
+        let (dim, rows) = (r.u32()?, r.u32()?);
+        if c.dense_models.keys().next_back().is_some_and(|last| *last >= m)
+            || dim == 0
+            || dim as usize > MAX_EMBEDDING_DIM
+            || rows == 0
+            || rows as usize > n
+        {
+            return Err(bad("dense model list malformed"));
+        }
+        c.dense_models.insert(m, (dim, rows));
+    }
+    let models = r.count64(8 + 4)?;
+    for _ in 0..models {
+        let m = r.string()?;
+        let rows = r.u32()?;
+        if c.sparse_models.keys().next_back().is_some_and(|last| *last >= m) || rows == 0 || rows as usize > n {
+            return Err(bad("sparse model list malformed"));
+        }
+        c.sparse_models.insert(m, rows);
+    }
+    r.done()?;
+    Ok(c)
 }
 
-fn decode_bm25(r: &mut Reader<'_>, n: u32) -> Result<Bm25Index, IndexError> {
-    let k1 = f32::from_bits(r.u32()?);
-    let b = f32::from_bits(r.u32()?);
-    let stem = match r.u8()? {
-        0 => false,
-        1 => true,
-        x => return Err(bad(format!("BM25 stem flag {x}"))),
-    };
-    if !k1.is_finite() || !b.is_finite() {
-        return Err(bad("BM25 parameters not finite".into()));
+/// Decodes a node chunk's BM25 part stored under `key`.
+pub fn decode_text(bytes: &[u8], key: &Hash) -> Result<TextChunk, IndexError> {
+    let mut r = open(bytes, TAG_TEXT, key)?;
+    let n = r.count32(4)?;
+    if n == 0 || n > MAX_CHUNK_KEYS {
+        return Err(bad(format!("text part of {n} documents")));
     }
-    let total_len = r.u64()?;
-    let n = n as usize;
-    if n.saturating_mul(4) > r.remaining() {
-        return Err(bad("BM25 lengths shorter than the node count".into()));
+    let mut t = TextChunk::default();
+    for _ in 0..n {
+        t.doc_len.push(r.u32()?);
     }
-    let doc_len = (0..n).map(|_| r.u32()).collect::<Result<Vec<_>, _>>()?;
-    if doc_len.iter().map(|&l| u64::from(l)).sum::<u64>() != total_len {
-        return Err(bad("BM25 total length does not add up".into()));
-    }
-    let terms = r.len(8 + 8)?;
-    let mut postings = BTreeMap::new();
+    let terms = r.count64(8 + 4 + 8)?;
+    let mut seen = vec![0u64; n];
+    t.starts.push(0);
     for _ in 0..terms {
         let term = r.string()?;
-        if postings.keys().next_back().is_some_and(|last: &String| *last >= term) {
-            return Err(bad("BM25 terms out of order".into()));
+        if term.is_empty() || t.terms.last().is_some_and(|last| **last >= *term) {
+            return Err(bad("terms empty or out of order"));
         }
-        let len = r.len(8)?;
-        let mut list: Vec<(Ordinal, u32)> = Vec::with_capacity(len);
-        for _ in 0..len {
-            let o = r.ordinal(n as u32)?;
+        let m = r.count32(8)?;
+        if m == 0 {
+            return Err(bad("a term without postings"));
+        }
+        let mut prev: Option<Local> = None;
+        for _ in 0..m {
+            let l = r.local(n as u32)?;
             let tf = r.u32()?;
-            if list.last().is_some_and(|(last, _)| *last >= o) || tf == 0 {
-                return Err(bad(format!("BM25 postings of `{term}` malformed")));
+            if tf == 0 || prev.is_some_and(|p| p >= l) {
+                return Err(bad("postings out of order or with tf 0"));
             }
-            list.push((o, tf));
+            prev = Some(l);
+            seen[l as usize] += u64::from(tf);
+            t.posts.push((l, tf));
         }
-        if list.is_empty() {
-            return Err(bad(format!("BM25 term `{term}` without postings")));
-        }
-        postings.insert(term, list);
+        t.terms.push(term.into_boxed_str());
+        t.starts.push(t.posts.len() as u32);
     }
-    Ok(Bm25Index {
-        params: Bm25Params {
-            k1,
-            b,
-            analyzer: Analyzer { stem },
-        },
-        postings,
-        doc_len,
-        total_len,
-    })
+    r.done()?;
+    if seen.iter().zip(&t.doc_len).any(|(s, &l)| *s != u64::from(l)) {
+        return Err(bad("document lengths differ from their postings"));
+    }
+    t.total_len = t.doc_len.iter().map(|&l| u64::from(l)).sum();
+    Ok(t)
 }
 
-fn decode_sparse(r: &mut Reader<'_>, n: u32) -> Result<SparseIndex, IndexError> {
-    let docs = r.bitmap(n)?;
-    let dims = r.len(4 + 8)?;
-    let mut postings = BTreeMap::new();
+/// Decodes a sparse part stored under `key`; returns the model and the part.
+pub fn decode_sparse(bytes: &[u8], key: &Hash) -> Result<(String, SparseChunk), IndexError> {
+    let mut r = open(bytes, TAG_SPARSE, key)?;
+    let model = r.string()?;
+    let n = r.u32()?;
+    if n == 0 || n as usize > MAX_CHUNK_KEYS {
+        return Err(bad(format!("sparse part of a {n}-node chunk")));
+    }
+    let docs = r.locals(n)?;
+    let mut s = SparseChunk {
+        docs,
+        ..SparseChunk::default()
+    };
+    let dims = r.count64(4 + 4 + 8)?;
+    s.starts.push(0);
     for _ in 0..dims {
-        let dim = r.u32()?;
-        if postings.keys().next_back().is_some_and(|&last| last >= dim) {
-            return Err(bad("sparse dimensions out of order".into()));
+        let d = r.u32()?;
+        if s.dims.last().is_some_and(|&last| last >= d) {
+            return Err(bad("sparse dimensions out of order"));
         }
-        let len = r.len(8)?;
-        let mut list: Vec<(Ordinal, f32)> = Vec::with_capacity(len);
-        for _ in 0..len {
-            let o = r.ordinal(n)?;
-            let w = f32::from_bits(r.u32()?);
-            if list.last().is_some_and(|(last, _)| *last >= o) || !w.is_finite() || !docs.contains(o) {
-                return Err(bad(format!("sparse postings of dimension {dim} malformed")));
+        let m = r.count32(8)?;
+        if m == 0 {
+            return Err(bad("a sparse dimension without postings"));
+        }
+        let mut prev: Option<Local> = None;
+        for _ in 0..m {
+            let l = r.local(n)?;
+            let x = f32::from_bits(r.u32()?);
+            if !x.is_finite() || prev.is_some_and(|p| p >= l) || !s.docs.contains(l) {
+                return Err(bad("sparse postings malformed"));
             }
-            list.push((o, w));
+            prev = Some(l);
+            s.posts.push((l, x));
         }
-        postings.insert(dim, list);
+        s.dims.push(d);
+        s.starts.push(s.posts.len() as u32);
     }
-    Ok(SparseIndex { postings, docs })
+    r.done()?;
+    Ok((model, s))
 }
 
-fn decode_adjacency(r: &mut Reader<'_>, n: u32) -> Result<Adjacency, IndexError> {
-    let count = r.len(8)?;
-    let mut kinds: Vec<String> = Vec::with_capacity(count);
-    for _ in 0..count {
-        let k = r.string()?;
-        if kinds.last().is_some_and(|last| *last >= k) {
-            return Err(bad("edge kinds out of order".into()));
-        }
-        kinds.push(k);
+/// Decodes a dense part stored under `key`; returns the model, the chunk's node count
+/// and the part (codes and bounds recomputed).
+pub fn decode_dense(bytes: &[u8], key: &Hash) -> Result<(String, u32, DenseChunk), IndexError> {
+    let mut r = open(bytes, TAG_DENSE, key)?;
+    let model = r.string()?;
+    let dim = r.u32()? as usize;
+    let n = r.u32()?;
+    if dim == 0 || dim > MAX_EMBEDDING_DIM || n == 0 || n as usize > MAX_CHUNK_KEYS {
+        return Err(bad(format!("dense part of dimension {dim} in a {n}-node chunk")));
     }
-    let edges = r.len(4 * 3 + 8 * 3)?;
-    let mut flat: Vec<FlatEdge> = Vec::with_capacity(edges);
-    for _ in 0..edges {
-        let e = FlatEdge {
-            source: r.ordinal(n)?,
-            target: r.ordinal(n)?,
-            kind: r.u32()?,
-            weight: f64::from_bits(r.u64()?),
-            valid_from_ms: r.i64()?,
-            valid_until_ms: r.i64()?,
-        };
-        let key = (e.source, e.target, e.kind);
-        if e.kind as usize >= kinds.len()
-            || !e.weight.is_finite()
-            || flat.last().is_some_and(|l| (l.source, l.target, l.kind) >= key)
-        {
-            return Err(bad("edges malformed or out of order".into()));
-        }
-        flat.push(e);
+    let rows = r.u32()? as usize;
+    if rows == 0 || rows > n as usize || rows.saturating_mul(4 + 4 * dim) > r.remaining() {
+        return Err(bad(format!("dense part of {rows} rows")));
     }
-    Ok(Adjacency::from_sorted(n as usize, kinds, &flat))
+    let mut locals = Vec::with_capacity(rows);
+    for _ in 0..rows {
+        let l = r.local(n)?;
+        if locals.last().is_some_and(|&p| p >= l) {
+            return Err(bad("dense rows out of order"));
+        }
+        locals.push(l);
+    }
+    let raw = r.take(rows * dim * 4)?;
+    let vectors: Vec<f32> = raw
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    if vectors.iter().any(|x| !x.is_finite()) {
+        return Err(bad("non-finite vector component"));
+    }
+    r.done()?;
+    Ok((model, n, DenseChunk::from_rows(dim, locals, vectors)))
 }
+
+/// Decodes an edge chunk stored under `key`.
+pub fn decode_edges(bytes: &[u8], key: &Hash) -> Result<(EdgeDirection, EdgeChunk), IndexError> {
+    let mut r = open(bytes, TAG_EDGES, key)?;
+    let direction = match r.u8()? {
+        0 => EdgeDirection::Out,
+        1 => EdgeDirection::In,
+        d => return Err(bad(format!("edge direction {d}"))),
+    };
+    let kinds = r.count64(8)?;
+    let mut c = EdgeChunk::default();
+    for _ in 0..kinds {
+        let k = r.string()?;
+        if k.is_empty() || c.kinds.last().is_some_and(|last| *last >= k) {
+            return Err(bad("edge kinds empty or out of order"));
+        }
+        c.kinds.push(k);
+    }
+    let edges = r.count32(8 + 4 + 8 + 24)?;
+    if edges == 0 || edges > MAX_CHUNK_KEYS {
+        return Err(bad(format!("edge chunk of {edges} edges")));
+    }
+    let mut prev_key: Vec<u8> = Vec::new();
+    for _ in 0..edges {
+        let near = NodeId::new(r.string()?).map_err(|e| bad(format!("edge endpoint: {e}")))?;
+        let kind = r.u32()?;
+        let far = NodeId::new(r.string()?).map_err(|e| bad(format!("edge endpoint: {e}")))?;
+        let weight = f64::from_bits(r.u64()?);
+        let (f, u) = (r.i64()?, r.i64()?);
+        let Some(kind_name) = c.kinds.get(kind as usize) else {
+            return Err(bad("edge kind index out of range"));
+        };
+        if !weight.is_finite() || f >= u {
+            return Err(bad("edge weight or validity malformed"));
+        }
+        let key = tree_key(&near, kind_name, &far);
+        if !prev_key.is_empty() && prev_key >= key {
+            return Err(bad("edges out of order"));
+        }
+        prev_key = key;
+        c.edges.push(EdgeRec {
+            near,
+            kind,
+            far,
+            weight,
+            valid_from_ms: f,
+            valid_until_ms: u,
+        });
+    }
+    r.done()?;
+    Ok((direction, c))
+}
+
+/// The tree key of an edge seen from `near` (§4.3's layout for both trees).
+fn tree_key(near: &NodeId, kind: &str, far: &NodeId) -> Vec<u8> {
+    let mut k = Vec::with_capacity(4 + near.as_str().len() + kind.len() + far.as_str().len());
+    k.extend_from_slice(&(near.as_str().len() as u16).to_be_bytes());
+    k.extend_from_slice(near.as_str().as_bytes());
+    k.extend_from_slice(&(kind.len() as u16).to_be_bytes());
+    k.extend_from_slice(kind.as_bytes());
+    k.extend_from_slice(far.as_str().as_bytes());
+    k
+}
+
+/// Decodes a split marker stored under `key`.
+pub fn decode_split(bytes: &[u8], key: &Hash) -> Result<(), IndexError> {
+    open(bytes, TAG_SPLIT, key)?.done()
+}
+
+/// Decodes a unit graph stored under `key`; returns the model and the graph.
+pub fn decode_unit_graph(bytes: &[u8], key: &Hash) -> Result<(String, UnitGraph), IndexError> {
+    let mut r = open(bytes, TAG_UNIT_GRAPH, key)?;
+    let model = r.string()?;
+    let rows = r.u32()?;
+    let len = r.count64(1)?;
+    let g = UnitGraph::decode(r.take(len)?).map_err(|e| bad(format!("unit graph: {e}")))?;
+    r.done()?;
+    if g.len() != rows {
+        return Err(bad("unit graph size differs from its header"));
+    }
+    Ok((model, g))
+}
+
+/// Decodes a commit manifest stored under `key`: `(chunk count, chunk-list hash)`.
+pub fn decode_manifest(bytes: &[u8], key: &Hash) -> Result<(u32, Hash), IndexError> {
+    let mut r = open(bytes, TAG_MANIFEST, key)?;
+    let n = r.u32()?;
+    let h = Hash::from_bytes(r.array()?);
+    r.done()?;
+    Ok((n, h))
+}
+
+// ---------------------------------------------------------------------------------------
+// Writer and the bounded reader
 
 /// Appends fixed-width little-endian fields to a buffer.
 struct Writer(Vec<u8>);
@@ -423,22 +539,17 @@ impl Writer {
     fn i64(&mut self, x: i64) {
         self.0.extend_from_slice(&x.to_le_bytes());
     }
-    fn len(&mut self, n: usize) {
-        self.u64(n as u64);
-    }
     fn bytes(&mut self, b: &[u8]) {
         self.0.extend_from_slice(b);
     }
     fn str(&mut self, s: &str) {
-        self.len(s.len());
+        self.u64(s.len() as u64);
         self.bytes(s.as_bytes());
     }
-    /// A roaring bitmap in the portable format behind its u64 byte length. (roaring 0.10
-    /// has no run containers and no `optimize()`: its serialization is already a function
-    /// of the members alone.)
-    fn bitmap(&mut self, b: &RoaringBitmap) {
-        self.len(b.serialized_size());
-        b.serialize_into(&mut self.0).expect("writing to a Vec<u8> cannot fail");
+    /// A set of local ordinals: `u32le(count)` then each `u32le`, increasing.
+    fn locals(&mut self, b: &RoaringBitmap) {
+        self.u32(b.len() as u32);
+        b.iter().for_each(|l| self.u32(l));
     }
     fn value(&mut self, v: &Value) {
         match v {
@@ -459,12 +570,12 @@ impl Writer {
             }
             Value::List(items) => {
                 self.u8(VALUE_LIST);
-                self.len(items.len());
+                self.u64(items.len() as u64);
                 items.iter().for_each(|i| self.value(i));
             }
             Value::Map(m) => {
                 self.u8(VALUE_MAP);
-                self.len(m.len());
+                self.u64(m.len() as u64);
                 for (k, v) in m {
                     self.str(k);
                     self.value(v);
@@ -472,18 +583,10 @@ impl Writer {
             }
         }
     }
-    /// `tag · u64 length · payload`, the length patched in after `body` writes.
-    fn section(&mut self, tag: u8, body: impl FnOnce(&mut Writer)) {
-        self.u8(tag);
-        let at = self.0.len();
-        self.u64(0);
-        body(self);
-        let len = (self.0.len() - at - 8) as u64;
-        self.0[at..at + 8].copy_from_slice(&len.to_le_bytes());
-    }
 }
 
 /// Reads fixed-width little-endian fields, checking every length against what remains.
+/// The one reader of stored derived bytes.
 struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
@@ -506,9 +609,6 @@ impl<'a> Reader<'a> {
         a.copy_from_slice(self.take(N)?);
         Ok(a)
     }
-    fn peek(&self) -> Option<u8> {
-        self.bytes.get(self.at).copied()
-    }
     fn u8(&mut self) -> Result<u8, IndexError> {
         Ok(self.take(1)?[0])
     }
@@ -521,10 +621,7 @@ impl<'a> Reader<'a> {
     fn i64(&mut self) -> Result<i64, IndexError> {
         Ok(i64::from_le_bytes(self.array()?))
     }
-    /// A u64 count of items of at least `min_item_bytes` each, refused if they cannot fit
-    /// in the remaining bytes (so no allocation exceeds the input's size).
-    fn len(&mut self, min_item_bytes: usize) -> Result<usize, IndexError> {
-        let n = self.u64()?;
+    fn fits(&self, n: u64, min_item_bytes: usize) -> Result<usize, IndexError> {
         match usize::try_from(n) {
             Ok(n) if n.saturating_mul(min_item_bytes.max(1)) <= self.remaining() => Ok(n),
             _ => Err(bad(format!(
@@ -533,34 +630,39 @@ impl<'a> Reader<'a> {
             ))),
         }
     }
-    fn ordinal(&mut self, n: u32) -> Result<Ordinal, IndexError> {
-        let o = self.u32()?;
-        if o >= n {
-            return Err(bad(format!("ordinal {o} out of range (node count {n})")));
+    /// A `u64le` count of items of at least `min_item_bytes` each that must fit in what
+    /// remains (so no allocation exceeds the input's size).
+    fn count64(&mut self, min_item_bytes: usize) -> Result<usize, IndexError> {
+        let n = self.u64()?;
+        self.fits(n, min_item_bytes)
+    }
+    /// The same for a `u32le` count.
+    fn count32(&mut self, min_item_bytes: usize) -> Result<usize, IndexError> {
+        let n = u64::from(self.u32()?);
+        self.fits(n, min_item_bytes)
+    }
+    fn local(&mut self, n: u32) -> Result<Local, IndexError> {
+        let l = self.u32()?;
+        if l >= n {
+            return Err(bad(format!("local ordinal {l} out of range (chunk of {n})")));
         }
-        Ok(o)
+        Ok(l)
+    }
+    fn locals(&mut self, n: u32) -> Result<RoaringBitmap, IndexError> {
+        let m = self.count32(4)?;
+        let mut out = RoaringBitmap::new();
+        for _ in 0..m {
+            let l = self.local(n)?;
+            if !out.push(l) {
+                return Err(bad("local ordinals out of order"));
+            }
+        }
+        Ok(out)
     }
     fn string(&mut self) -> Result<String, IndexError> {
-        let len = self.len(1)?;
+        let len = self.count64(1)?;
         let bytes = self.take(len)?;
-        String::from_utf8(bytes.to_vec()).map_err(|_| bad("a string is not UTF-8".into()))
-    }
-    fn bitmap(&mut self, n: u32) -> Result<RoaringBitmap, IndexError> {
-        let len = self.len(1)?;
-        let mut bytes = self.take(len)?;
-        let b = RoaringBitmap::deserialize_from(&mut bytes).map_err(|e| bad(format!("bitmap: {e}")))?;
-        if !bytes.is_empty() {
-            return Err(bad("bitmap followed by stray bytes".into()));
-        }
-        // A well-formed bitmap iterates strictly increasing; a forged one might not.
-        let mut prev: Option<u32> = None;
-        for o in &b {
-            if prev.is_some_and(|p| p >= o) || o >= n {
-                return Err(bad("bitmap out of order or out of range".into()));
-            }
-            prev = Some(o);
-        }
-        Ok(b)
+        String::from_utf8(bytes.to_vec()).map_err(|_| bad("a string is not UTF-8"))
     }
     fn value(&mut self, depth: usize) -> Result<Value, IndexError> {
         Ok(match self.u8()? {
@@ -571,30 +673,30 @@ impl<'a> Reader<'a> {
             VALUE_FLOAT => {
                 let f = f64::from_bits(self.u64()?);
                 if !f.is_finite() {
-                    return Err(bad("non-finite property value".into()));
+                    return Err(bad("non-finite property value"));
                 }
                 Value::Float(f)
             }
             VALUE_STRING => Value::String(self.string()?),
             kind @ (VALUE_LIST | VALUE_MAP) => {
-                // Depth counts from the property itself, as in the data model's rule.
-                if depth + 1 >= MAX_VALUE_DEPTH {
-                    return Err(bad("property value nested too deep".into()));
+                // Anything the data model admits, and a bound on recursion.
+                if depth > MAX_VALUE_DEPTH {
+                    return Err(bad("property value nested too deep"));
                 }
                 if kind == VALUE_LIST {
-                    let len = self.len(1)?;
+                    let len = self.count64(1)?;
                     let mut items = Vec::with_capacity(len);
                     for _ in 0..len {
                         items.push(self.value(depth + 1)?);
                     }
                     Value::List(items)
                 } else {
-                    let len = self.len(8 + 1)?;
+                    let len = self.count64(8 + 1)?;
                     let mut m = BTreeMap::new();
                     for _ in 0..len {
                         let k = self.string()?;
                         if m.keys().next_back().is_some_and(|last: &String| *last >= k) {
-                            return Err(bad("map keys out of order".into()));
+                            return Err(bad("map keys out of order"));
                         }
                         m.insert(k, self.value(depth + 1)?);
                     }
@@ -602,18 +704,6 @@ impl<'a> Reader<'a> {
                 }
             }
             x => return Err(bad(format!("unknown value kind {x}"))),
-        })
-    }
-    /// The next section, which must carry `tag`, as a reader over its payload.
-    fn section(&mut self, tag: u8) -> Result<Reader<'a>, IndexError> {
-        let found = self.u8()?;
-        if found != tag {
-            return Err(bad(format!("section 0x{found:02x} where 0x{tag:02x} was expected")));
-        }
-        let len = self.len(1)?;
-        Ok(Reader {
-            bytes: self.take(len)?,
-            at: 0,
         })
     }
     fn done(&self) -> Result<(), IndexError> {

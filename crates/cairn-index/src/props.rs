@@ -1,12 +1,6 @@
-//! Property columns, for property gates (equals, in, numeric range) inside the indexes.
+//! Property predicates, for property gates (equals, in, numeric range) inside the indexes.
 
-use std::collections::BTreeMap;
-
-use cairn_core::{Node, Value};
-use roaring::RoaringBitmap;
-
-use crate::hit::Ordinal;
-use crate::node_table::{merge_postings, OrdinalRemap};
+use cairn_core::Value;
 
 /// A predicate on one property.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,83 +67,13 @@ fn int_equals_float(i: i64, f: f64) -> bool {
     f.fract() == 0.0 && (-TWO_63..TWO_63).contains(&f) && f as i64 == i
 }
 
-/// For each property key, the `(ordinal, value)` pairs of the nodes that have it, in
-/// ordinal order.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct PropertyIndex {
-    pub(crate) columns: BTreeMap<String, Vec<(Ordinal, Value)>>,
-}
-
-impl PropertyIndex {
-    /// Builds from the commit's nodes in ordinal order; every top-level property is
-    /// indexed.
-    pub fn build(nodes: &[&Node]) -> PropertyIndex {
-        let mut columns = BTreeMap::new();
-        for (o, node) in nodes.iter().enumerate() {
-            add_props(&mut columns, o as Ordinal, node);
-        }
-        PropertyIndex { columns }
-    }
-
-    /// Derives a child's index: the parent's columns moved by `remap`, merged with the
-    /// properties of `upserted` (child ordinals, increasing). Equal to
-    /// [`PropertyIndex::build`] over the child's nodes.
-    pub fn derive(parent: &PropertyIndex, remap: &OrdinalRemap, upserted: &[(Ordinal, &Node)]) -> PropertyIndex {
-        let mut added = BTreeMap::new();
-        for (o, node) in upserted {
-            add_props(&mut added, *o, node);
-        }
-        let mut columns = BTreeMap::new();
-        for (key, column) in &parent.columns {
-            let kept = remap.remap_postings(column);
-            let merged = merge_postings(kept, added.remove(key.as_str()).unwrap_or_default());
-            if !merged.is_empty() {
-                columns.insert(key.clone(), merged);
-            }
-        }
-        columns.append(&mut added);
-        PropertyIndex { columns }
-    }
-
-    /// Ordinals whose property `key` satisfies `pred`.
-    pub fn filter(&self, key: &str, pred: &PropertyPredicate) -> RoaringBitmap {
-        let mut out = RoaringBitmap::new();
-        for (o, v) in self.columns.get(key).map(Vec::as_slice).unwrap_or_default() {
-            if pred.matches(v) {
-                out.push(*o);
-            }
-        }
-        out
-    }
-    /// The value of property `key` of the node at `ordinal`, if any.
-    pub fn value(&self, key: &str, ordinal: Ordinal) -> Option<&Value> {
-        let column = self.columns.get(key)?;
-        let i = column.binary_search_by_key(&ordinal, |(o, _)| *o).ok()?;
-        Some(&column[i].1)
-    }
-    /// The indexed property keys, in order.
-    pub fn keys(&self) -> impl Iterator<Item = &str> {
-        self.columns.keys().map(String::as_str)
-    }
-}
-
-fn add_props(columns: &mut BTreeMap<String, Vec<(Ordinal, Value)>>, o: Ordinal, node: &Node) {
-    for (key, value) in &node.props {
-        match columns.get_mut(key.as_str()) {
-            Some(c) => c.push((o, value.clone())),
-            None => {
-                columns.insert(key.clone(), vec![(o, value.clone())]);
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cairn_core::NodeId;
+    use cairn_core::{Node, NodeId};
+    use roaring::RoaringBitmap;
 
-    fn idx() -> PropertyIndex {
+    fn idx() -> crate::chunk::NodeChunk {
         let mk = |id: &str| Node::new(NodeId::new(id).unwrap());
         let nodes = [
             mk("a").with_prop("n", 1i64).with_prop("s", "x"),
@@ -163,8 +87,8 @@ mod tests {
                 .with_prop("l", Value::List(vec![Value::Float(1.0), Value::Null])),
             mk("f").with_prop("n", i64::MAX),
         ];
-        let refs: Vec<&Node> = nodes.iter().collect();
-        PropertyIndex::build(&refs)
+        let refs: Vec<(cairn_core::Hash, &Node)> = nodes.iter().map(|n| (cairn_core::Hash::ZERO, n)).collect();
+        crate::chunk::NodeChunk::build(&refs)
     }
 
     fn ords(b: RoaringBitmap) -> Vec<u32> {
@@ -175,19 +99,19 @@ mod tests {
     fn predicates() {
         let p = idx();
         use PropertyPredicate::*;
-        assert_eq!(ords(p.filter("n", &Equals(Value::Int(1)))), vec![0, 1]);
-        assert_eq!(ords(p.filter("n", &Equals(Value::Float(1.0)))), vec![0, 1]);
-        assert_eq!(ords(p.filter("n", &Equals(Value::String("1".into())))), vec![3]);
-        assert_eq!(ords(p.filter("n", &Equals(Value::Null))), vec![4]);
+        assert_eq!(ords(p.filter_prop("n", &Equals(Value::Int(1)))), vec![0, 1]);
+        assert_eq!(ords(p.filter_prop("n", &Equals(Value::Float(1.0)))), vec![0, 1]);
+        assert_eq!(ords(p.filter_prop("n", &Equals(Value::String("1".into())))), vec![3]);
+        assert_eq!(ords(p.filter_prop("n", &Equals(Value::Null))), vec![4]);
         // 2^63 as a float is not i64::MAX.
-        assert!(p.filter("n", &Equals(Value::Float(i64::MAX as f64))).is_empty());
-        assert_eq!(ords(p.filter("n", &Equals(Value::Int(i64::MAX)))), vec![5]);
+        assert!(p.filter_prop("n", &Equals(Value::Float(i64::MAX as f64))).is_empty());
+        assert_eq!(ords(p.filter_prop("n", &Equals(Value::Int(i64::MAX)))), vec![5]);
         assert_eq!(
-            ords(p.filter("n", &In(vec![Value::Float(2.5), Value::Null]))),
+            ords(p.filter_prop("n", &In(vec![Value::Float(2.5), Value::Null]))),
             vec![2, 4]
         );
         assert_eq!(
-            ords(p.filter(
+            ords(p.filter_prop(
                 "n",
                 &Range {
                     min: Some(1.0),
@@ -197,7 +121,7 @@ mod tests {
             vec![0, 1, 2]
         );
         assert_eq!(
-            ords(p.filter(
+            ords(p.filter_prop(
                 "n",
                 &Range {
                     min: Some(1.5),
@@ -206,15 +130,15 @@ mod tests {
             )),
             vec![2, 5]
         );
-        assert_eq!(ords(p.filter("n", &Range { min: None, max: None })), vec![0, 1, 2, 5]);
+        assert_eq!(ords(p.filter_prop("n", &Range { min: None, max: None })), vec![0, 1, 2, 5]);
         assert_eq!(
-            ords(p.filter("l", &Equals(Value::List(vec![Value::Int(1), Value::Null])))),
+            ords(p.filter_prop("l", &Equals(Value::List(vec![Value::Int(1), Value::Null])))),
             vec![3, 4]
         );
-        assert_eq!(ords(p.filter("b", &Exists)), vec![2]);
-        assert!(p.filter("missing", &Exists).is_empty());
-        assert_eq!(p.value("s", 1), Some(&Value::String("y".into())));
-        assert_eq!(p.value("s", 2), None);
-        assert_eq!(p.keys().collect::<Vec<_>>(), vec!["b", "l", "n", "s"]);
+        assert_eq!(ords(p.filter_prop("b", &Exists)), vec![2]);
+        assert!(p.filter_prop("missing", &Exists).is_empty());
+        assert_eq!(p.prop(1, "s"), Some(&Value::String("y".into())));
+        assert_eq!(p.prop(2, "s"), None);
+        assert_eq!(p.props_of(2).keys().collect::<Vec<_>>(), vec!["b", "n"]);
     }
 }

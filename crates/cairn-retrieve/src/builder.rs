@@ -7,7 +7,7 @@ use cairn_core::{SparseVector, Value};
 
 use crate::embed::Embedder;
 use crate::error::RetrieveError;
-use crate::execute::{run_plan, Plan, Plugins};
+use crate::execute::{resolve_for, run_plan, Plan, Plugins};
 use crate::expand::GraphExpand;
 use crate::fusion::Fusion;
 use crate::rerank::Reranker;
@@ -182,6 +182,24 @@ impl<S: RetrievalSource> Retrieval<S> {
         self
     }
 
+    /// Searches the dense lane approximately, through the HNSW unit graphs, for `depth`
+    /// candidates per lane (each rescored exactly). The graphs of a commit are built on
+    /// the first such query (seconds per 32k-vector unit, in parallel), stored, and shared
+    /// by every commit holding the same unit; never on a query that does not use them.
+    ///
+    pub fn approximate(mut self, depth: usize) -> Self {
+        self.spec.ann = Some(true);
+        self.spec.depth = Some(depth);
+        self
+    }
+
+    /// Searches the dense lane exactly, whatever the repository's size (the default below
+    /// [`ANN_DEFAULT_MIN_VECTORS`](crate::spec::ANN_DEFAULT_MIN_VECTORS) vectors).
+    pub fn exact(mut self) -> Self {
+        self.spec.ann = Some(false);
+        self
+    }
+
     /// Renders these properties into each item, in this order.
     pub fn render_props(mut self, keys: &[&str]) -> Self {
         self.spec.render_props = keys.iter().map(|k| k.to_string()).collect();
@@ -223,7 +241,7 @@ impl<S: RetrievalSource> Retrieval<S> {
     /// pipeline. Reads no clock: the default validity time is the commit's timestamp.
     pub fn execute(self) -> Result<RetrievalResult, RetrieveError> {
         let plan = Plan::new(&self.spec, &self.plugins)?;
-        let resolved = self.source.resolve(self.spec.at.as_deref())?;
+        let resolved = resolve_for(&self.source, self.spec.at.as_deref(), &plan)?;
         run_plan(&resolved, &plan, &self.plugins)
     }
 }

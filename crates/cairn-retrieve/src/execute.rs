@@ -2,12 +2,11 @@
 //! rerank → packing → result. [`execute_spec`] is the whole of it, with no repository in
 //! sight, so every stage is testable over in-memory indexes.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
 use cairn_core::Node;
-use cairn_index::{CommitIndexes, Ordinal};
+use cairn_index::{CommitIndexes, IndexNeeds, Ordinal};
 
 use crate::embed::Embedder;
 use crate::error::RetrieveError;
@@ -16,11 +15,11 @@ use crate::fusion::{fuse, Fused, FusionMethod, LaneHits, LanePlace};
 use crate::gates::{Gate, GateSpec};
 use crate::lanes::{run_lane, LaneQuery};
 use crate::pack::pack;
-use crate::render::{render_node, DEFAULT_TEXT_CAP_CHARS};
+use crate::render::{min_rendered_chars, render_item, DEFAULT_TEXT_CAP_CHARS};
 use crate::rerank::{rerank_order, RerankCandidate, RerankError, Reranker};
 use crate::result::{LaneReport, LaneScore, RetrievalResult, RetrievedItem, Warning, WarningCode};
-use crate::source::{ResolvedCommit, SourceError};
-use crate::spec::{RetrieveSpec, ValidAt, DEFAULT_RERANK_TOP_N, MAX_DEPTH};
+use crate::source::{ResolvedCommit, RetrievalSource, SourceError};
+use crate::spec::{RetrieveSpec, ValidAt, ANN_DEFAULT_MIN_VECTORS, DEFAULT_RERANK_TOP_N, MAX_DEPTH};
 use crate::tokens::{CharRatioEstimator, TokenEstimator};
 
 /// The optional models a retrieval can use: a reranker, a token estimator (default
@@ -53,26 +52,18 @@ impl fmt::Debug for Plugins {
 /// ([`RetrieveError::Index`]), an embedder failure, or a node the source cannot load.
 ///
 /// ```
-/// use std::collections::BTreeMap;
 /// use std::sync::Arc;
 /// use cairn_core::{CommitId, Hash, Node, NodeId};
 /// use cairn_index::{CommitIndexes, IndexParams};
-/// use cairn_retrieve::{execute_spec, NodeLoader, Plugins, ResolvedCommit, RetrieveSpec, SourceError};
-///
-/// struct Nodes(BTreeMap<NodeId, Node>);
-/// impl NodeLoader for Nodes {
-///     fn load(&self, id: &NodeId) -> Result<Node, SourceError> {
-///         self.0.get(id).cloned().ok_or_else(|| SourceError::NodeNotFound(id.clone()))
-///     }
-/// }
+/// use cairn_retrieve::{execute_spec, Plugins, ResolvedCommit, RetrieveSpec};
 ///
 /// let node = Node::new(NodeId::new("doc-1").unwrap()).with_text("how wings stall");
-/// let nodes = vec![(Hash::of(b"doc-1"), node.clone())];
+/// let nodes = vec![(Hash::of(b"doc-1"), node)];
 /// let commit = ResolvedCommit {
 ///     commit: CommitId(Hash::of(b"commit")),
 ///     timestamp_ms: 0,
 ///     indexes: Arc::new(CommitIndexes::build(Hash::of(b"key"), &IndexParams::default(), &nodes, &[])),
-///     nodes: Arc::new(Nodes(BTreeMap::from([(node.id.clone(), node)]))),
+///     repairs: Vec::new(),
 /// };
 /// let spec = RetrieveSpec::from_json(r#"{"text": "stall"}"#)?;
 /// let result = execute_spec(&commit, &spec, &Plugins::default())?;
@@ -86,6 +77,11 @@ pub fn execute_spec(
     plugins: &Plugins,
 ) -> Result<RetrievalResult, RetrieveError> {
     let plan = Plan::new(spec, plugins)?;
+    if !resolved.indexes.satisfies(&plan.needs()) {
+        return Err(RetrieveError::Source(SourceError::Storage(
+            "the resolved commit's index view lacks parts this spec reads".into(),
+        )));
+    }
     run_plan(resolved, &plan, plugins)
 }
 
@@ -106,6 +102,7 @@ pub(crate) struct Plan {
     render_props: Vec<String>,
     rerank_top_n: usize,
     query_text: Option<String>,
+    ann: Option<bool>,
 }
 
 impl Plan {
@@ -205,8 +202,67 @@ impl Plan {
             render_props: spec.render_props.clone(),
             rerank_top_n: spec.rerank_top_n.unwrap_or(DEFAULT_RERANK_TOP_N),
             query_text: spec.text.clone(),
+            ann: spec.ann,
         })
     }
+
+    /// The index parts the plan's lanes and expansion read (unit graphs only when the
+    /// spec asks for the approximate mode; the default mode is decided once the commit's
+    /// vector count is known, see [`resolve_for`]).
+    pub(crate) fn needs(&self) -> IndexNeeds {
+        let mut needs = IndexNeeds {
+            edges: self.expand.is_some(),
+            ..IndexNeeds::default()
+        };
+        for lane in &self.lanes {
+            match lane {
+                LaneQuery::Dense { model, .. } => {
+                    needs.dense.insert(model.clone());
+                    if self.ann == Some(true) {
+                        needs.graphs.insert(model.clone());
+                    }
+                }
+                LaneQuery::Sparse { model, .. } => {
+                    needs.sparse.insert(model.clone());
+                }
+                LaneQuery::Text { .. } => needs.text = true,
+            }
+        }
+        needs
+    }
+
+    /// True if the dense lane of `model` runs approximately on this view.
+    fn ann_for(&self, indexes: &CommitIndexes, model: &str) -> bool {
+        match self.ann {
+            Some(a) => a,
+            None => indexes.dense(model).is_some_and(|d| d.len() >= ANN_DEFAULT_MIN_VECTORS),
+        }
+    }
+}
+
+/// Resolves the plan's commit with the parts it needs: first as [`Plan::needs`] says,
+/// then — when the default mode turns approximate for a model this large — again with the
+/// model's unit graphs. So whether a query is approximate depends on the commit's content
+/// and the spec, never on what happens to be cached.
+pub(crate) fn resolve_for<S: RetrievalSource>(source: &S, at: Option<&str>, plan: &Plan) -> Result<ResolvedCommit, RetrieveError> {
+    let needs = plan.needs();
+    let resolved = source.resolve(at, &needs)?;
+    let mut more = needs.clone();
+    for lane in &plan.lanes {
+        if let LaneQuery::Dense { model, .. } = lane {
+            if plan.ann_for(&resolved.indexes, model) {
+                more.graphs.insert(model.clone());
+            }
+        }
+    }
+    if more == needs {
+        return Ok(resolved);
+    }
+    // Resolve the same commit again (by id: a branch may have moved meanwhile).
+    let again = source.resolve(Some(&resolved.commit.to_hex()), &more)?;
+    let mut repairs = resolved.repairs;
+    repairs.extend(again.repairs.clone());
+    Ok(ResolvedCommit { repairs, ..again })
 }
 
 /// One entry of the final ranking, before packing.
@@ -217,25 +273,6 @@ struct Ranked {
     rerank_score: Option<f64>,
     lanes: Vec<LanePlace>,
     path: Option<Vec<Ordinal>>,
-}
-
-/// Nodes loaded once per retrieval (rerank and rendering share them).
-struct NodeCache<'a> {
-    resolved: &'a ResolvedCommit,
-    nodes: BTreeMap<Ordinal, Node>,
-}
-
-impl NodeCache<'_> {
-    fn load(&mut self, ordinal: Ordinal) -> Result<&Node, SourceError> {
-        if !self.nodes.contains_key(&ordinal) {
-            let id = self.resolved.indexes.nodes.id(ordinal);
-            let node = self.resolved.nodes.load(id)?;
-            self.nodes.insert(ordinal, node);
-        }
-        self.nodes
-            .get(&ordinal)
-            .ok_or_else(|| SourceError::Storage(format!("node cache lost ordinal {ordinal}")))
-    }
 }
 
 /// Runs a checked plan on a resolved commit.
@@ -250,7 +287,11 @@ pub(crate) fn run_plan(
         Some(ValidAt::At(t)) => Some(t),
         Some(ValidAt::AllTime) => None,
     };
-    let mut warnings = Vec::new();
+    let mut warnings: Vec<Warning> = resolved
+        .repairs
+        .iter()
+        .map(|r| Warning::new(WarningCode::DerivedRebuilt, r.clone()))
+        .collect();
 
     // Gates, pushed into every lane's search as its filter.
     let gate = Gate::build(
@@ -272,7 +313,11 @@ pub(crate) fn run_plan(
     let mut lane_hits: Vec<LaneHits> = Vec::with_capacity(plan.lanes.len());
     let mut reports = Vec::with_capacity(plan.lanes.len());
     for query in &plan.lanes {
-        let run = run_lane(indexes, query, plan.depth, gate.filter.as_ref())?;
+        let ann = match query {
+            LaneQuery::Dense { model, .. } => plan.ann_for(indexes, model),
+            _ => false,
+        };
+        let run = run_lane(indexes, query, plan.depth, gate.filter.as_ref(), ann)?;
         if run.hits.hits.is_empty() && !gates_empty {
             warnings.push(Warning::new(
                 WarningCode::LaneEmpty,
@@ -316,14 +361,9 @@ pub(crate) fn run_plan(
         }
     };
 
-    let mut cache = NodeCache {
-        resolved,
-        nodes: BTreeMap::new(),
-    };
-
     // Rerank the top N.
     if let Some(reranker) = &plugins.reranker {
-        if let Err(e) = rerank_head(reranker.as_ref(), plan, &mut ranked, &mut cache)? {
+        if let Err(e) = rerank_head(reranker.as_ref(), plan, &mut ranked, indexes) {
             warnings.push(Warning::new(
                 WarningCode::RerankFailed,
                 format!("the reranker failed, the retrieval order stands: {e}"),
@@ -337,10 +377,14 @@ pub(crate) fn run_plan(
         Some(e) => e.as_ref(),
         None => &default_estimator,
     };
-    let packed = pack(ranked.len(), plan.limit, plan.token_budget, estimator, |i| {
-        let node = cache.load(ranked[i].ordinal)?;
-        Ok::<_, SourceError>(render_node(node, &plan.render_props, plan.text_cap))
-    })?;
+    let min_tokens = |i: usize| {
+        let o = ranked[i].ordinal;
+        estimator.lower_bound(min_rendered_chars(indexes.id(o).as_str(), indexes.text(o), plan.text_cap))
+    };
+    let packed = pack(ranked.len(), plan.limit, plan.token_budget, estimator, min_tokens, |i| {
+        Ok::<_, std::convert::Infallible>(render_item(indexes, ranked[i].ordinal, &plan.render_props, plan.text_cap))
+    })
+    .unwrap_or_else(|e| match e {});
     if packed.dropped > 0 {
         warnings.push(Warning::new(
             WarningCode::BudgetDropped,
@@ -360,7 +404,7 @@ pub(crate) fn run_plan(
         .map(|(i, p)| {
             let r = &ranked[p.position];
             RetrievedItem {
-                id: indexes.nodes.id(r.ordinal).clone(),
+                id: indexes.id(r.ordinal).clone(),
                 rank: i + 1,
                 score: r.score,
                 rerank_score: r.rerank_score,
@@ -380,7 +424,7 @@ pub(crate) fn run_plan(
                 source_path: r
                     .path
                     .as_ref()
-                    .map(|p| p.iter().map(|o| indexes.nodes.id(*o).clone()).collect()),
+                    .map(|p| p.iter().map(|o| indexes.id(*o).clone()).collect()),
                 text: p.text,
                 tokens: p.tokens,
             }
@@ -426,7 +470,7 @@ fn rank_with_expansion(
     };
     let seeds: Vec<(Ordinal, f64)> = fused.iter().map(|f| (f.ordinal, norm(f.score))).collect();
     let n_seeds = settings.seeds.unwrap_or(limit).min(seeds.len());
-    let exp = expand(&*indexes.adjacency, settings, gate, &seeds, n_seeds);
+    let exp = expand(indexes, settings, gate, &seeds, n_seeds);
     if !exp.unknown_kinds.is_empty() {
         warnings.push(Warning::new(
             WarningCode::ExpansionUnknownKind,
@@ -473,35 +517,30 @@ fn rank_with_expansion(
     (out, exp.considered)
 }
 
-/// Reranks the top `rerank_top_n` of `ranked` in place. The outer error is a node that
-/// could not be loaded; the inner one a reranker failure (the order is then unchanged).
+/// Reranks the top `rerank_top_n` of `ranked` in place; on a reranker failure the order
+/// is unchanged. Candidates carry their node as the index holds it (id, labels,
+/// properties, text, validity; no vectors).
 fn rerank_head(
     reranker: &dyn Reranker,
     plan: &Plan,
     ranked: &mut Vec<Ranked>,
-    cache: &mut NodeCache<'_>,
-) -> Result<Result<(), RerankError>, SourceError> {
+    indexes: &CommitIndexes,
+) -> Result<(), RerankError> {
     let n = plan.rerank_top_n.min(ranked.len());
     if n == 0 {
-        return Ok(Ok(()));
+        return Ok(());
     }
-    for r in &ranked[..n] {
-        cache.load(r.ordinal)?;
-    }
+    let nodes: Vec<Node> = ranked[..n].iter().map(|r| node_from_columns(indexes, r.ordinal)).collect();
     let candidates: Vec<RerankCandidate<'_>> = ranked[..n]
         .iter()
-        .filter_map(|r| {
-            cache.nodes.get(&r.ordinal).map(|node| RerankCandidate {
-                id: &node.id,
-                node,
-                score: r.score,
-            })
+        .zip(&nodes)
+        .map(|(r, node)| RerankCandidate {
+            id: &node.id,
+            node,
+            score: r.score,
         })
         .collect();
-    let order = match rerank_order(reranker, plan.query_text.as_deref(), &candidates) {
-        Ok(order) => order,
-        Err(e) => return Ok(Err(e)),
-    };
+    let order = rerank_order(reranker, plan.query_text.as_deref(), &candidates)?;
     let head: Vec<Ranked> = order
         .iter()
         .map(|&(i, s)| Ranked {
@@ -510,7 +549,22 @@ fn rerank_head(
         })
         .collect();
     ranked.splice(..n, head);
-    Ok(Ok(()))
+    Ok(())
+}
+
+/// The node at `ordinal` as the index's columns hold it.
+fn node_from_columns(indexes: &CommitIndexes, ordinal: Ordinal) -> Node {
+    let (from, until) = indexes.validity(ordinal);
+    let mut node = Node::new(indexes.id(ordinal).clone()).with_text(indexes.text(ordinal));
+    for l in indexes.labels_of(ordinal) {
+        node = node.with_label(l);
+    }
+    node.props = indexes.props_of(ordinal);
+    node.validity = cairn_core::Validity::new(
+        (from != i64::MIN).then_some(from),
+        (until != i64::MAX).then_some(until),
+    );
+    node
 }
 
 fn quote_list(xs: &[String]) -> String {

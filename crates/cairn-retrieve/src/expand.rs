@@ -45,7 +45,7 @@
 
 use std::collections::BTreeMap;
 
-use cairn_index::{Adjacency, AdjacentEdge, Ordinal};
+use cairn_index::{AdjacentEdge, CommitIndexes, Ordinal};
 use roaring::RoaringBitmap;
 use serde::{Deserialize, Serialize};
 
@@ -225,25 +225,25 @@ impl GraphExpand {
     }
 }
 
-/// Edge lists by ordinal (the commit's [`Adjacency`], or a test graph).
+/// Edge lists by ordinal (the commit's index view, or a test graph).
 pub(crate) trait EdgeLists {
     /// Edge kinds, sorted; [`AdjacentEdge::kind`] indexes this.
     fn kinds(&self) -> &[String];
-    /// Edges leaving `ordinal`.
-    fn outgoing(&self, ordinal: Ordinal) -> &[AdjacentEdge];
-    /// Edges arriving at `ordinal`.
-    fn incoming(&self, ordinal: Ordinal) -> &[AdjacentEdge];
+    /// Appends the edges leaving `ordinal` to `out`.
+    fn outgoing(&self, ordinal: Ordinal, out: &mut Vec<AdjacentEdge>);
+    /// Appends the edges arriving at `ordinal` to `out`.
+    fn incoming(&self, ordinal: Ordinal, out: &mut Vec<AdjacentEdge>);
 }
 
-impl EdgeLists for Adjacency {
+impl EdgeLists for CommitIndexes {
     fn kinds(&self) -> &[String] {
-        Adjacency::kinds(self)
+        self.edge_kinds()
     }
-    fn outgoing(&self, ordinal: Ordinal) -> &[AdjacentEdge] {
-        Adjacency::outgoing(self, ordinal)
+    fn outgoing(&self, ordinal: Ordinal, out: &mut Vec<AdjacentEdge>) {
+        CommitIndexes::outgoing(self, ordinal, out);
     }
-    fn incoming(&self, ordinal: Ordinal) -> &[AdjacentEdge] {
-        Adjacency::incoming(self, ordinal)
+    fn incoming(&self, ordinal: Ordinal, out: &mut Vec<AdjacentEdge>) {
+        CommitIndexes::incoming(self, ordinal, out);
     }
 }
 
@@ -331,6 +331,7 @@ pub(crate) fn expand<G: EdgeLists>(
     let is_candidate: RoaringBitmap = candidates.iter().map(|&(o, _)| o).collect();
     let mut visits = 0usize;
     let mut neighbours = Vec::new();
+    let mut edges = Vec::new();
 
     'seeds: for &(seed, norm) in candidates.iter().take(seeds) {
         let mut visited = RoaringBitmap::new();
@@ -342,19 +343,16 @@ pub(crate) fn expand<G: EdgeLists>(
             for path in &frontier {
                 let Some(&u) = path.last() else { continue };
                 neighbours.clear();
-                let mut take = |edges: &[AdjacentEdge]| {
-                    for e in edges.iter().filter(|e| usable(e)) {
-                        neighbours.push(e.other);
-                    }
-                };
+                edges.clear();
                 match settings.direction {
-                    Direction::Out => take(graph.outgoing(u)),
-                    Direction::In => take(graph.incoming(u)),
+                    Direction::Out => graph.outgoing(u, &mut edges),
+                    Direction::In => graph.incoming(u, &mut edges),
                     Direction::Both => {
-                        take(graph.outgoing(u));
-                        take(graph.incoming(u));
+                        graph.outgoing(u, &mut edges);
+                        graph.incoming(u, &mut edges);
                     }
                 }
+                neighbours.extend(edges.iter().filter(|e| usable(e)).map(|e| e.other));
                 out.edges_followed += neighbours.len();
                 visits += neighbours.len();
                 neighbours.sort_unstable();
@@ -463,11 +461,11 @@ pub(crate) mod tests {
         fn kinds(&self) -> &[String] {
             &self.kinds
         }
-        fn outgoing(&self, o: Ordinal) -> &[AdjacentEdge] {
-            &self.out[o as usize]
+        fn outgoing(&self, o: Ordinal, out: &mut Vec<AdjacentEdge>) {
+            out.extend_from_slice(&self.out[o as usize]);
         }
-        fn incoming(&self, o: Ordinal) -> &[AdjacentEdge] {
-            &self.inc[o as usize]
+        fn incoming(&self, o: Ordinal, out: &mut Vec<AdjacentEdge>) {
+            out.extend_from_slice(&self.inc[o as usize]);
         }
     }
 
@@ -554,9 +552,16 @@ pub(crate) mod tests {
     fn gates_filter_added_nodes_but_the_walk_passes_through() {
         // 0 - 1 - 2 (both ways); node 1 fails the label gate, node 2 passes.
         let g = TestGraph::new(4, &["x"], &[(0, 0, 1), (1, 0, 2), (0, 0, 3)]);
+        let nodes: Vec<(cairn_core::Hash, cairn_core::Node)> = (0..4)
+            .map(|i| {
+                let id = cairn_core::NodeId::new(format!("t{i}")).unwrap();
+                (cairn_core::Hash::ZERO, cairn_core::Node::new(id))
+            })
+            .collect();
+        let view = CommitIndexes::build(cairn_core::Hash::ZERO, &cairn_index::IndexParams::default(), &nodes, &[]);
         let gate = Gate {
-            filter: Some([0u32, 2].into_iter().collect()),
-            valid: Some([0u32, 1, 2].into_iter().collect()),
+            filter: Some(view.filter_of([0, 2])),
+            valid: Some(view.filter_of([0, 1, 2])),
             valid_at_ms: Some(10),
         };
         let e = expand(&g, &GraphExpand::hops(2), &gate, &[(0, 1.0)], 1);

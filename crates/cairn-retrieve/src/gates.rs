@@ -2,8 +2,7 @@
 //! ordinals that every lane gets as its search filter — so a gate acts *before* any top-k
 //! cut, and a selective gate never empties a result while matching nodes exist.
 
-use cairn_index::{AdjacentEdge, CommitIndexes, Ordinal, PropertyPredicate};
-use roaring::RoaringBitmap;
+use cairn_index::{AdjacentEdge, CommitIndexes, Filter, Ordinal, PropertyPredicate};
 
 /// What to gate on.
 #[derive(Debug, Clone, Default)]
@@ -22,31 +21,27 @@ pub(crate) struct GateSpec {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Gate {
     /// Nodes passing every gate; `None` means every node (no gate at all).
-    pub filter: Option<RoaringBitmap>,
+    pub filter: Option<Filter>,
     /// Nodes valid at the validity time; `None` means every node. Graph expansion walks
     /// only through these (a node not valid at `t` does not exist at `t`).
-    pub valid: Option<RoaringBitmap>,
+    pub valid: Option<Filter>,
     /// The validity time, if the validity gate is on.
     pub valid_at_ms: Option<i64>,
 }
 
 impl Gate {
-    /// Builds the gate bitmaps from the commit's indexes.
+    /// Builds the gate filters from the commit's index view.
     pub fn build(indexes: &CommitIndexes, spec: &GateSpec) -> Gate {
-        let n = u32::try_from(indexes.nodes.len()).unwrap_or(u32::MAX);
-        let valid = spec
-            .valid_at_ms
-            .filter(|_| !indexes.validity.all_always_valid())
-            .map(|t| indexes.validity.valid_at(t));
+        let valid = spec.valid_at_ms.and_then(|t| indexes.valid_at(t));
         let mut parts = Vec::new();
         if !spec.labels_all.is_empty() {
-            parts.push(indexes.labels.all_of(&spec.labels_all, n));
+            parts.push(indexes.labels_all_of(&spec.labels_all));
         }
         if !spec.labels_any.is_empty() {
-            parts.push(indexes.labels.any_of(&spec.labels_any));
+            parts.push(indexes.labels_any_of(&spec.labels_any));
         }
         for (key, pred) in &spec.predicates {
-            parts.push(indexes.props.filter(key, pred));
+            parts.push(indexes.prop_filter(key, pred));
         }
         if let Some(v) = &valid {
             parts.push(v.clone());
@@ -76,28 +71,45 @@ impl Gate {
 }
 
 /// The intersection of `parts`, or `None` (no restriction) if there are none.
-fn intersect_all(parts: Vec<RoaringBitmap>) -> Option<RoaringBitmap> {
+fn intersect_all(parts: Vec<Filter>) -> Option<Filter> {
     let mut parts = parts.into_iter();
-    let first = parts.next()?;
-    Some(parts.fold(first, |acc, p| acc & p))
+    let mut first = parts.next()?;
+    for p in parts {
+        first.intersect(&p);
+    }
+    Some(first)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn bm(xs: &[u32]) -> RoaringBitmap {
-        xs.iter().copied().collect()
+    /// A view of 200 nodes (several chunks) for filters over it.
+    fn view() -> CommitIndexes {
+        let nodes: Vec<(cairn_core::Hash, cairn_core::Node)> = (0..200)
+            .map(|i| {
+                let id = cairn_core::NodeId::new(format!("k{i:03}")).unwrap();
+                (cairn_core::Hash::of(id.as_str().as_bytes()), cairn_core::Node::new(id))
+            })
+            .collect();
+        CommitIndexes::build(cairn_core::Hash::ZERO, &cairn_index::IndexParams::default(), &nodes, &[])
+    }
+
+    fn members(f: &Filter) -> Vec<u32> {
+        f.iter().collect()
     }
 
     #[test]
     fn intersection_of_parts() {
+        let v = view();
+        assert!(v.chunks().len() > 1);
+        let bm = |xs: &[u32]| v.filter_of(xs.iter().copied());
         assert_eq!(intersect_all(vec![]), None);
-        assert_eq!(intersect_all(vec![bm(&[1, 2, 3])]), Some(bm(&[1, 2, 3])));
-        assert_eq!(
-            intersect_all(vec![bm(&[1, 2, 3]), bm(&[2, 3, 4]), bm(&[3, 9])]),
-            Some(bm(&[3]))
-        );
+        assert_eq!(intersect_all(vec![bm(&[1, 2, 3])]).map(|f| members(&f)), Some(vec![1, 2, 3]));
+        let got = intersect_all(vec![bm(&[1, 2, 3, 150]), bm(&[2, 3, 4, 150]), bm(&[3, 9, 150])]).unwrap();
+        assert_eq!(members(&got), vec![3, 150]);
+        assert_eq!(got.len(), 2);
+        assert!(got.contains(150) && !got.contains(2) && !got.contains(500));
     }
 
     #[test]
@@ -127,9 +139,10 @@ mod tests {
 
     #[test]
     fn admits_and_traversable() {
+        let v = view();
         let gate = Gate {
-            filter: Some(bm(&[2])),
-            valid: Some(bm(&[1, 2])),
+            filter: Some(v.filter_of([2])),
+            valid: Some(v.filter_of([1, 2])),
             valid_at_ms: Some(0),
         };
         assert!(gate.admits(2) && !gate.admits(1));

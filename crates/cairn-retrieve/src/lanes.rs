@@ -4,8 +4,7 @@
 //! `sparse:<model>`, `text` (BM25).
 
 use cairn_core::SparseVector;
-use cairn_index::{CommitIndexes, IndexError};
-use roaring::RoaringBitmap;
+use cairn_index::{CommitIndexes, Filter, IndexError};
 
 use crate::error::RetrieveError;
 use crate::fusion::LaneHits;
@@ -91,12 +90,14 @@ pub(crate) struct LaneRun {
     pub approximate: bool,
 }
 
-/// Runs one lane: the `depth` best candidates among `filter` (every node if `None`).
+/// Runs one lane: the `depth` best candidates among `filter` (every node if `None`). A
+/// dense lane searches the unit graphs with `ann`, else exactly.
 pub(crate) fn run_lane(
     indexes: &CommitIndexes,
     query: &LaneQuery,
     depth: usize,
-    filter: Option<&RoaringBitmap>,
+    filter: Option<&Filter>,
+    ann: bool,
 ) -> Result<LaneRun, RetrieveError> {
     let name = query.name();
     let err = |source| RetrieveError::Index {
@@ -105,32 +106,16 @@ pub(crate) fn run_lane(
     };
     let (hits, approximate) = match query {
         LaneQuery::Dense { model, vector } => {
-            let index = indexes.dense.get(model).ok_or_else(|| {
-                err(IndexError::UnknownModel {
-                    kind: "dense",
-                    model: model.clone(),
-                })
-            })?;
-            if vector.len() != index.dim() {
-                return Err(err(IndexError::DimensionMismatch {
-                    model: model.clone(),
-                    expected: index.dim(),
-                    got: vector.len(),
-                }));
+            let found = if ann {
+                indexes.dense_search_ann(model, vector, depth, filter)
+            } else {
+                indexes.dense_search(model, vector, depth, filter)
             }
-            let found = index.search(vector, depth, filter).map_err(err)?;
+            .map_err(err)?;
             (found.hits, found.approximate)
         }
-        LaneQuery::Sparse { model, vector } => {
-            let index = indexes.sparse.get(model).ok_or_else(|| {
-                err(IndexError::UnknownModel {
-                    kind: "sparse",
-                    model: model.clone(),
-                })
-            })?;
-            (index.search(model, vector, depth, filter).map_err(err)?, false)
-        }
-        LaneQuery::Text { query } => (indexes.bm25.search(query, depth, filter), false),
+        LaneQuery::Sparse { model, vector } => (indexes.sparse_search(model, vector, depth, filter).map_err(err)?, false),
+        LaneQuery::Text { query } => (indexes.text_search(query, depth, filter), false),
     };
     Ok(LaneRun {
         hits: LaneHits { name, hits },

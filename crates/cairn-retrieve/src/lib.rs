@@ -65,6 +65,6 @@ pub use fusion::{Fusion, FusionMethod, DEFAULT_RRF_K, DEFAULT_TEXT_WEIGHT};
 pub use render::DEFAULT_TEXT_CAP_CHARS;
 pub use rerank::{RerankCandidate, RerankError, Reranker, TermOverlapReranker};
 pub use result::{LaneReport, LaneScore, RetrievalResult, RetrievedItem, Warning, WarningCode};
-pub use source::{NodeLoader, ResolvedCommit, RetrievalSource, SourceError};
-pub use spec::{RetrieveSpec, SparseQuery, ValidAt, VectorQuery, WhereClause, WhereOp};
+pub use source::{ResolvedCommit, RetrievalSource, SourceError};
+pub use spec::{RetrieveSpec, SparseQuery, ValidAt, VectorQuery, WhereClause, WhereOp, ANN_DEFAULT_MIN_VECTORS};
 pub use tokens::{CharRatioEstimator, TokenEstimator};

@@ -7,6 +7,8 @@
 
 use crate::tokens::TokenEstimator;
 
+// `TokenEstimator::lower_bound` is what callers pass as `min_tokens`.
+
 /// A kept item: its position in the ranked list, its rendered text and its token estimate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct PackedItem {
@@ -30,18 +32,45 @@ pub(crate) struct Packed {
     pub dropped: usize,
 }
 
-/// Packs `len` ranked items; `render(i)` renders the item at position `i`.
+/// Packs `len` ranked items; `render(i)` renders the item at position `i`, and
+/// `min_tokens(i)` is a lower bound of its estimate ([`TokenEstimator::lower_bound`] of its
+/// fewest possible characters; 0 claims nothing). An item whose bound exceeds what is left
+/// of the budget is dropped without being rendered, and once no item left can fit, all
+/// are dropped at once: the same result as rendering each, for a fraction of the work.
 pub(crate) fn pack<E>(
     len: usize,
     limit: usize,
     budget_tokens: Option<usize>,
     estimator: &dyn TokenEstimator,
+    min_tokens: impl Fn(usize) -> usize,
     mut render: impl FnMut(usize) -> Result<String, E>,
 ) -> Result<Packed, E> {
     let mut packed = Packed::default();
+    // suffix_min[i]: the smallest bound among positions i.. (only with a budget).
+    let suffix_min: Vec<usize> = match budget_tokens {
+        None => Vec::new(),
+        Some(_) => {
+            let mut v = vec![usize::MAX; len + 1];
+            for i in (0..len).rev() {
+                v[i] = v[i + 1].min(min_tokens(i));
+            }
+            v
+        }
+    };
     for position in 0..len {
         if packed.items.len() >= limit {
             break;
+        }
+        if let Some(b) = budget_tokens {
+            let left = b - packed.tokens_used;
+            if suffix_min[position] > left {
+                packed.dropped += len - position;
+                break;
+            }
+            if min_tokens(position) > left {
+                packed.dropped += 1;
+                continue;
+            }
         }
         let text = render(position)?;
         let tokens = estimator.estimate(&text);
@@ -68,7 +97,9 @@ mod tests {
     const ONE: CharRatioEstimator = CharRatioEstimator { chars_per_token: 1 };
 
     fn run(sizes: &[usize], limit: usize, budget: Option<usize>) -> (Vec<usize>, usize, usize) {
-        let p = pack::<()>(sizes.len(), limit, budget, &ONE, |i| Ok("x".repeat(sizes[i]))).unwrap();
+        let p = pack::<()>(sizes.len(), limit, budget, &ONE, |_| 0, |i| Ok("x".repeat(sizes[i]))).unwrap();
+        let q = pack::<()>(sizes.len(), limit, budget, &ONE, |i| sizes[i], |i| Ok("x".repeat(sizes[i]))).unwrap();
+        assert_eq!(p, q, "the bound changes nothing");
         (p.items.iter().map(|i| i.position).collect(), p.tokens_used, p.dropped)
     }
 
@@ -80,7 +111,7 @@ mod tests {
     #[test]
     fn a_full_budget_stops_packing() {
         let mut rendered = 0;
-        let p = pack::<()>(5, 10, Some(8), &ONE, |i| {
+        let p = pack::<()>(5, 10, Some(8), &ONE, |_| 0, |i| {
             rendered += 1;
             Ok("x".repeat([5, 3, 1, 1, 1][i]))
         })
@@ -102,7 +133,7 @@ mod tests {
 
     #[test]
     fn render_errors_propagate() {
-        let r = pack(3, 10, None, &ONE, |i| {
+        let r = pack(3, 10, None, &ONE, |_| 0, |i| {
             if i == 1 {
                 Err("boom")
             } else {

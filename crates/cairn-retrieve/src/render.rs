@@ -12,20 +12,60 @@
 //! The text is cut after `text_cap` Unicode scalar values (so never inside a character)
 //! and marked with `…` when cut. Property values are compact JSON (strings quoted).
 
+#[cfg(test)]
 use cairn_core::Node;
+use cairn_index::{CommitIndexes, Ordinal};
 
 /// Characters of node text rendered per item unless `text_cap` says otherwise.
 pub const DEFAULT_TEXT_CAP_CHARS: usize = 1000;
 
 /// Renders `node` (see the [module docs](self) for the format).
+#[cfg(test)]
 pub(crate) fn render_node(node: &Node, props: &[String], text_cap_chars: usize) -> String {
-    let mut out = format!("id: {}", node.id);
-    if !node.labels.is_empty() {
+    let labels: Vec<&str> = node.labels.iter().map(String::as_str).collect();
+    render_parts(node.id.as_str(), &labels, |k| node.props.get(k), &node.text, props, text_cap_chars)
+}
+
+/// Renders the node at `ordinal` from the view's columns (no vector is read).
+pub(crate) fn render_item(view: &CommitIndexes, ordinal: Ordinal, props: &[String], text_cap_chars: usize) -> String {
+    let labels = view.labels_of(ordinal);
+    render_parts(
+        view.id(ordinal).as_str(),
+        &labels,
+        |k| view.prop(ordinal, k),
+        view.text(ordinal),
+        props,
+        text_cap_chars,
+    )
+}
+
+/// The fewest characters the rendering of an item with this id and text can have: its
+/// `id:` line and, for a non-empty text, its `text:` line (labels and properties only add).
+pub(crate) fn min_rendered_chars(id: &str, text: &str, text_cap_chars: usize) -> usize {
+    let id_line = 4 + id.chars().count();
+    if text.is_empty() || text_cap_chars == 0 {
+        return id_line;
+    }
+    let shown = text.chars().take(text_cap_chars + 1).count();
+    let text_chars = if shown > text_cap_chars { text_cap_chars + 1 } else { shown };
+    id_line + 7 + text_chars
+}
+
+fn render_parts<'a>(
+    id: &str,
+    labels: &[&str],
+    prop: impl Fn(&str) -> Option<&'a cairn_core::Value>,
+    text: &str,
+    props: &[String],
+    text_cap_chars: usize,
+) -> String {
+    let mut out = format!("id: {id}");
+    if !labels.is_empty() {
         out.push_str("\nlabels: ");
-        out.push_str(&node.labels.iter().map(String::as_str).collect::<Vec<_>>().join(", "));
+        out.push_str(&labels.join(", "));
     }
     for key in props {
-        if let Some(v) = node.props.get(key) {
+        if let Some(v) = prop(key) {
             // A stored Value always serializes (finite floats, string keys).
             let json = serde_json::to_string(v).unwrap_or_default();
             out.push('\n');
@@ -34,9 +74,9 @@ pub(crate) fn render_node(node: &Node, props: &[String], text_cap_chars: usize) 
             out.push_str(&json);
         }
     }
-    if !node.text.is_empty() && text_cap_chars > 0 {
+    if !text.is_empty() && text_cap_chars > 0 {
         out.push_str("\ntext: ");
-        out.push_str(&cap_chars(&node.text, text_cap_chars));
+        out.push_str(&cap_chars(text, text_cap_chars));
     }
     out
 }

@@ -118,4 +118,7 @@ pub enum WarningCode {
     RerankFailed,
     /// Items were skipped because they did not fit the token budget.
     BudgetDropped,
+    /// Derived index data was found damaged or missing and rebuilt from the objects (the
+    /// result is what it would have been; the message names the part).
+    DerivedRebuilt,
 }

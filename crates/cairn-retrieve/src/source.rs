@@ -1,14 +1,15 @@
-//! The seam between the pipeline and the repository: where a commit's indexes and nodes
-//! come from. `cairn::Repo` implements [`RetrievalSource`]; tests implement it over
-//! in-memory indexes.
+//! The seam between the pipeline and the repository: where a commit's index view comes
+//! from. `cairn::Repo` implements [`RetrievalSource`]; tests implement it over in-memory
+//! views.
 
 use std::sync::Arc;
 
-use cairn_core::{CommitId, Node, NodeId};
-use cairn_index::CommitIndexes;
+use cairn_core::CommitId;
+use cairn_index::{CommitIndexes, IndexNeeds};
 
 /// Why the source could not serve a request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SourceError {
     /// The revision does not name a commit (unknown branch, commit, or time).
     #[error("unknown revision `{rev}`: {detail}")]
@@ -18,51 +19,45 @@ pub enum SourceError {
         /// Why.
         detail: String,
     },
-    /// The node is not in the commit.
-    #[error("node {0:?} not found in the commit")]
-    NodeNotFound(NodeId),
-    /// Storage failed (I/O, corruption). The message names the object.
+    /// Storage failed (I/O, corruption of the data itself). The message names the object.
     #[error("storage error: {0}")]
     Storage(String),
 }
 
-/// Loads full nodes of one commit (for rendering the packed items).
-pub trait NodeLoader: Send + Sync {
-    /// The node with `id` in this commit.
-    fn load(&self, id: &NodeId) -> Result<Node, SourceError>;
-}
-
 /// A commit resolved for reading: its id, its timestamp (the default validity time of a
-/// retrieval, so nothing reads the wall clock), its indexes, and its nodes.
+/// retrieval, so nothing reads the wall clock), and its index view with the parts the
+/// query needs.
 #[derive(Clone)]
 pub struct ResolvedCommit {
     /// The commit.
     pub commit: CommitId,
     /// The commit's timestamp, ms since the epoch.
     pub timestamp_ms: i64,
-    /// Its indexes (built or loaded by the source).
+    /// Its index view (every part the query's [`IndexNeeds`] named is loaded).
     pub indexes: Arc<CommitIndexes>,
-    /// Its nodes.
-    pub nodes: Arc<dyn NodeLoader>,
+    /// Derived data the source found damaged or missing and rebuilt on the way (each
+    /// becomes a `derived_rebuilt` warning in the result).
+    pub repairs: Vec<String>,
 }
 
 /// Where a retrieval reads from.
 pub trait RetrievalSource {
     /// Resolves `at` (a revision string as the repo understands it: commit hex or unique
-    /// prefix, branch, `HEAD`, `HEAD~N`, `BRANCH@{T_MS}` for "head of BRANCH as of time
-    /// T") — `None` means the current branch head — and returns the commit with its
-    /// indexes. Implementations build indexes on first use and cache them.
-    fn resolve(&self, at: Option<&str>) -> Result<ResolvedCommit, SourceError>;
+    /// prefix, branch, `HEAD`, `HEAD~N`, `BRANCH@{T}` for "head of BRANCH as of time T")
+    /// — `None` means the current branch head — and returns the commit with an index view
+    /// holding at least the parts `needs` names. Implementations load or build the parts
+    /// and cache them.
+    fn resolve(&self, at: Option<&str>, needs: &IndexNeeds) -> Result<ResolvedCommit, SourceError>;
 }
 
 impl<S: RetrievalSource + ?Sized> RetrievalSource for &S {
-    fn resolve(&self, at: Option<&str>) -> Result<ResolvedCommit, SourceError> {
-        (**self).resolve(at)
+    fn resolve(&self, at: Option<&str>, needs: &IndexNeeds) -> Result<ResolvedCommit, SourceError> {
+        (**self).resolve(at, needs)
     }
 }
 
 impl<S: RetrievalSource + ?Sized> RetrievalSource for Arc<S> {
-    fn resolve(&self, at: Option<&str>) -> Result<ResolvedCommit, SourceError> {
-        (**self).resolve(at)
+    fn resolve(&self, at: Option<&str>, needs: &IndexNeeds) -> Result<ResolvedCommit, SourceError> {
+        (**self).resolve(at, needs)
     }
 }

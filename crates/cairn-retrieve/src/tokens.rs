@@ -13,4 +13,14 @@ pub use char_ratio::CharRatioEstimator;
 pub trait TokenEstimator: Send + Sync {
     /// The estimated token count of `text`.
     fn estimate(&self, text: &str) -> usize;
+
+    /// A lower bound of [`TokenEstimator::estimate`] over every text of at least `chars`
+    /// characters. Packing uses it to skip items that cannot fit without rendering them,
+    /// and to stop once nothing left can fit; the default, 0, claims nothing (every item
+    /// is rendered and estimated). It must never exceed a real estimate, or packing would
+    /// drop items that fit.
+    fn lower_bound(&self, chars: usize) -> usize {
+        let _ = chars;
+        0
+    }
 }

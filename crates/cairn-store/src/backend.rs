@@ -108,4 +108,17 @@ pub trait Store: Send + Sync + 'static {
 
     /// Object and derived-data counts and sizes (may scan; for `stats` and benchmarks).
     fn stats(&self) -> Result<StoreStats, StoreError>;
+
+    /// Lists derived-data keys starting with `prefix`, in key order, without returning
+    /// their values (for `gc`, which judges entries by key alone).
+    fn derived_keys(&self, prefix: &[u8]) -> Result<Vec<Vec<u8>>, StoreError> {
+        Ok(self.scan_derived(prefix)?.into_iter().map(|(k, _)| k).collect())
+    }
+
+    /// True if the store's contents outlive the process. A repository stores derived data
+    /// (index chunks) only in such a store: in one that dies with the process, the
+    /// in-memory cache is the only copy worth keeping.
+    fn is_persistent(&self) -> bool {
+        true
+    }
 }

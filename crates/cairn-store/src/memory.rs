@@ -154,6 +154,10 @@ impl Store for MemoryStore {
         Ok(())
     }
 
+    fn is_persistent(&self) -> bool {
+        false
+    }
+
     fn stats(&self) -> Result<StoreStats, StoreError> {
         let objects = self.objects.read();
         let derived = self.derived.read();

@@ -338,6 +338,18 @@ impl Store for SledStore {
             .collect()
     }
 
+    fn derived_keys(&self, prefix: &[u8]) -> Result<Vec<Vec<u8>>, StoreError> {
+        // sled's iterator hands out values as shared buffers: no value is copied or checked.
+        self.derived
+            .scan_prefix(prefix)
+            .keys()
+            .map(|k| {
+                k.map(|k| k.to_vec())
+                    .map_err(|e| bulk_error(e, &format!("listing derived keys under {}", hex(prefix))))
+            })
+            .collect()
+    }
+
     fn last_derived_at_or_before(&self, prefix: &[u8], upper: &[u8]) -> Result<Option<DerivedEntry>, StoreError> {
         let Some(end) = at_or_before_upper(prefix, upper) else {
             return Ok(None);

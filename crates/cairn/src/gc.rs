@@ -35,12 +35,14 @@
 //! while `gc` runs. A store backend shared between processes would need `gc` to run only
 //! while no other process writes.
 //!
-//! **Derived data** is rebuildable, so it is swept after the lock is released: `ix/<key>`
-//! entries (commit index snapshots) whose key is no live commit's [`Repo::index_key`],
-//! `hb/<key>` entries (HNSW bases) that no live commit's index base names for any dense
-//! model of the repository, and `tl/<branch>` time indexes of deleted branches (or naming
-//! a dead commit). An index persisted concurrently for a commit made during `gc` may be
-//! swept too; it is rebuilt on next use.
+//! **Derived data** is rebuildable, so it is swept after the lock is released, by key
+//! alone (no stored value is read): chunk parts (`ck/`) of chunks no live commit's trees
+//! cut, unit graphs (`ug/`) of units no live commit has, manifests (`cm/`) of trees no live
+//! commit has, every entry of a retired space (`ix/`, `hb/`: index format 1), and
+//! `tl/<branch>` time indexes of deleted branches (or naming a dead commit). A chunk that
+//! only a live commit shares with dead ones is kept: chunks belong to content, not to
+//! commits. Derived data stored concurrently for a commit made during `gc` may be swept
+//! too; it is rebuilt on next use.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -49,7 +51,7 @@ use cairn_core::{CommitId, Hash};
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::indexes::{hb_key, ix_key};
+use crate::derived::keys::{Space, SPACES, TAG_SPLIT};
 use crate::repo::Repo;
 
 /// Objects deleted per store batch.
@@ -209,38 +211,37 @@ impl Repo {
     }
 
     /// Deletes derived entries only dead commits or deleted branches use; returns how many.
+    /// Judges chunk, unit-graph and manifest entries by their keys alone (no value is
+    /// read); entries of retired spaces go entirely.
     fn sweep_derived(&self, live: &HashSet<CommitId>) -> Result<u64> {
         let store = self.store();
-        let models: Vec<String> = self
-            .refs()
-            .meta_list("dense-dim/")?
-            .into_iter()
-            .map(|(k, _)| k.trim_start_matches("dense-dim/").to_string())
-            .collect();
-        let mut live_ix = HashSet::new();
-        let mut base_roots = HashSet::new();
-        for id in live {
-            let c = self.commit(id)?;
-            live_ix.insert(ix_key(&self.index_key_of(id, &c)?));
-            if let Some(b) = c.index_base {
-                let root = if b.0 == Hash::ZERO || b == *id {
-                    c.node_root
-                } else {
-                    self.commit(&b)?.node_root
-                };
-                base_roots.insert(root);
-            }
-        }
-        let live_hb: HashSet<Vec<u8>> = base_roots
+        let chunk_keys = store.derived_keys(Space::Chunk.prefix())?;
+        let split: HashSet<Hash> = chunk_keys
             .iter()
-            .flat_map(|root| models.iter().map(|m| hb_key(&self.hnsw_base_key(*root, m))))
+            .filter(|k| k.len() == 3 + 32 + 1 && k[3 + 32] == TAG_SPLIT)
+            .filter_map(|k| Space::Chunk.hash_of(k))
             .collect();
-
+        let keep = self.live_derived(live, &|h| split.contains(h))?;
         let mut doomed: Vec<Vec<u8>> = Vec::new();
-        for (prefix, keep) in [(&b"ix/"[..], &live_ix), (&b"hb/"[..], &live_hb)] {
-            for (k, _) in store.scan_derived(prefix)? {
-                // Only well-formed keys are judged: `<prefix><32-byte key>`.
-                if k.len() == prefix.len() + 32 && !keep.contains(&k) {
+        for space in SPACES {
+            let set = match space {
+                Space::Chunk => &keep.chunks,
+                Space::Graph => &keep.units,
+                Space::Manifest => &keep.manifests,
+                Space::TimeIndex => continue,
+                Space::Retired(_) => {
+                    doomed.extend(store.derived_keys(space.prefix())?);
+                    continue;
+                }
+            };
+            let keys = if space == Space::Chunk {
+                chunk_keys.clone()
+            } else {
+                store.derived_keys(space.prefix())?
+            };
+            for k in keys {
+                // A key that does not name a live entry, or is malformed, is garbage.
+                if space.hash_of(&k).is_none_or(|h| !set.contains(&h)) {
                     doomed.push(k);
                 }
             }
@@ -278,39 +279,5 @@ impl Repo {
             store.delete_derived(chunk)?;
         }
         Ok(doomed.len() as u64)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use cairn_core::{Node, NodeId};
-
-    use super::*;
-    use crate::transaction::HNSW_MIN_NODES;
-
-    /// The HNSW base a live commit names survives gc; one nothing names does not. (Checks
-    /// that gc computes base keys as the index layer does, without building a base.)
-    #[test]
-    fn live_hnsw_bases_are_kept() {
-        let repo = Repo::in_memory().unwrap();
-        let mut tx = repo.transaction().unwrap();
-        for i in 0..HNSW_MIN_NODES {
-            tx.put_node(Node::new(NodeId::new(format!("n{i}")).unwrap())).unwrap();
-        }
-        tx.put_node(Node::new(NodeId::new("v").unwrap()).with_embedding("m", vec![1.0, 0.0]))
-            .unwrap();
-        let head = tx.commit("big").unwrap();
-        let c = repo.commit(&head).unwrap();
-        assert_eq!(c.index_base, Some(CommitId(Hash::ZERO)), "the commit is its own base");
-        let live = hb_key(&repo.hnsw_base_key(c.node_root, "m"));
-        let dead = hb_key(&repo.hnsw_base_key(None, "m"));
-        let store = repo.store();
-        store
-            .put_derived(&[(live.clone(), b"base".to_vec()), (dead.clone(), b"base".to_vec())])
-            .unwrap();
-        let report = repo.gc().unwrap();
-        assert_eq!(report.derived_removed, 1);
-        assert!(store.get_derived(&live).unwrap().is_some());
-        assert!(store.get_derived(&dead).unwrap().is_none());
     }
 }

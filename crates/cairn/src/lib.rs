@@ -33,13 +33,13 @@
 
 #![warn(missing_docs)]
 
+mod derived;
 pub mod diff;
 pub mod error;
 pub mod eval;
 pub mod fsck;
 pub mod gc;
 pub mod import;
-pub mod indexes;
 pub mod merge;
 pub mod node_history;
 mod repo;
@@ -55,9 +55,9 @@ pub use error::{Error, Result};
 pub use fsck::FsckReport;
 pub use gc::GcReport;
 pub use import::{ImportOp, ImportSummary};
-pub use indexes::IndexReport;
+pub use derived::{DenseReport, IndexReport, DEFAULT_CACHE_BYTES};
 pub use merge::{Conflict, MergeKind, MergeOutcome, MergeStrategy, Resolution};
 pub use node_history::NodeHistoryEntry;
 pub use repo::{Repo, Stats, DEFAULT_BRANCH};
-pub use transaction::{Transaction, HNSW_MIN_NODES};
+pub use transaction::Transaction;
 pub use view::View;

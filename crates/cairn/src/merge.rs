@@ -45,7 +45,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::repo::Repo;
-use crate::transaction::{check_dimension, choose_index_base};
+use crate::transaction::check_dimension;
 
 /// What kind of merge [`Repo::merge`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -749,11 +749,9 @@ impl MergeOutcome {
 
         let mut node_muts = BTreeMap::new();
         let mut node_count = oc.node_count as i64;
-        let mut node_changes = 0u64;
         for (id, after) in &nodes {
             let before = mst::get(objs, oc.node_root, id.as_bytes())?;
             if before != *after {
-                node_changes += 1;
                 node_count += after.is_some() as i64 - before.is_some() as i64;
             }
             node_muts.insert(id.as_bytes().to_vec(), after.map_or(Mutation::Delete, Mutation::Put));
@@ -776,7 +774,6 @@ impl MergeOutcome {
         let edge_root = mst::apply(objs, oc.edge_root, &fwd, Some(oc.edge_count), &mut out)?;
         let edge_in_root = mst::apply(objs, oc.edge_in_root, &rev, Some(oc.edge_count), &mut out)?;
 
-        let (index_base, changes_since_base) = choose_index_base(Some(ours_id), Some(&oc), node_changes, node_count);
         let commit = Commit {
             parents: vec![ours_id, self.theirs],
             node_root,
@@ -788,8 +785,9 @@ impl MergeOutcome {
             message: message.to_string(),
             timestamp_ms,
             generation: oc.generation + 1,
-            index_base,
-            changes_since_base,
+            // Retired with index format 1 (storage-format.md §3.4): always None / 0.
+            index_base: None,
+            changes_since_base: 0,
         };
         let id = out.add_commit(&commit);
 

@@ -11,7 +11,7 @@ use cairn_store::{MemoryStore, SledStore, Store};
 
 use crate::diff::{Diff, EdgeChange, NodeChange};
 use crate::error::{Error, Result};
-use crate::indexes::IndexCache;
+use crate::derived::Derived;
 use crate::transaction::Transaction;
 
 /// The branch a new repository starts on.
@@ -45,7 +45,7 @@ pub(crate) struct Inner {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) objects: Objects,
     pub(crate) path: Option<PathBuf>,
-    pub(crate) indexes: IndexCache,
+    pub(crate) derived: Derived,
     /// Held for reading by every writer from the moment it builds a commit's objects
     /// until its ref has moved, and for writing by `gc` while it marks and sweeps: an
     /// object of an unpublished commit is never collected (see `gc.rs`).
@@ -153,7 +153,7 @@ impl Repo {
                 objects: Objects::new(Arc::clone(&store)),
                 store,
                 path,
-                indexes: IndexCache::default(),
+                derived: Derived::default(),
                 gc_lock: parking_lot::RwLock::new(()),
             }),
         }

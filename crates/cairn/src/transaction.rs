@@ -13,10 +13,6 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::repo::Repo;
 
-/// Above this many nodes a commit gets an HNSW index base (below it, dense search is an
-/// exact scan, which measured fast enough).
-pub const HNSW_MIN_NODES: u64 = cairn_index::hnsw::HNSW_MIN_NODES as u64;
-
 /// A set of changes to one branch.
 ///
 /// Every `put_*`/`delete_*` validates at once and, on error, leaves the transaction as it
@@ -278,7 +274,6 @@ impl<'r> Transaction<'r> {
             .collect();
         let mut node_muts = BTreeMap::new();
         let mut node_count = node_count as i64;
-        let mut node_changes = 0u64;
         for (id, enc) in encoded {
             let before = match node_root {
                 Some(_) => mst::get(objs, node_root, id.as_bytes())?,
@@ -296,7 +291,6 @@ impl<'r> Transaction<'r> {
                 Mutation::Delete => None,
             };
             if before != after {
-                node_changes += 1;
                 node_count += after.is_some() as i64 - before.is_some() as i64;
             }
             node_muts.insert(id.as_bytes().to_vec(), m);
@@ -325,10 +319,7 @@ impl<'r> Transaction<'r> {
         let new_edge_root = mst::apply(objs, edge_root, &fwd, Some(edge_count.max(0) as u64), &mut out)?;
         let new_edge_in_root = mst::apply(objs, edge_in_root, &rev, Some(edge_count.max(0) as u64), &mut out)?;
 
-        // The dense index base: inherited until the changes since it pass the threshold
-        // (see `cairn_index::hnsw::needs_new_base`), then this commit becomes the base.
         let node_count = node_count.max(0) as u64;
-        let (index_base, changes_since_base) = choose_index_base(self.base, base.as_ref(), node_changes, node_count);
 
         let commit = Commit {
             parents: self.base.into_iter().collect(),
@@ -341,8 +332,9 @@ impl<'r> Transaction<'r> {
             message: message.to_string(),
             timestamp_ms,
             generation: base.as_ref().map_or(0, |c| c.generation + 1),
-            index_base,
-            changes_since_base,
+            // Retired with index format 1 (storage-format.md §3.4): always None / 0.
+            index_base: None,
+            changes_since_base: 0,
         };
         let id = out.add_commit(&commit);
 
@@ -387,40 +379,5 @@ impl<'r> Transaction<'r> {
                 actual: actual.map_or("none".into(), |c| c.to_hex()),
             }),
         }
-    }
-}
-
-/// The rule that names a commit's dense index base (documented in storage-format.md):
-/// no base below [`HNSW_MIN_NODES`] nodes; otherwise the parent's base is inherited while
-/// `changes_since_base + this commit's changes` stays within
-/// `cairn_index::hnsw::needs_new_base`'s threshold; past it, this commit is the new base
-/// (`Hash::ZERO` stands for "this commit", which cannot name its own hash).
-pub(crate) fn choose_index_base(
-    parent_id: Option<CommitId>,
-    parent: Option<&Commit>,
-    node_changes: u64,
-    node_count: u64,
-) -> (Option<CommitId>, u64) {
-    if node_count < HNSW_MIN_NODES {
-        return (None, 0);
-    }
-    let inherited = parent.and_then(|p| {
-        p.index_base.map(|b| {
-            // The parent's "self" marker means the parent itself.
-            let b = if b.0 == Hash::ZERO {
-                parent_id.expect("a parent exists")
-            } else {
-                b
-            };
-            (b, p.changes_since_base + node_changes)
-        })
-    });
-    match inherited {
-        Some((b, changes))
-            if !cairn_index::hnsw::needs_new_base(node_count as usize, changes as usize, 0, node_count as usize) =>
-        {
-            (Some(b), changes)
-        }
-        _ => (Some(CommitId(Hash::ZERO)), 0),
     }
 }

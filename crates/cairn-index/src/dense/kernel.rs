@@ -51,25 +51,6 @@ pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     sum
 }
 
-/// `1 / ‖v‖₂` as `f32`, or `0.0` for a zero vector (or one whose norm is not finite).
-///
-/// `‖v‖²` is [`dot`]`(v, v)` (the fixed order); only if that overflows (components beyond
-/// ~10¹⁹) it is recomputed in `f64`, one component after another. Either way a function
-/// of the bits of `v`.
-pub(crate) fn inv_norm(v: &[f32]) -> f32 {
-    let fast = dot(v, v);
-    let sum = if fast.is_finite() {
-        f64::from(fast)
-    } else {
-        v.iter().map(|&x| f64::from(x) * f64::from(x)).sum::<f64>()
-    };
-    if sum > 0.0 && sum.is_finite() {
-        (1.0 / sum.sqrt()) as f32
-    } else {
-        0.0
-    }
-}
-
 /// The documented order written out one operation at a time: the reference the tests hold
 /// [`dot`] to, bit for bit.
 #[cfg(test)]
@@ -125,15 +106,5 @@ mod tests {
         let a: Vec<f32> = (0..384).map(|_| lcg(&mut s)).collect();
         let b: Vec<f32> = (0..384).map(|_| lcg(&mut s)).collect();
         assert_eq!(dot(&a, &b).to_bits(), dot(&b, &a).to_bits());
-    }
-
-    #[test]
-    fn inv_norm_cases() {
-        assert_eq!(inv_norm(&[0.0, 0.0]), 0.0);
-        assert_eq!(inv_norm(&[3.0, 4.0]), 0.2);
-        assert!(inv_norm(&[f32::MAX; 20]) > 0.0);
-        let v: Vec<f32> = (1..=37).map(|i| i as f32).collect();
-        let want = 1.0 / v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-        assert!((f64::from(inv_norm(&v)) - want).abs() < 1e-6 * want);
     }
 }

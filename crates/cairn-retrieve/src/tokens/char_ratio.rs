@@ -34,6 +34,11 @@ impl TokenEstimator for CharRatioEstimator {
     fn estimate(&self, text: &str) -> usize {
         text.chars().count().div_ceil(self.chars_per_token.max(1))
     }
+
+    /// `ceil(chars / chars_per_token)`: the estimate is monotone in the character count.
+    fn lower_bound(&self, chars: usize) -> usize {
+        chars.div_ceil(self.chars_per_token.max(1))
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,199 @@
+//! The core part of a node chunk: ids, object hashes, labels, validity, properties and
+//! the text column — everything gates and rendering read, and no vector.
+
+use std::collections::BTreeMap;
+
+use cairn_core::{Hash, Node, NodeId, Value};
+use roaring::RoaringBitmap;
+
+use crate::props::PropertyPredicate;
+use crate::validity::{bounds_contain, validity_bounds};
+
+/// A chunk-local ordinal: a node's position in its chunk (id order).
+pub type Local = u32;
+
+/// The core columns of one chunk's nodes, by local ordinal (id order).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct NodeChunk {
+    pub(crate) ids: Vec<NodeId>,
+    pub(crate) hashes: Vec<Hash>,
+    /// Label → local ordinals.
+    pub(crate) labels: BTreeMap<String, RoaringBitmap>,
+    /// `(from, until)` per node; open ends as `i64::MIN` / `i64::MAX`.
+    pub(crate) validity: Vec<(i64, i64)>,
+    /// True if every node is valid at every time (the validity gate can skip the chunk).
+    pub(crate) always_valid: bool,
+    /// Property key → `(local, value)` in local order.
+    pub(crate) props: BTreeMap<String, Vec<(Local, Value)>>,
+    /// Node texts, concatenated; node `i`'s is `text[text_end[i-1]..text_end[i]]`.
+    pub(crate) text: String,
+    pub(crate) text_end: Vec<u32>,
+    /// Dense models with vectors in this chunk: model → (dimension, rows).
+    pub(crate) dense_models: BTreeMap<String, (u32, u32)>,
+    /// Sparse models with vectors in this chunk: model → rows.
+    pub(crate) sparse_models: BTreeMap<String, u32>,
+}
+
+impl NodeChunk {
+    /// Builds the core columns of `nodes` (sorted by id, strictly increasing).
+    pub(crate) fn build(nodes: &[(Hash, &Node)]) -> NodeChunk {
+        let mut c = NodeChunk {
+            always_valid: true,
+            ..NodeChunk::default()
+        };
+        for (local, (hash, node)) in nodes.iter().enumerate() {
+            let local = local as Local;
+            c.ids.push(node.id.clone());
+            c.hashes.push(*hash);
+            for label in &node.labels {
+                match c.labels.get_mut(label.as_str()) {
+                    Some(b) => {
+                        b.push(local);
+                    }
+                    None => {
+                        c.labels.insert(label.clone(), RoaringBitmap::from_iter([local]));
+                    }
+                }
+            }
+            let bounds = validity_bounds(&node.validity);
+            c.always_valid &= bounds == (i64::MIN, i64::MAX);
+            c.validity.push(bounds);
+            for (key, value) in &node.props {
+                match c.props.get_mut(key.as_str()) {
+                    Some(col) => col.push((local, value.clone())),
+                    None => {
+                        c.props.insert(key.clone(), vec![(local, value.clone())]);
+                    }
+                }
+            }
+            c.text.push_str(&node.text);
+            c.text_end.push(c.text.len() as u32);
+        }
+        c
+    }
+
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// True for a chunk without nodes (never stored).
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// The ids, in local order.
+    pub fn ids(&self) -> &[NodeId] {
+        &self.ids
+    }
+
+    /// The object hashes, in local order.
+    pub fn hashes(&self) -> &[Hash] {
+        &self.hashes
+    }
+
+    /// The local ordinal of `id`, if the chunk holds it.
+    pub fn local(&self, id: &NodeId) -> Option<Local> {
+        self.ids.binary_search(id).ok().map(|i| i as Local)
+    }
+
+    /// The text of node `local`.
+    pub fn text(&self, local: Local) -> &str {
+        let end = self.text_end[local as usize] as usize;
+        let start = match local {
+            0 => 0,
+            l => self.text_end[l as usize - 1] as usize,
+        };
+        &self.text[start..end]
+    }
+
+    /// The labels of node `local`, in label order.
+    pub fn labels_of(&self, local: Local) -> Vec<&str> {
+        self.labels
+            .iter()
+            .filter(|(_, b)| b.contains(local))
+            .map(|(l, _)| l.as_str())
+            .collect()
+    }
+
+    /// The value of property `key` of node `local`.
+    pub fn prop(&self, local: Local, key: &str) -> Option<&Value> {
+        let col = self.props.get(key)?;
+        let i = col.binary_search_by_key(&local, |(l, _)| *l).ok()?;
+        Some(&col[i].1)
+    }
+
+    /// Every property of node `local`, in key order.
+    pub fn props_of(&self, local: Local) -> BTreeMap<String, Value> {
+        self.props
+            .iter()
+            .filter_map(|(k, col)| {
+                let i = col.binary_search_by_key(&local, |(l, _)| *l).ok()?;
+                Some((k.clone(), col[i].1.clone()))
+            })
+            .collect()
+    }
+
+    /// The `(from, until)` validity bounds of node `local`.
+    pub fn validity(&self, local: Local) -> (i64, i64) {
+        self.validity[local as usize]
+    }
+
+    /// Local ordinals carrying `label` (`None` if none does).
+    pub fn label(&self, label: &str) -> Option<&RoaringBitmap> {
+        self.labels.get(label)
+    }
+
+    /// Labels in this chunk with their node counts.
+    pub fn label_counts(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.labels.iter().map(|(l, b)| (l.as_str(), b.len()))
+    }
+
+    /// Local ordinals whose property `key` satisfies `pred`.
+    pub fn filter_prop(&self, key: &str, pred: &PropertyPredicate) -> RoaringBitmap {
+        let mut out = RoaringBitmap::new();
+        for (l, v) in self.props.get(key).map(Vec::as_slice).unwrap_or_default() {
+            if pred.matches(v) {
+                out.push(*l);
+            }
+        }
+        out
+    }
+
+    /// Local ordinals valid at `t_ms`, or `None` if every node of the chunk is always
+    /// valid (no restriction).
+    pub fn valid_at(&self, t_ms: i64) -> Option<RoaringBitmap> {
+        if self.always_valid {
+            return None;
+        }
+        let mut out = RoaringBitmap::new();
+        for (l, &(f, u)) in self.validity.iter().enumerate() {
+            if bounds_contain(f, u, t_ms) {
+                out.push(l as Local);
+            }
+        }
+        Some(out)
+    }
+
+    /// Dense models of this chunk with `(dimension, rows)`.
+    pub fn dense_models(&self) -> &BTreeMap<String, (u32, u32)> {
+        &self.dense_models
+    }
+
+    /// Sparse models of this chunk with their row counts.
+    pub fn sparse_models(&self) -> &BTreeMap<String, u32> {
+        &self.sparse_models
+    }
+
+    /// Approximate heap bytes (for the cache's budget).
+    pub fn heap_bytes(&self) -> usize {
+        let ids: usize = self.ids.iter().map(|i| i.as_str().len() + 24).sum();
+        let labels: usize = self.labels.iter().map(|(l, b)| l.len() + 64 + b.serialized_size()).sum();
+        let props: usize = self
+            .props
+            .iter()
+            .map(|(k, c)| k.len() + 48 + c.len() * 40)
+            .sum();
+        ids + self.hashes.len() * 32 + labels + self.validity.len() * 16 + props + self.text.len() + self.text_end.len() * 4 + 256
+    }
+}

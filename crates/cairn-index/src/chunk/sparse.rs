@@ -1,0 +1,63 @@
+//! The sparse-vector part of a node chunk (one per sparse model).
+
+use cairn_core::SparseVector;
+use roaring::RoaringBitmap;
+
+use crate::chunk::node::Local;
+
+/// Postings of one sparse model in one chunk: dimension → `(local, weight)` in local order.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SparseChunk {
+    /// Dimensions, increasing.
+    pub(crate) dims: Vec<u32>,
+    /// Dimension `i`'s postings are `posts[starts[i]..starts[i + 1]]`.
+    pub(crate) starts: Vec<u32>,
+    pub(crate) posts: Vec<(Local, f32)>,
+    /// Local ordinals of the nodes that have a vector of this model (possibly empty).
+    pub(crate) docs: RoaringBitmap,
+}
+
+impl SparseChunk {
+    /// Builds from `(local, vector)` in increasing local order (vectors validated upstream).
+    pub(crate) fn build<'a>(vectors: impl IntoIterator<Item = (Local, &'a SparseVector)>) -> SparseChunk {
+        let mut pairs: Vec<(u32, Local, f32)> = Vec::new();
+        let mut docs = RoaringBitmap::new();
+        for (l, v) in vectors {
+            docs.insert(l);
+            for (&d, &w) in v.indices.iter().zip(&v.values) {
+                pairs.push((d, l, w));
+            }
+        }
+        // Stable: each dimension's postings stay in local order.
+        pairs.sort_by_key(|p| p.0);
+        let mut out = SparseChunk {
+            docs,
+            ..SparseChunk::default()
+        };
+        out.starts.push(0);
+        for run in pairs.chunk_by(|a, b| a.0 == b.0) {
+            out.dims.push(run[0].0);
+            out.posts.extend(run.iter().map(|&(_, l, w)| (l, w)));
+            out.starts.push(out.posts.len() as u32);
+        }
+        out
+    }
+
+    /// The postings of dimension `dim`.
+    pub fn postings(&self, dim: u32) -> &[(Local, f32)] {
+        match self.dims.binary_search(&dim) {
+            Ok(i) => &self.posts[self.starts[i] as usize..self.starts[i + 1] as usize],
+            Err(_) => &[],
+        }
+    }
+
+    /// Local ordinals having a vector of this model.
+    pub fn docs(&self) -> &RoaringBitmap {
+        &self.docs
+    }
+
+    /// Approximate heap bytes.
+    pub fn heap_bytes(&self) -> usize {
+        self.dims.len() * 8 + self.posts.len() * 8 + self.docs.serialized_size() + 128
+    }
+}

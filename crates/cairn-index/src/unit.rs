@@ -1,0 +1,58 @@
+//! Units: content-defined runs of chunks with one HNSW graph per dense model over the
+//! unit's vectors, built from them alone.
+//!
+//! A unit starts at the first chunk and at every chunk whose head key has level ≥
+//! [`UNIT_LEVEL`] (8⁵ = 32,768 nodes on average); a unit of more than [`MAX_UNIT_CHUNKS`]
+//! chunks is split by the chunking rule ([`crate::chunking`]) applied to its chunks, with
+//! each chunk's head level as its level. So units, like chunks, are a function of the
+//! commit's content; a unit is named by its chunks' keys, and its graph is rebuilt only
+//! when one of them changes.
+
+use std::ops::Range;
+
+use crate::chunk::DenseChunk;
+use crate::chunking::{spans, SplitRule};
+pub use crate::graph::UnitGraph;
+use crate::graph::GraphParams;
+use crate::params::{MAX_UNIT_CHUNKS, UNIT_LEVEL};
+
+/// The units of a chunk list, as ranges of chunk indices. `head_levels[i]` is chunk `i`'s
+/// head key level (`u8::MAX` for a chunk without a head).
+///
+/// ```
+/// use cairn_index::unit::unit_ranges;
+/// assert_eq!(unit_ranges(&[255, 2, 6, 3]), vec![0..2, 2..4]);
+/// ```
+pub fn unit_ranges(head_levels: &[u8]) -> Vec<Range<usize>> {
+    let rule = SplitRule {
+        max_keys: MAX_UNIT_CHUNKS,
+        max_bytes: usize::MAX,
+    };
+    spans(head_levels, &vec![0; head_levels.len()], UNIT_LEVEL, rule)
+        .into_iter()
+        .map(|s| s.range())
+        .collect()
+}
+
+/// The seed of a unit's graphs: the parameters' seed mixed with the first 8 bytes of the
+/// unit's key (little endian).
+pub fn unit_seed(params: &GraphParams, key: &cairn_core::Hash) -> u64 {
+    let b = key.as_bytes();
+    params.seed ^ u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+}
+
+/// Builds a unit's graph over the rows of `parts` (in order), navigating by the int8
+/// estimate of the dot product: distance `−(c_a·c_b) · (s_a·s_b)`, exact in its integer
+/// part and a fixed sequence of `f32` operations after, so the graph is a function of the
+/// vectors, the parameters and `seed` alone. Single-threaded by design: callers build
+/// units in parallel.
+pub fn build_unit_graph(parts: &[&DenseChunk], params: &GraphParams, seed: u64) -> UnitGraph {
+    let rows: Vec<(&DenseChunk, usize)> = parts.iter().flat_map(|p| (0..p.len()).map(move |r| (*p, r))).collect();
+    let p = GraphParams { seed, ..*params };
+    UnitGraph::build(rows.len() as u32, &p, |a, b| {
+        let (pa, ra) = rows[a as usize];
+        let (pb, rb) = rows[b as usize];
+        let dot = crate::dense::int8::dot_i8(pa.codes(ra), pb.codes(rb));
+        -(dot as f32 * (pa.scales[ra] * pb.scales[rb]))
+    })
+}

@@ -1,0 +1,142 @@
+//! [`Filter`]: a set of a commit's ordinals, held per chunk (local ordinals), so gates are
+//! built and intersected chunk by chunk without ever materialising a global bitmap.
+
+use std::sync::Arc;
+
+use roaring::RoaringBitmap;
+
+use crate::chunk::Local;
+use crate::hit::Ordinal;
+
+/// One chunk's share of a [`Filter`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum FilterPart {
+    /// Every node of the chunk.
+    All,
+    /// These local ordinals (possibly none).
+    Some(RoaringBitmap),
+}
+
+impl FilterPart {
+    /// True if the part admits local ordinal `l`.
+    pub fn contains(&self, l: Local) -> bool {
+        match self {
+            FilterPart::All => true,
+            FilterPart::Some(b) => b.contains(l),
+        }
+    }
+
+    /// True if the part admits nothing.
+    pub fn is_none(&self) -> bool {
+        matches!(self, FilterPart::Some(b) if b.is_empty())
+    }
+
+    fn intersect(&mut self, other: &FilterPart) {
+        match (&mut *self, other) {
+            (_, FilterPart::All) => {}
+            (FilterPart::All, FilterPart::Some(b)) => *self = FilterPart::Some(b.clone()),
+            (FilterPart::Some(a), FilterPart::Some(b)) => *a &= b,
+        }
+    }
+}
+
+/// A set of ordinals of one commit's index view, stored as one [`FilterPart`] per chunk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Filter {
+    /// The view's chunk offsets (`offsets[c]` is chunk `c`'s first ordinal; the last entry
+    /// is the node count).
+    pub(crate) offsets: Arc<[Ordinal]>,
+    pub(crate) parts: Vec<FilterPart>,
+}
+
+impl Filter {
+    /// The filter admitting every node.
+    pub(crate) fn all(offsets: Arc<[Ordinal]>) -> Filter {
+        let n = offsets.len().saturating_sub(1);
+        Filter {
+            offsets,
+            parts: vec![FilterPart::All; n],
+        }
+    }
+
+    /// Builds from one part per chunk.
+    pub(crate) fn from_parts(offsets: Arc<[Ordinal]>, parts: Vec<FilterPart>) -> Filter {
+        debug_assert_eq!(parts.len() + 1, offsets.len());
+        Filter { offsets, parts }
+    }
+
+    /// The filter admitting exactly `ordinals` (each below the node count).
+    pub(crate) fn from_ordinals(offsets: Arc<[Ordinal]>, ordinals: impl IntoIterator<Item = Ordinal>) -> Filter {
+        let n = offsets.len().saturating_sub(1);
+        let mut parts = vec![RoaringBitmap::new(); n];
+        for o in ordinals {
+            let c = chunk_of(&offsets, o);
+            if let Some(p) = parts.get_mut(c) {
+                p.insert(o - offsets[c]);
+            }
+        }
+        Filter {
+            offsets,
+            parts: parts.into_iter().map(FilterPart::Some).collect(),
+        }
+    }
+
+    /// Keeps only what `other` also admits (both of the same view).
+    pub fn intersect(&mut self, other: &Filter) {
+        for (a, b) in self.parts.iter_mut().zip(&other.parts) {
+            a.intersect(b);
+        }
+    }
+
+    /// True if the filter admits `ordinal`.
+    pub fn contains(&self, ordinal: Ordinal) -> bool {
+        if ordinal >= self.offsets.last().copied().unwrap_or(0) {
+            return false;
+        }
+        let c = chunk_of(&self.offsets, ordinal);
+        self.parts[c].contains(ordinal - self.offsets[c])
+    }
+
+    /// Number of ordinals admitted.
+    pub fn len(&self) -> u64 {
+        self.parts
+            .iter()
+            .enumerate()
+            .map(|(c, p)| match p {
+                FilterPart::All => u64::from(self.offsets[c + 1] - self.offsets[c]),
+                FilterPart::Some(b) => b.len(),
+            })
+            .sum()
+    }
+
+    /// True if nothing is admitted.
+    pub fn is_empty(&self) -> bool {
+        self.parts
+            .iter()
+            .enumerate()
+            .all(|(c, p)| p.is_none() || self.offsets[c + 1] == self.offsets[c])
+    }
+
+    /// The admitted ordinals, increasing.
+    pub fn iter(&self) -> impl Iterator<Item = Ordinal> + '_ {
+        self.parts.iter().enumerate().flat_map(move |(c, p)| {
+            let base = self.offsets[c];
+            let end = self.offsets[c + 1];
+            let it: Box<dyn Iterator<Item = Ordinal> + '_> = match p {
+                FilterPart::All => Box::new(base..end),
+                FilterPart::Some(b) => Box::new(b.iter().map(move |l| base + l)),
+            };
+            it
+        })
+    }
+
+    /// Chunk `c`'s part.
+    pub fn part(&self, c: usize) -> &FilterPart {
+        &self.parts[c]
+    }
+}
+
+/// The chunk holding `ordinal` (`offsets` increasing, `offsets[0] = 0`).
+pub(crate) fn chunk_of(offsets: &[Ordinal], ordinal: Ordinal) -> usize {
+    offsets.partition_point(|&o| o <= ordinal).saturating_sub(1)
+}

@@ -1,0 +1,460 @@
+//! [`CommitIndexes`]: one commit's index, assembled from its chunks.
+//!
+//! Ordinals: every node of the commit has a global ordinal, its position among the
+//! commit's ids in byte order. Chunks are in key order, so a node's ordinal is its chunk's
+//! offset (the prefix sum of the chunks before it) plus its local ordinal, and "ties
+//! broken by ordinal" is still "ties broken by node id". Ordinals are a query-time notion:
+//! nothing stored holds one, so an insert that shifts every later ordinal changes no chunk.
+//!
+//! A view holds the parts a query needs ([`IndexNeeds`]): the core columns always, BM25
+//! postings, sparse and dense parts per model, edge chunks and unit graphs on demand. The
+//! repository assembles views; tests build them in memory with [`CommitIndexes::build`].
+
+mod dense;
+mod edges;
+mod filter;
+mod sparse;
+mod text;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use cairn_core::level::key_level;
+use cairn_core::{codec, Edge, Hash, Node, NodeId, Value};
+
+pub use dense::{DenseSearch, DenseView, ANN_MIN_ROWS};
+pub use edges::{AdjacentEdge, EdgeView};
+pub use filter::{Filter, FilterPart};
+
+use crate::chunk::{ChunkParts, DenseChunk, EdgeChunk, EdgeDirection, Local, NodeChunk, SparseChunk, TextChunk};
+use crate::chunking::{spans, SplitRule};
+use crate::error::IndexError;
+use crate::hit::Ordinal;
+use crate::params::{IndexParams, CHUNK_LEVEL, MAX_CHUNK_BYTES, MAX_CHUNK_KEYS};
+use crate::props::PropertyPredicate;
+use crate::unit::UnitGraph;
+use filter::chunk_of;
+
+/// The parts a query reads beyond the core columns.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IndexNeeds {
+    /// BM25 postings.
+    pub text: bool,
+    /// Dense models.
+    pub dense: BTreeSet<String>,
+    /// Sparse models.
+    pub sparse: BTreeSet<String>,
+    /// Edge chunks (both directions).
+    pub edges: bool,
+    /// Dense models whose unit graphs an approximate search reads.
+    pub graphs: BTreeSet<String>,
+}
+
+impl IndexNeeds {
+    /// The union of two needs.
+    pub fn union(&self, other: &IndexNeeds) -> IndexNeeds {
+        IndexNeeds {
+            text: self.text || other.text,
+            dense: self.dense.union(&other.dense).cloned().collect(),
+            sparse: self.sparse.union(&other.sparse).cloned().collect(),
+            edges: self.edges || other.edges,
+            graphs: self.graphs.union(&other.graphs).cloned().collect(),
+        }
+    }
+}
+
+/// The index of one commit: its node chunks in key order and the parts loaded for them.
+#[derive(Debug, Clone)]
+pub struct CommitIndexes {
+    /// What the view was derived from (the repository's manifest key: the commit's trees
+    /// and the parameters).
+    pub key: Hash,
+    params: IndexParams,
+    chunks: Vec<Arc<NodeChunk>>,
+    offsets: Arc<[Ordinal]>,
+    text: Option<Vec<Arc<TextChunk>>>,
+    sparse: BTreeMap<String, Vec<Option<Arc<SparseChunk>>>>,
+    dense: BTreeMap<String, DenseView>,
+    edges: Option<Arc<EdgeView>>,
+}
+
+impl CommitIndexes {
+    /// A view over `chunks` (in key order), with no optional part loaded yet.
+    pub fn assemble(key: Hash, params: IndexParams, chunks: Vec<Arc<NodeChunk>>) -> Result<CommitIndexes, IndexError> {
+        let mut offsets = Vec::with_capacity(chunks.len() + 1);
+        let mut total: u64 = 0;
+        offsets.push(0);
+        for (i, c) in chunks.iter().enumerate() {
+            if c.is_empty() {
+                return Err(IndexError::Inconsistent(format!("chunk {i} is empty")));
+            }
+            if i > 0 && chunks[i - 1].ids().last() >= c.ids().first() {
+                return Err(IndexError::Inconsistent(format!("chunk {i} is out of key order")));
+            }
+            total += c.len() as u64;
+            let t = u32::try_from(total).map_err(|_| IndexError::Inconsistent("more than 2^32 nodes".into()))?;
+            offsets.push(t);
+        }
+        Ok(CommitIndexes {
+            key,
+            params,
+            chunks,
+            offsets: offsets.into(),
+            text: None,
+            sparse: BTreeMap::new(),
+            dense: BTreeMap::new(),
+            edges: None,
+        })
+    }
+
+    fn check_len(&self, what: &str, n: usize) -> Result<(), IndexError> {
+        if n != self.chunks.len() {
+            return Err(IndexError::Inconsistent(format!(
+                "{what}: {n} parts for {} chunks",
+                self.chunks.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Attaches the BM25 parts (one per chunk, in chunk order).
+    pub fn set_text(&mut self, parts: Vec<Arc<TextChunk>>) -> Result<(), IndexError> {
+        self.check_len("text", parts.len())?;
+        if let Some((i, _)) = parts
+            .iter()
+            .zip(&self.chunks)
+            .enumerate()
+            .find(|(_, (t, c))| t.doc_count() != c.len())
+        {
+            return Err(IndexError::Inconsistent(format!("text part of chunk {i} has another node count")));
+        }
+        self.text = Some(parts);
+        Ok(())
+    }
+
+    /// Attaches a sparse model's parts (`None` for chunks without vectors of it).
+    pub fn set_sparse(&mut self, model: &str, parts: Vec<Option<Arc<SparseChunk>>>) -> Result<(), IndexError> {
+        self.check_len("sparse", parts.len())?;
+        self.sparse.insert(model.to_string(), parts);
+        Ok(())
+    }
+
+    /// Attaches a dense model's parts (`None` for chunks without vectors of it). The
+    /// model's dimension is that of its first part; parts of another dimension are left
+    /// out (one dimension per model is validated upstream).
+    pub fn set_dense(&mut self, model: &str, parts: Vec<Option<Arc<DenseChunk>>>) -> Result<(), IndexError> {
+        self.check_len("dense", parts.len())?;
+        let view = DenseView::new(model, parts);
+        self.dense.insert(model.to_string(), view);
+        Ok(())
+    }
+
+    /// Attaches a dense model's unit graphs: `(first chunk, chunk count, graph)` per unit,
+    /// covering every chunk once, in order.
+    pub fn set_graphs(&mut self, model: &str, units: Vec<(usize, usize, Arc<UnitGraph>)>) -> Result<(), IndexError> {
+        let view = self
+            .dense
+            .get_mut(model)
+            .ok_or_else(|| IndexError::Inconsistent(format!("unit graphs for `{model}` before its dense parts")))?;
+        view.set_units(units, self.chunks.len())
+    }
+
+    /// Attaches the edge chunks (out-edges and in-edges, each in key order).
+    pub fn set_edges(&mut self, out: Vec<Arc<EdgeChunk>>, inc: Vec<Arc<EdgeChunk>>) {
+        self.edges = Some(Arc::new(EdgeView::new(out, inc)));
+    }
+
+    /// True if the parts `needs` names are loaded.
+    pub fn satisfies(&self, needs: &IndexNeeds) -> bool {
+        (!needs.text || self.text.is_some())
+            && needs.sparse.iter().all(|m| self.sparse.contains_key(m) || !self.has_sparse_model(m))
+            && needs.dense.iter().all(|m| self.dense.contains_key(m) || !self.has_dense_model(m))
+            && (!needs.edges || self.edges.is_some())
+            && needs
+                .graphs
+                .iter()
+                .all(|m| self.dense.get(m).is_some_and(DenseView::has_units) || !self.has_dense_model(m))
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &IndexParams {
+        &self.params
+    }
+
+    /// The node chunks, in key order.
+    pub fn chunks(&self) -> &[Arc<NodeChunk>] {
+        &self.chunks
+    }
+
+    /// Chunk `c`'s first ordinal.
+    pub fn offset(&self, c: usize) -> Ordinal {
+        self.offsets[c]
+    }
+
+    /// Number of nodes (ordinals are `0..node_count()`).
+    pub fn node_count(&self) -> u32 {
+        self.offsets.last().copied().unwrap_or(0)
+    }
+
+    /// `(chunk, local)` of an ordinal (which must be below [`CommitIndexes::node_count`]).
+    pub fn locate(&self, ordinal: Ordinal) -> (usize, Local) {
+        let c = chunk_of(&self.offsets, ordinal);
+        (c, ordinal - self.offsets[c])
+    }
+
+    /// The id at `ordinal`. Panics if out of range (ordinals come from this view).
+    pub fn id(&self, ordinal: Ordinal) -> &NodeId {
+        let (c, l) = self.locate(ordinal);
+        &self.chunks[c].ids()[l as usize]
+    }
+
+    /// The object hash of the node at `ordinal`.
+    pub fn hash(&self, ordinal: Ordinal) -> &Hash {
+        let (c, l) = self.locate(ordinal);
+        &self.chunks[c].hashes()[l as usize]
+    }
+
+    /// The ordinal of `id`, if the commit has that node.
+    pub fn ordinal(&self, id: &NodeId) -> Option<Ordinal> {
+        let c = self.chunks.partition_point(|ch| ch.ids().first().is_some_and(|f| f <= id));
+        let c = c.checked_sub(1)?;
+        self.chunks[c].local(id).map(|l| self.offsets[c] + l)
+    }
+
+    /// Every id, in ordinal order.
+    pub fn ids(&self) -> impl Iterator<Item = &NodeId> {
+        self.chunks.iter().flat_map(|c| c.ids().iter())
+    }
+
+    /// The text of the node at `ordinal`.
+    pub fn text(&self, ordinal: Ordinal) -> &str {
+        let (c, l) = self.locate(ordinal);
+        self.chunks[c].text(l)
+    }
+
+    /// The labels of the node at `ordinal`, sorted.
+    pub fn labels_of(&self, ordinal: Ordinal) -> Vec<&str> {
+        let (c, l) = self.locate(ordinal);
+        self.chunks[c].labels_of(l)
+    }
+
+    /// Property `key` of the node at `ordinal`.
+    pub fn prop(&self, ordinal: Ordinal, key: &str) -> Option<&Value> {
+        let (c, l) = self.locate(ordinal);
+        self.chunks[c].prop(l, key)
+    }
+
+    /// Every property of the node at `ordinal`.
+    pub fn props_of(&self, ordinal: Ordinal) -> BTreeMap<String, Value> {
+        let (c, l) = self.locate(ordinal);
+        self.chunks[c].props_of(l)
+    }
+
+    /// The `(from, until)` validity bounds of the node at `ordinal` (open ends as
+    /// `i64::MIN` / `i64::MAX`).
+    pub fn validity(&self, ordinal: Ordinal) -> (i64, i64) {
+        let (c, l) = self.locate(ordinal);
+        self.chunks[c].validity(l)
+    }
+
+    /// The filter admitting every node.
+    pub fn all(&self) -> Filter {
+        Filter::all(Arc::clone(&self.offsets))
+    }
+
+    /// The filter admitting exactly `ordinals`.
+    pub fn filter_of(&self, ordinals: impl IntoIterator<Item = Ordinal>) -> Filter {
+        Filter::from_ordinals(Arc::clone(&self.offsets), ordinals)
+    }
+
+    fn filter_by(&self, f: impl Fn(&NodeChunk) -> FilterPart) -> Filter {
+        Filter::from_parts(Arc::clone(&self.offsets), self.chunks.iter().map(|c| f(c)).collect())
+    }
+
+    /// Nodes carrying every label of `labels` (every node if `labels` is empty).
+    pub fn labels_all_of(&self, labels: &[String]) -> Filter {
+        if labels.is_empty() {
+            return self.all();
+        }
+        self.filter_by(|c| {
+            let mut acc: Option<roaring::RoaringBitmap> = None;
+            for l in labels {
+                match (c.label(l), &mut acc) {
+                    (None, _) => return FilterPart::Some(roaring::RoaringBitmap::new()),
+                    (Some(b), None) => acc = Some(b.clone()),
+                    (Some(b), Some(a)) => *a &= b,
+                }
+            }
+            FilterPart::Some(acc.unwrap_or_default())
+        })
+    }
+
+    /// Nodes carrying at least one label of `labels` (none if `labels` is empty).
+    pub fn labels_any_of(&self, labels: &[String]) -> Filter {
+        self.filter_by(|c| {
+            let mut acc = roaring::RoaringBitmap::new();
+            for l in labels {
+                if let Some(b) = c.label(l) {
+                    acc |= b;
+                }
+            }
+            FilterPart::Some(acc)
+        })
+    }
+
+    /// Nodes whose property `key` satisfies `pred`.
+    pub fn prop_filter(&self, key: &str, pred: &PropertyPredicate) -> Filter {
+        self.filter_by(|c| FilterPart::Some(c.filter_prop(key, pred)))
+    }
+
+    /// Nodes valid at `t_ms`, or `None` if every node is always valid.
+    pub fn valid_at(&self, t_ms: i64) -> Option<Filter> {
+        if self.chunks.iter().all(|c| c.always_valid) {
+            return None;
+        }
+        Some(self.filter_by(|c| match c.valid_at(t_ms) {
+            None => FilterPart::All,
+            Some(b) => FilterPart::Some(b),
+        }))
+    }
+
+    /// Labels of the commit with their node counts, in label order.
+    pub fn label_counts(&self) -> Vec<(String, u64)> {
+        let mut out: BTreeMap<&str, u64> = BTreeMap::new();
+        for c in &self.chunks {
+            for (l, n) in c.label_counts() {
+                *out.entry(l).or_default() += n;
+            }
+        }
+        out.into_iter().map(|(l, n)| (l.to_string(), n)).collect()
+    }
+
+    /// Dense models with vectors in the commit, with their dimension (that of the first
+    /// chunk holding the model).
+    pub fn dense_models(&self) -> BTreeMap<String, usize> {
+        let mut out = BTreeMap::new();
+        for c in &self.chunks {
+            for (m, (dim, _)) in c.dense_models() {
+                out.entry(m.clone()).or_insert(*dim as usize);
+            }
+        }
+        out
+    }
+
+    /// True if some node has a vector of dense model `model`.
+    pub fn has_dense_model(&self, model: &str) -> bool {
+        self.chunks.iter().any(|c| c.dense_models().contains_key(model))
+    }
+
+    /// Sparse models with vectors in the commit.
+    pub fn sparse_models(&self) -> BTreeSet<String> {
+        self.chunks
+            .iter()
+            .flat_map(|c| c.sparse_models().keys().cloned())
+            .collect()
+    }
+
+    /// True if some node has a vector of sparse model `model`.
+    pub fn has_sparse_model(&self, model: &str) -> bool {
+        self.chunks.iter().any(|c| c.sparse_models().contains_key(model))
+    }
+
+    /// True if `model`'s sparse parts are loaded.
+    pub fn sparse_loaded(&self, model: &str) -> bool {
+        self.sparse.contains_key(model)
+    }
+
+    /// The loaded dense view of `model`.
+    pub fn dense(&self, model: &str) -> Option<&DenseView> {
+        self.dense.get(model)
+    }
+
+    /// The loaded edges.
+    pub fn edges(&self) -> Option<&Arc<EdgeView>> {
+        self.edges.as_ref()
+    }
+
+    /// Builds a complete view in memory (every part loaded) from a commit's nodes (with
+    /// their object hashes) and edges — for tests, evaluation and tools; the repository
+    /// assembles views from stored chunks instead. Nodes in any order (sorted here; a
+    /// repeated id keeps its last entry); chunks are cut by the same rule as the
+    /// repository's (`storage-format.md` §7.2), the byte limit counting each node's
+    /// canonical encoding. Edges whose endpoints are not nodes are left out.
+    ///
+    /// ```
+    /// use cairn_core::{Hash, Node, NodeId};
+    /// use cairn_index::{CommitIndexes, IndexParams};
+    /// let nodes: Vec<(Hash, Node)> = ["b", "a"]
+    ///     .iter()
+    ///     .map(|id| (Hash::of(id.as_bytes()), Node::new(NodeId::new(*id).unwrap()).with_text("wing stall")))
+    ///     .collect();
+    /// let ix = CommitIndexes::build(Hash::ZERO, &IndexParams::default(), &nodes, &[]);
+    /// assert_eq!(ix.node_count(), 2);
+    /// assert_eq!(ix.id(0).as_str(), "a");
+    /// assert_eq!(ix.text_search("stall", 10, None).len(), 2);
+    /// ```
+    pub fn build(key: Hash, params: &IndexParams, nodes: &[(Hash, Node)], edges: &[Edge]) -> CommitIndexes {
+        let mut sorted: Vec<&(Hash, Node)> = nodes.iter().rev().collect();
+        sorted.sort_by(|a, b| a.1.id.cmp(&b.1.id));
+        sorted.dedup_by(|later, first| later.1.id == first.1.id);
+        let levels: Vec<u8> = sorted.iter().map(|(_, n)| key_level(n.id.as_str().as_bytes())).collect();
+        let sizes: Vec<usize> = sorted.iter().map(|(_, n)| codec::encode_node(n).len()).collect();
+        let rule = SplitRule {
+            max_keys: MAX_CHUNK_KEYS,
+            max_bytes: MAX_CHUNK_BYTES,
+        };
+        let mut all_parts = Vec::new();
+        for span in spans(&levels, &sizes, CHUNK_LEVEL, rule) {
+            let members: Vec<(Hash, &Node)> = sorted[span.range()].iter().map(|(h, n)| (*h, n)).collect();
+            all_parts.push(ChunkParts::build(params, &members));
+        }
+        let mut ix = CommitIndexes::assemble(key, params.clone(), all_parts.iter().map(|p| Arc::new(p.core.clone())).collect())
+            .unwrap_or_else(|e| unreachable!("chunks of a sorted node list: {e}"));
+        let text = all_parts.iter().map(|p| Arc::new(p.text.clone())).collect();
+        let _ = ix.set_text(text);
+        let sparse_models: BTreeSet<String> = all_parts.iter().flat_map(|p| p.sparse.keys().cloned()).collect();
+        for m in sparse_models {
+            let parts = all_parts.iter().map(|p| p.sparse.get(&m).cloned().map(Arc::new)).collect();
+            let _ = ix.set_sparse(&m, parts);
+        }
+        let dense_models: BTreeSet<String> = all_parts.iter().flat_map(|p| p.dense.keys().cloned()).collect();
+        for m in dense_models {
+            let parts = all_parts.iter().map(|p| p.dense.get(&m).cloned().map(Arc::new)).collect();
+            let _ = ix.set_dense(&m, parts);
+        }
+        let present: BTreeSet<&NodeId> = sorted.iter().map(|(_, n)| &n.id).collect();
+        let kept: Vec<&Edge> = edges
+            .iter()
+            .filter(|e| present.contains(&e.source) && present.contains(&e.target))
+            .collect();
+        let out = edge_chunks(&kept, EdgeDirection::Out);
+        let inc = edge_chunks(&kept, EdgeDirection::In);
+        ix.set_edges(out, inc);
+        ix
+    }
+}
+
+/// The edge chunks of an edge set in one direction, cut by the chunk rule over the tree
+/// keys (a repeated key keeps its last edge).
+fn edge_chunks(edges: &[&Edge], direction: EdgeDirection) -> Vec<Arc<EdgeChunk>> {
+    let key = |e: &Edge| match direction {
+        EdgeDirection::Out => codec::edge_tree_key(&e.source, &e.kind, &e.target),
+        EdgeDirection::In => codec::edge_in_tree_key(&e.source, &e.kind, &e.target),
+    };
+    let mut keyed: Vec<(Vec<u8>, &Edge)> = edges.iter().rev().map(|e| (key(e), *e)).collect();
+    keyed.sort_by(|a, b| a.0.cmp(&b.0));
+    keyed.dedup_by(|later, first| later.0 == first.0);
+    let levels: Vec<u8> = keyed.iter().map(|(k, _)| key_level(k)).collect();
+    let sizes: Vec<usize> = keyed.iter().map(|(_, e)| codec::encode_edge(e).len()).collect();
+    let rule = SplitRule {
+        max_keys: MAX_CHUNK_KEYS,
+        max_bytes: MAX_CHUNK_BYTES,
+    };
+    spans(&levels, &sizes, CHUNK_LEVEL, rule)
+        .into_iter()
+        .map(|s| {
+            let members: Vec<Edge> = keyed[s.range()].iter().map(|(_, e)| (*e).clone()).collect();
+            Arc::new(EdgeChunk::build(direction, &members))
+        })
+        .collect()
+}

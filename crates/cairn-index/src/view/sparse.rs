@@ -1,0 +1,76 @@
+//! Sparse-vector search across chunks.
+//!
+//! A node is a hit iff it has a posting in at least one of the query's dimensions (and is
+//! in the filter); its score is then the full dot product, which may be zero or negative.
+//! Each product `query weight × stored weight` is formed in `f64` (exact for two `f32`s)
+//! and added to the node's `f64` sum in increasing query dimension; the sum is rounded to
+//! `f32` once, so scores are reproducible bit for bit and never NaN.
+
+use cairn_core::SparseVector;
+
+use crate::chunk::Local;
+use crate::error::IndexError;
+use crate::hit::{top_k, Hit};
+use crate::view::{CommitIndexes, Filter};
+
+impl CommitIndexes {
+    /// The `k` best nodes by dot product with `query` among `filter` (module docs).
+    ///
+    /// Errors: [`IndexError::UnknownModel`] if no node has a vector of `model`,
+    /// [`IndexError::BadSparseQuery`] for a query breaking the sparse-vector rules,
+    /// [`IndexError::NotLoaded`] if the model's parts are not in this view.
+    pub fn sparse_search(
+        &self,
+        model: &str,
+        query: &SparseVector,
+        k: usize,
+        filter: Option<&Filter>,
+    ) -> Result<Vec<Hit>, IndexError> {
+        query.check().map_err(|problem| IndexError::BadSparseQuery {
+            model: model.to_string(),
+            detail: problem.to_string(),
+        })?;
+        if !self.has_sparse_model(model) {
+            return Err(IndexError::UnknownModel {
+                kind: "sparse",
+                model: model.to_string(),
+            });
+        }
+        let parts = self.sparse.get(model).ok_or_else(|| IndexError::NotLoaded(format!("sparse:{model}")))?;
+        if k == 0 {
+            return Ok(Vec::new());
+        }
+        let mut hits = Vec::new();
+        let mut sums: Vec<f64> = Vec::new();
+        let mut touched: Vec<Local> = Vec::new();
+        for (c, part) in parts.iter().enumerate() {
+            let Some(part) = part else { continue };
+            let fpart = filter.map(|f| f.part(c));
+            sums.clear();
+            sums.resize(self.chunks[c].len(), f64::NAN);
+            for (dim, &qw) in query.indices.iter().zip(&query.values) {
+                for &(l, w) in part.postings(*dim) {
+                    if fpart.is_some_and(|f| !f.contains(l)) {
+                        continue;
+                    }
+                    let slot = &mut sums[l as usize];
+                    if slot.is_nan() {
+                        *slot = 0.0;
+                        touched.push(l);
+                    }
+                    *slot += f64::from(qw) * f64::from(w);
+                }
+            }
+            touched.sort_unstable();
+            let base = self.offset(c);
+            hits.extend(touched.drain(..).map(|l| Hit {
+                ordinal: base + l,
+                score: sums[l as usize] as f32,
+            }));
+            if hits.len() > 4 * k.max(256) {
+                hits = top_k(hits, k);
+            }
+        }
+        Ok(top_k(hits, k))
+    }
+}

@@ -1,0 +1,678 @@
+//! Resolving a tree's chunks and assembling a commit's view.
+//!
+//! For each chunk part a query needs, in order: the part cache; the store (decoded by the
+//! bounded reader, refused unless it carries the expected key); else the chunk is built
+//! from its span's objects — every part of it at once — cached, and stored (when the
+//! store outlives the process). A stored part that fails to decode, or that the store
+//! reports damaged or cannot read, is rebuilt with a note; so is a part missing under a
+//! tree whose manifest says its chunks were all stored.
+//!
+//! Builds of missing chunks run in parallel (rayon); each chunk is a function of its own
+//! objects, so the result does not depend on scheduling. A build lock makes two queries
+//! that need the same missing chunks build them once.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use cairn_core::{CommitId, Edge, Hash, Node};
+use cairn_index::chunk::{ChunkParts, EdgeChunk, EdgeDirection};
+use cairn_index::params::{CHUNK_LEVEL, MAX_CHUNK_BYTES, MAX_CHUNK_KEYS};
+use cairn_index::persist;
+use cairn_index::unit::{build_unit_graph, unit_ranges, unit_seed};
+use cairn_index::{CommitIndexes, DenseChunk, IndexError, IndexNeeds, IndexParams, NodeChunk, UnitGraph};
+use parking_lot::Mutex;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::derived::cache::Part;
+use crate::derived::keys::{
+    graph_store_key, manifest_key, manifest_store_key, part_store_key, unit_key, view_key, TreeKind, TAG_DENSE,
+    TAG_EDGES, TAG_NODE_CORE, TAG_SPARSE, TAG_SPLIT, TAG_TEXT,
+};
+use crate::derived::spans::{self, ChunkList, ChunkRef, Span};
+use crate::error::{Error, Result};
+use crate::repo::Repo;
+
+/// Bytes of derived values written per store batch.
+const PERSIST_BATCH_BYTES: usize = 32 << 20;
+
+/// What [`Repo::build_indexes`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IndexReport {
+    /// The commit.
+    pub commit: CommitId,
+    /// Nodes indexed.
+    pub nodes: u32,
+    /// Node chunks.
+    pub chunks: usize,
+    /// Edges indexed.
+    pub edges: usize,
+    /// Dense models.
+    pub dense: Vec<DenseReport>,
+    /// Derived values written to the store by this call.
+    pub stored_values: usize,
+    /// Their bytes.
+    pub stored_bytes: u64,
+    /// Derived data found damaged or missing and rebuilt.
+    pub repaired: Vec<String>,
+}
+
+/// One dense model in an [`IndexReport`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DenseReport {
+    /// The model.
+    pub model: String,
+    /// Its dimension.
+    pub dim: usize,
+    /// Vectors.
+    pub vectors: usize,
+    /// HNSW unit graphs built or loaded (0 unless asked for).
+    pub unit_graphs: usize,
+}
+
+/// The state of one assembly: parameters, notes, and the values to store.
+struct Ctx {
+    params: IndexParams,
+    fp: Hash,
+    persistent: bool,
+    notes: Mutex<Vec<String>>,
+    pending: Mutex<Vec<(Vec<u8>, Vec<u8>)>>,
+    /// Trees whose manifest is stored (a missing part under them is damage).
+    manifests: Mutex<BTreeSet<(u8, Hash)>>,
+    stored_values: Mutex<(usize, u64)>,
+}
+
+impl Ctx {
+    fn note(&self, what: String) {
+        self.notes.lock().push(what);
+    }
+
+    fn persist(&self, key: Vec<u8>, value: Vec<u8>) {
+        if self.persistent {
+            self.pending.lock().push((key, value));
+        }
+    }
+}
+
+/// What a part lookup found.
+enum Found {
+    Part(Part),
+    Split,
+}
+
+fn decode_part(tag: u8, bytes: &[u8], key: &Hash) -> std::result::Result<Part, IndexError> {
+    Ok(match tag {
+        TAG_NODE_CORE => Part::Core(Arc::new(persist::decode_node_core(bytes, key)?)),
+        TAG_TEXT => Part::Text(Arc::new(persist::decode_text(bytes, key)?)),
+        TAG_SPARSE => Part::Sparse(Arc::new(persist::decode_sparse(bytes, key)?.1)),
+        TAG_DENSE => Part::Dense(Arc::new(persist::decode_dense(bytes, key)?.2)),
+        TAG_EDGES => Part::Edges(Arc::new(persist::decode_edges(bytes, key)?.1)),
+        TAG_SPLIT => {
+            persist::decode_split(bytes, key)?;
+            Part::Split
+        }
+        t => return Err(IndexError::BadStoredIndex(format!("unknown part tag 0x{t:02x}"))),
+    })
+}
+
+fn tag_name(tag: u8) -> &'static str {
+    match tag {
+        TAG_NODE_CORE => "core",
+        TAG_TEXT => "text",
+        TAG_SPARSE => "sparse",
+        TAG_DENSE => "dense",
+        TAG_EDGES => "edges",
+        TAG_SPLIT => "split marker",
+        _ => "part",
+    }
+}
+
+fn inconsistent(e: IndexError) -> Error {
+    Error::Index(e)
+}
+
+impl Repo {
+    /// The parameters indexes are built with.
+    pub fn index_params(&self) -> &IndexParams {
+        &self.inner.derived.params
+    }
+
+    /// Sets the byte budget of the in-memory index cache (default
+    /// [`DEFAULT_CACHE_BYTES`](crate::derived::DEFAULT_CACHE_BYTES)); a smaller budget
+    /// trades memory for reloading parts from the store.
+    pub fn set_index_cache_bytes(&self, bytes: usize) {
+        self.inner.derived.cache.set_capacity(bytes);
+    }
+
+    fn ctx(&self) -> Ctx {
+        let params = self.index_params().clone();
+        Ctx {
+            fp: params.fingerprint(),
+            params,
+            persistent: self.store().is_persistent(),
+            notes: Mutex::new(Vec::new()),
+            pending: Mutex::new(Vec::new()),
+            manifests: Mutex::new(BTreeSet::new()),
+            stored_values: Mutex::new((0, 0)),
+        }
+    }
+
+    /// The view of commit `id` with at least the parts `needs` names, and notes about
+    /// derived data that was repaired on the way.
+    pub(crate) fn index_view(&self, id: &CommitId, needs: &IndexNeeds) -> Result<(Arc<CommitIndexes>, Vec<String>)> {
+        let c = self.commit(id)?;
+        let cache = &self.inner.derived.cache;
+        let fp = self.inner.derived.fingerprint;
+        let vkey = view_key(&fp, c.node_root, c.edge_root);
+        if let Some(v) = cache.view(&vkey).filter(|v| v.satisfies(needs)) {
+            return Ok((v, Vec::new()));
+        }
+        let _building = cache.build.lock();
+        let base = cache.view(&vkey);
+        if let Some(v) = base.as_ref().filter(|v| v.satisfies(needs)) {
+            return Ok((Arc::clone(v), Vec::new()));
+        }
+        let ctx = self.ctx();
+        self.check_manifest(&ctx, TreeKind::Nodes, c.node_root);
+        let list = self.chunk_list(&ctx, TreeKind::Nodes, c.node_root)?;
+        let mut view = match base {
+            Some(v) => (*v).clone(),
+            None => {
+                let cores: Vec<Arc<NodeChunk>> = list
+                    .par_iter()
+                    .map(|ch| match self.part(&ctx, TreeKind::Nodes, ch, TAG_NODE_CORE, None)? {
+                        Part::Core(c) => Ok(c),
+                        _ => Err(Error::Index(IndexError::Inconsistent("core part of another kind".into()))),
+                    })
+                    .collect::<Result<_>>()?;
+                CommitIndexes::assemble(vkey, ctx.params.clone(), cores).map_err(inconsistent)?
+            }
+        };
+        if needs.text && !view.has_text() {
+            let parts = list
+                .par_iter()
+                .map(|ch| match self.part(&ctx, TreeKind::Nodes, ch, TAG_TEXT, None)? {
+                    Part::Text(t) => Ok(t),
+                    _ => Err(Error::Index(IndexError::Inconsistent("text part of another kind".into()))),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            view.set_text(parts).map_err(inconsistent)?;
+        }
+        for model in &needs.sparse {
+            if !view.has_sparse_model(model) || view.sparse_loaded(model) {
+                continue;
+            }
+            let parts = list
+                .par_iter()
+                .zip(view.chunks().par_iter())
+                .map(|(ch, core)| {
+                    if !core.sparse_models().contains_key(model) {
+                        return Ok(None);
+                    }
+                    match self.part(&ctx, TreeKind::Nodes, ch, TAG_SPARSE, Some(model))? {
+                        Part::Sparse(s) => Ok(Some(s)),
+                        _ => Err(Error::Index(IndexError::Inconsistent("sparse part of another kind".into()))),
+                    }
+                })
+                .collect::<Result<Vec<_>>>()?;
+            view.set_sparse(model, parts).map_err(inconsistent)?;
+        }
+        let dense_models: BTreeSet<&String> = needs.dense.iter().chain(&needs.graphs).collect();
+        for model in dense_models {
+            if !view.has_dense_model(model) || view.dense(model).is_some() {
+                continue;
+            }
+            let parts = list
+                .par_iter()
+                .zip(view.chunks().par_iter())
+                .map(|(ch, core)| {
+                    if !core.dense_models().contains_key(model.as_str()) {
+                        return Ok(None);
+                    }
+                    match self.part(&ctx, TreeKind::Nodes, ch, TAG_DENSE, Some(model))? {
+                        Part::Dense(d) => Ok(Some(d)),
+                        _ => Err(Error::Index(IndexError::Inconsistent("dense part of another kind".into()))),
+                    }
+                })
+                .collect::<Result<Vec<_>>>()?;
+            view.set_dense(model, parts).map_err(inconsistent)?;
+        }
+        for model in &needs.graphs {
+            if !view.has_dense_model(model) || view.dense(model).is_some_and(|d| d.has_units()) {
+                continue;
+            }
+            let units = self.unit_graphs(&ctx, &list, &view, model)?;
+            view.set_graphs(model, units).map_err(inconsistent)?;
+        }
+        if needs.edges && view.edges().is_none() {
+            self.check_manifest(&ctx, TreeKind::Edges, c.edge_root);
+            self.check_manifest(&ctx, TreeKind::EdgesIn, c.edge_in_root);
+            let out = self.edge_parts(&ctx, TreeKind::Edges, c.edge_root)?;
+            let inc = self.edge_parts(&ctx, TreeKind::EdgesIn, c.edge_in_root)?;
+            view.set_edges(out, inc);
+        }
+        self.store_pending(&ctx);
+        let mut manifests = vec![(TreeKind::Nodes, c.node_root)];
+        if view.edges().is_some() {
+            manifests.push((TreeKind::Edges, c.edge_root));
+            manifests.push((TreeKind::EdgesIn, c.edge_in_root));
+        }
+        self.write_manifests(&ctx, &manifests, &list);
+        let view = Arc::new(view);
+        cache.put_view(vkey, Arc::clone(&view));
+        let notes = std::mem::take(&mut *ctx.notes.lock());
+        Ok((view, notes))
+    }
+
+    /// Builds (or loads) every index part of `rev` — core, text, sparse and dense parts,
+    /// edge chunks, and with `graphs` the HNSW unit graphs of every dense model — and
+    /// stores what was missing, so later queries (in this or another process) start warm.
+    pub fn build_indexes_with(&self, rev: &str, graphs: bool) -> Result<IndexReport> {
+        let id = self.resolve(rev)?;
+        let c = self.commit(&id)?;
+        let fp = self.inner.derived.fingerprint;
+        // Start from what is stored, not from memory, so the report counts what was written.
+        let probe = self.index_view(&id, &IndexNeeds::default())?.0;
+        let mut needs = IndexNeeds {
+            text: true,
+            dense: probe.dense_models().into_keys().collect(),
+            sparse: probe.sparse_models(),
+            edges: true,
+            graphs: BTreeSet::new(),
+        };
+        if graphs {
+            needs.graphs = needs.dense.clone();
+        }
+        let before = *self.inner.derived.stored.lock();
+        let (view, repaired) = self.index_view(&id, &needs)?;
+        let after = *self.inner.derived.stored.lock();
+        self.store().flush()?;
+        let _ = (fp, c);
+        Ok(IndexReport {
+            commit: id,
+            nodes: view.node_count(),
+            chunks: view.chunks().len(),
+            edges: view.edges().map_or(0, |e| e.edge_count()),
+            dense: view
+                .dense_models()
+                .into_iter()
+                .map(|(model, dim)| {
+                    let d = view.dense(&model);
+                    DenseReport {
+                        vectors: d.map_or(0, |d| d.len()),
+                        unit_graphs: d.map_or(0, |d| d.unit_count()),
+                        model,
+                        dim,
+                    }
+                })
+                .collect(),
+            stored_values: after.0 - before.0,
+            stored_bytes: after.1 - before.1,
+            repaired,
+        })
+    }
+
+    /// [`Repo::build_indexes_with`] without unit graphs.
+    pub fn build_indexes(&self, rev: &str) -> Result<IndexReport> {
+        self.build_indexes_with(rev, false)
+    }
+
+    /// The view of commit `id` with every part `needs` names (built, loaded or cached).
+    pub fn indexes_at(&self, id: &CommitId, needs: &IndexNeeds) -> Result<Arc<CommitIndexes>> {
+        Ok(self.index_view(id, needs)?.0)
+    }
+
+    /// Notes a damaged or missing manifest-covered tree.
+    fn check_manifest(&self, ctx: &Ctx, tree: TreeKind, root: Option<Hash>) {
+        if !ctx.persistent {
+            return;
+        }
+        let key = manifest_key(&ctx.fp, tree, root);
+        match self.store().get_derived(&manifest_store_key(&key)) {
+            Ok(Some(bytes)) => match persist::decode_manifest(&bytes, &key) {
+                Ok(_) => {
+                    ctx.manifests.lock().insert((tree as u8, key));
+                }
+                Err(e) => ctx.note(format!("index manifest {} is damaged ({e}); rebuilt", key.short())),
+            },
+            Ok(None) => {}
+            Err(e) => ctx.note(format!("index manifest {} is unreadable ({e}); rebuilt", key.short())),
+        }
+    }
+
+    fn has_manifest(&self, ctx: &Ctx, tree: TreeKind) -> bool {
+        ctx.manifests.lock().iter().any(|(t, _)| *t == tree as u8)
+    }
+
+    /// The resolved chunks of a tree (split spans replaced by their pieces), cached by root.
+    fn chunk_list(&self, ctx: &Ctx, tree: TreeKind, root: Option<Hash>) -> Result<Arc<ChunkList>> {
+        let Some(r) = root else {
+            return Ok(Arc::new(Vec::new()));
+        };
+        let cache = &self.inner.derived.cache;
+        if let Some(l) = cache.list(tree as u8, &r) {
+            return Ok(l);
+        }
+        let top = spans::top_spans(self.objects(), root, CHUNK_LEVEL)?;
+        let list = self.resolve_spans(ctx, tree, top)?;
+        let list = Arc::new(list);
+        cache.put_list(tree as u8, r, Arc::clone(&list));
+        Ok(list)
+    }
+
+    fn resolve_spans(&self, ctx: &Ctx, tree: TreeKind, spans: Vec<Span>) -> Result<ChunkList> {
+        let core_tag = if tree == TreeKind::Nodes { TAG_NODE_CORE } else { TAG_EDGES };
+        let resolved: Vec<Result<ChunkList>> = spans
+            .into_par_iter()
+            .map(|span| {
+                let ch = ChunkRef {
+                    key: span.key(&ctx.fp, tree),
+                    span,
+                };
+                match self.lookup(ctx, tree, &ch, core_tag, None)? {
+                    Found::Part(_) => Ok(vec![ch]),
+                    Found::Split => {
+                        let pieces = spans::pieces(self.objects(), &ch.span)?;
+                        self.resolve_spans(ctx, tree, pieces)
+                    }
+                }
+            })
+            .collect();
+        let mut out = Vec::new();
+        for r in resolved {
+            out.extend(r?);
+        }
+        Ok(out)
+    }
+
+    /// A part of a resolved chunk.
+    fn part(&self, ctx: &Ctx, tree: TreeKind, ch: &ChunkRef, tag: u8, model: Option<&str>) -> Result<Part> {
+        match self.lookup(ctx, tree, ch, tag, model)? {
+            Found::Part(p) => Ok(p),
+            Found::Split => Err(Error::Index(IndexError::Inconsistent(format!(
+                "chunk {} was resolved but is a split span",
+                ch.key.short()
+            )))),
+        }
+    }
+
+    fn lookup(&self, ctx: &Ctx, tree: TreeKind, ch: &ChunkRef, tag: u8, model: Option<&str>) -> Result<Found> {
+        let cache = &self.inner.derived.cache;
+        let skey = part_store_key(&ch.key, tag, model);
+        let is_core = matches!(tag, TAG_NODE_CORE | TAG_EDGES);
+        let split_key = part_store_key(&ch.key, TAG_SPLIT, None);
+        if let Some(p) = cache.part(&skey) {
+            return Ok(Found::Part(p));
+        }
+        if is_core && cache.part(&split_key).is_some() {
+            return Ok(Found::Split);
+        }
+        let what = || format!("{} part of chunk {}", tag_name(tag), ch.key.short());
+        if ctx.persistent {
+            match self.store().get_derived(&skey) {
+                Ok(Some(bytes)) => match decode_part(tag, &bytes, &ch.key) {
+                    Ok(p) => {
+                        cache.put_part(skey, p.clone());
+                        return Ok(Found::Part(p));
+                    }
+                    Err(e) => ctx.note(format!("the stored {} is damaged ({e}); rebuilt", what())),
+                },
+                Ok(None) => {
+                    if is_core {
+                        if let Ok(Some(bytes)) = self.store().get_derived(&split_key) {
+                            if persist::decode_split(&bytes, &ch.key).is_ok() {
+                                cache.put_part(split_key, Part::Split);
+                                return Ok(Found::Split);
+                            }
+                        }
+                    }
+                    if self.has_manifest(ctx, tree) {
+                        ctx.note(format!("the stored {} is missing; rebuilt", what()));
+                    }
+                }
+                Err(e) => ctx.note(format!("the stored {} is unreadable ({e}); rebuilt", what())),
+            }
+        }
+        self.build_chunk(ctx, tree, ch)?;
+        if is_core && cache.part(&split_key).is_some() {
+            return Ok(Found::Split);
+        }
+        match cache.part(&skey) {
+            Some(p) => Ok(Found::Part(p)),
+            None => Err(Error::Index(IndexError::Inconsistent(format!(
+                "{} was not produced by its build",
+                what()
+            )))),
+        }
+    }
+
+    /// Builds every part of one chunk from its span's objects (or records it as split).
+    fn build_chunk(&self, ctx: &Ctx, tree: TreeKind, ch: &ChunkRef) -> Result<()> {
+        let cache = &self.inner.derived.cache;
+        let objs = self.objects();
+        let entries = spans::entries(objs, &ch.span)?;
+        let split = |cache: &crate::derived::cache::DerivedCache| {
+            let k = part_store_key(&ch.key, TAG_SPLIT, None);
+            ctx.persist(k.clone(), persist::encode_split(&ch.key));
+            cache.put_part(k, Part::Split);
+        };
+        if entries.len() > MAX_CHUNK_KEYS && ch.span.gap.is_some() {
+            split(cache);
+            return Ok(());
+        }
+        match tree {
+            TreeKind::Nodes => {
+                let mut nodes: Vec<(Hash, Node)> = Vec::with_capacity(entries.len());
+                let mut bytes = 0usize;
+                for (k, h) in &entries {
+                    let (node, size) = objs.node_sized(h)?;
+                    if node.id.as_str().as_bytes() != k.as_slice() {
+                        return Err(Error::Graph(cairn_graph::GraphError::Corrupt {
+                            kind: "node",
+                            hash: *h,
+                            detail: "the node tree maps another id to this node".into(),
+                        }));
+                    }
+                    bytes += size;
+                    nodes.push((*h, node));
+                }
+                if bytes > MAX_CHUNK_BYTES && ch.span.gap.is_some() {
+                    split(cache);
+                    return Ok(());
+                }
+                let refs: Vec<(Hash, &Node)> = nodes.iter().map(|(h, n)| (*h, n)).collect();
+                let parts = ChunkParts::build(&ctx.params, &refs);
+                let n = parts.core.len() as u32;
+                let key = &ch.key;
+                let core_key = part_store_key(key, TAG_NODE_CORE, None);
+                ctx.persist(core_key.clone(), persist::encode_node_core(key, &parts.core));
+                let text_key = part_store_key(key, TAG_TEXT, None);
+                ctx.persist(text_key.clone(), persist::encode_text(key, &parts.text));
+                for (m, s) in &parts.sparse {
+                    let k = part_store_key(key, TAG_SPARSE, Some(m));
+                    ctx.persist(k.clone(), persist::encode_sparse(key, m, n, s));
+                    cache.put_part(k, Part::Sparse(Arc::new(s.clone())));
+                }
+                for (m, d) in &parts.dense {
+                    let k = part_store_key(key, TAG_DENSE, Some(m));
+                    ctx.persist(k.clone(), persist::encode_dense(key, m, n, d));
+                    cache.put_part(k, Part::Dense(Arc::new(d.clone())));
+                }
+                cache.put_part(text_key, Part::Text(Arc::new(parts.text)));
+                cache.put_part(core_key, Part::Core(Arc::new(parts.core)));
+            }
+            TreeKind::Edges | TreeKind::EdgesIn => {
+                let mut edges: Vec<Edge> = Vec::with_capacity(entries.len());
+                let mut bytes = 0usize;
+                for (_, h) in &entries {
+                    let (edge, size) = objs.edge_sized(h)?;
+                    bytes += size;
+                    edges.push(edge);
+                }
+                if bytes > MAX_CHUNK_BYTES && ch.span.gap.is_some() {
+                    split(cache);
+                    return Ok(());
+                }
+                let direction = if tree == TreeKind::Edges {
+                    EdgeDirection::Out
+                } else {
+                    EdgeDirection::In
+                };
+                let chunk = EdgeChunk::build(direction, &edges);
+                let k = part_store_key(&ch.key, TAG_EDGES, None);
+                ctx.persist(k.clone(), persist::encode_edges(&ch.key, direction, &chunk));
+                cache.put_part(k, Part::Edges(Arc::new(chunk)));
+            }
+        }
+        Ok(())
+    }
+
+    fn edge_parts(&self, ctx: &Ctx, tree: TreeKind, root: Option<Hash>) -> Result<Vec<Arc<EdgeChunk>>> {
+        let list = self.chunk_list(ctx, tree, root)?;
+        list.par_iter()
+            .map(|ch| match self.part(ctx, tree, ch, TAG_EDGES, None)? {
+                Part::Edges(e) => Ok(e),
+                _ => Err(Error::Index(IndexError::Inconsistent("edge part of another kind".into()))),
+            })
+            .collect()
+    }
+
+    /// The unit graphs of `model` over a view's chunks: cached, stored, or built (units in
+    /// parallel, each graph on one thread).
+    fn unit_graphs(
+        &self,
+        ctx: &Ctx,
+        list: &ChunkList,
+        view: &CommitIndexes,
+        model: &str,
+    ) -> Result<Vec<(usize, usize, Arc<UnitGraph>)>> {
+        let dense = view
+            .dense(model)
+            .ok_or_else(|| Error::Index(IndexError::NotLoaded(format!("dense:{model}"))))?;
+        let levels: Vec<u8> = list.iter().map(|c| c.span.head_level()).collect();
+        let units = unit_ranges(&levels);
+        let cache = &self.inner.derived.cache;
+        units
+            .into_par_iter()
+            .map(|range| {
+                let keys: Vec<Hash> = list[range.clone()].iter().map(|c| c.key).collect();
+                let key = unit_key(&ctx.fp, &keys);
+                let skey = graph_store_key(&key, model);
+                let parts: Vec<&DenseChunk> = range.clone().filter_map(|c| dense.part(c).map(|p| p.as_ref())).collect();
+                let rows: usize = parts.iter().map(|p| p.len()).sum();
+                let graph = match cache.part(&skey) {
+                    Some(Part::Graph(g)) => Some(g),
+                    _ => None,
+                };
+                let graph = match graph {
+                    Some(g) => g,
+                    None => {
+                        let stored = if ctx.persistent {
+                            match self.store().get_derived(&skey) {
+                                Ok(Some(bytes)) => match persist::decode_unit_graph(&bytes, &key) {
+                                    Ok((m, g)) if m == model && g.len() as usize == rows => Some(Arc::new(g)),
+                                    Ok(_) => {
+                                        ctx.note(format!("stored unit graph {} has another size; rebuilt", key.short()));
+                                        None
+                                    }
+                                    Err(e) => {
+                                        ctx.note(format!("stored unit graph {} is damaged ({e}); rebuilt", key.short()));
+                                        None
+                                    }
+                                },
+                                Ok(None) => None,
+                                Err(e) => {
+                                    ctx.note(format!("stored unit graph {} is unreadable ({e}); rebuilt", key.short()));
+                                    None
+                                }
+                            }
+                        } else {
+                            None
+                        };
+                        let g = match stored {
+                            Some(g) => g,
+                            None => {
+                                let g = build_unit_graph(&parts, &ctx.params.graph, unit_seed(&ctx.params.graph, &key));
+                                ctx.persist(skey.clone(), persist::encode_unit_graph(&key, model, &g));
+                                Arc::new(g)
+                            }
+                        };
+                        cache.put_part(skey, Part::Graph(Arc::clone(&g)));
+                        g
+                    }
+                };
+                Ok((range.start, range.len(), graph))
+            })
+            .collect()
+    }
+
+    /// Writes the collected values (best effort: derived data that cannot be stored is
+    /// only kept in memory, with a note).
+    fn store_pending(&self, ctx: &Ctx) {
+        let pending = std::mem::take(&mut *ctx.pending.lock());
+        if pending.is_empty() {
+            return;
+        }
+        let mut batch = Vec::new();
+        let mut size = 0usize;
+        let mut written = (0usize, 0u64);
+        let mut flush = |batch: &mut Vec<(Vec<u8>, Vec<u8>)>, size: &mut usize| {
+            if batch.is_empty() {
+                return;
+            }
+            match self.store().put_derived(batch) {
+                Ok(()) => {
+                    written.0 += batch.len();
+                    written.1 += *size as u64;
+                }
+                Err(e) => ctx.note(format!("could not store {} derived values ({e}); kept in memory", batch.len())),
+            }
+            batch.clear();
+            *size = 0;
+        };
+        for (k, v) in pending {
+            size += k.len() + v.len();
+            batch.push((k, v));
+            if size >= PERSIST_BATCH_BYTES {
+                flush(&mut batch, &mut size);
+            }
+        }
+        flush(&mut batch, &mut size);
+        let mut stored = self.inner.derived.stored.lock();
+        stored.0 += written.0;
+        stored.1 += written.1;
+        let mut s = ctx.stored_values.lock();
+        s.0 += written.0;
+        s.1 += written.1;
+    }
+
+    /// Records that every chunk of these trees is stored (if no store write failed).
+    fn write_manifests(&self, ctx: &Ctx, trees: &[(TreeKind, Option<Hash>)], list: &ChunkList) {
+        if !ctx.persistent || !ctx.notes.lock().iter().all(|n| !n.starts_with("could not store")) {
+            return;
+        }
+        let mut entries = Vec::new();
+        for (tree, root) in trees {
+            let key = manifest_key(&ctx.fp, *tree, *root);
+            if ctx.manifests.lock().contains(&(*tree as u8, key)) {
+                continue;
+            }
+            let mut h = blake3::Hasher::new();
+            let count = if *tree == TreeKind::Nodes {
+                for c in list {
+                    h.update(c.key.as_bytes());
+                }
+                list.len() as u32
+            } else {
+                0
+            };
+            let list_hash = Hash::from_bytes(*h.finalize().as_bytes());
+            entries.push((manifest_store_key(&key), persist::encode_manifest(&key, count, &list_hash)));
+        }
+        if !entries.is_empty() {
+            if let Err(e) = self.store().put_derived(&entries) {
+                ctx.note(format!("could not store index manifests ({e})"));
+            }
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! Derived data: the chunks, unit graphs and manifests a commit's indexes are made of —
+//! built from the objects on first use, cached in memory, stored under their own keys,
+//! shared by every commit whose content they cover (`storage-format.md` §7).
+//!
+//! * [`keys`] — the registry of derived key spaces and every key derivation;
+//! * [`spans`] — chunk spans read off a tree's upper levels;
+//! * [`cache`] — the byte-bounded part cache, and the view and chunk-list caches;
+//! * `build` — resolving a tree's chunks (loading, or building and storing, each part),
+//!   assembling a commit's view for the parts a query needs;
+//! * `source` — the retrieval pipeline's [`RetrievalSource`](cairn_retrieve::RetrievalSource)
+//!   over a repository.
+//!
+//! Derived data is a cache of the objects: a part that is missing, damaged or unreadable
+//! is rebuilt from the objects (with a note, which a retrieval reports as a warning), and
+//! a part that cannot be stored is only kept in memory. Nothing here can make the data
+//! unreadable.
+
+mod build;
+pub(crate) mod cache;
+pub(crate) mod keys;
+mod live;
+mod source;
+pub(crate) mod spans;
+
+pub use build::{DenseReport, IndexReport};
+pub use cache::DEFAULT_CACHE_BYTES;
+
+use cairn_core::Hash;
+use cairn_index::IndexParams;
+
+/// A repository's derived-data state: parameters, cache, and what it has stored.
+pub(crate) struct Derived {
+    pub(crate) params: IndexParams,
+    pub(crate) fingerprint: Hash,
+    pub(crate) cache: cache::DerivedCache,
+    /// Derived values and bytes this handle has written (for reports and benchmarks).
+    pub(crate) stored: parking_lot::Mutex<(usize, u64)>,
+}
+
+impl Default for Derived {
+    fn default() -> Self {
+        let params = IndexParams::default();
+        Derived {
+            fingerprint: params.fingerprint(),
+            params,
+            cache: cache::DerivedCache::default(),
+            stored: parking_lot::Mutex::new((0, 0)),
+        }
+    }
+}

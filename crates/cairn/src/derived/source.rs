@@ -1,0 +1,64 @@
+//! The retrieval pipeline's view of a repository.
+
+use cairn_index::IndexNeeds;
+use cairn_retrieve::{ResolvedCommit, RetrievalSource, SourceError};
+
+use crate::error::Error;
+use crate::repo::Repo;
+
+impl RetrievalSource for Repo {
+    fn resolve(&self, at: Option<&str>, needs: &IndexNeeds) -> Result<ResolvedCommit, SourceError> {
+        let to_source = |rev: &str, e: Error| match e {
+            Error::UnknownRevision { rev, detail } => SourceError::UnknownRevision { rev, detail },
+            Error::AmbiguousRevision { prefix, count } => SourceError::UnknownRevision {
+                rev: prefix,
+                detail: format!("ambiguous: matches {count} commits"),
+            },
+            Error::UnknownBranch(b) => SourceError::UnknownRevision {
+                rev: rev.to_string(),
+                detail: format!("unknown branch `{b}`"),
+            },
+            other => SourceError::Storage(other.to_string()),
+        };
+        let id = match at {
+            Some(rev) => Repo::resolve(self, rev).map_err(|e| to_source(rev, e))?,
+            None => self
+                .head()
+                .map_err(|e| to_source("HEAD", e))?
+                .ok_or_else(|| SourceError::UnknownRevision {
+                    rev: "HEAD".into(),
+                    detail: "the current branch has no commits yet".into(),
+                })?,
+        };
+        let c = self.commit(&id).map_err(|e| to_source(&id.to_hex(), e))?;
+        let (indexes, repairs) = self
+            .index_view(&id, needs)
+            .map_err(|e| SourceError::Storage(e.to_string()))?;
+        Ok(ResolvedCommit {
+            commit: id,
+            timestamp_ms: c.timestamp_ms,
+            indexes,
+            repairs,
+        })
+    }
+}
+
+impl Repo {
+    /// Starts a retrieval over this repository (at the current head unless `.at(rev)`).
+    ///
+    /// ```
+    /// use cairn::{Node, NodeId, Repo};
+    ///
+    /// let repo = Repo::in_memory()?;
+    /// let mut tx = repo.transaction()?;
+    /// tx.put_node(Node::new(NodeId::new("a")?).with_label("Doc").with_text("how wings stall"))?;
+    /// tx.put_node(Node::new(NodeId::new("b")?).with_label("Doc").with_text("rocket nozzles"))?;
+    /// tx.commit("docs")?;
+    /// let result = repo.retrieve().label("Doc").text("wing stall").limit(1).execute()?;
+    /// assert_eq!(result.items[0].id.as_str(), "a");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn retrieve(&self) -> cairn_retrieve::Retrieval<&Repo> {
+        cairn_retrieve::Retrieval::new(self)
+    }
+}
