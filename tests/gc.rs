@@ -138,48 +138,49 @@ fn tags_keep_their_commits() {
 
 #[test]
 fn derived_data_of_dead_commits_and_branches_is_removed() {
-    let repo = Repo::in_memory().unwrap();
+    let store: Arc<dyn cairn_store::Store> = Arc::new(cairn_store::MemoryStore::keeping_derived());
+    let repo = Repo::with_store(Arc::clone(&store)).unwrap();
     let feature_commits = two_branch_repo(&repo);
-    let feature_head = *feature_commits.last().unwrap();
-    let store = Arc::clone(repo.store());
-    repo.build_indexes("feature").unwrap();
-    repo.build_indexes("main").unwrap();
-    let ix = |c: &CommitId| {
-        let mut k = b"ix/".to_vec();
-        k.extend_from_slice(repo.index_key(c).unwrap().as_bytes());
-        k
-    };
-    let dead_ix = ix(&feature_head);
-    let live_ix = ix(&repo.head().unwrap().unwrap());
-    assert!(store.get_derived(&dead_ix).unwrap().is_some());
+    assert!(!feature_commits.is_empty());
+    let main_only = repo.build_indexes("main").unwrap();
+    assert!(main_only.stored_values > 0);
+    let chunks_of_main = store.derived_keys(b"ck/").unwrap().len();
+    let feature = repo.build_indexes("feature").unwrap();
+    assert!(feature.stored_values > 0, "feature has chunks of its own");
+    let chunks_of_both = store.derived_keys(b"ck/").unwrap().len();
+    assert!(chunks_of_both > chunks_of_main);
     // The time index of feature exists (commits record it; as_of uses it).
     assert_eq!(repo.as_of("feature", 0).unwrap(), None); // builds feature's time index
     assert_eq!(store.scan_derived(b"tl/feature\0").unwrap().len(), 5);
-    // Stray entries no live commit names.
+    // Stray entries: retired spaces, and a chunk no commit cuts.
     let bogus_hb = [b"hb/".to_vec(), vec![7u8; 32]].concat();
     let bogus_ix = [b"ix/".to_vec(), vec![9u8; 32]].concat();
+    let bogus_ck = [b"ck/".to_vec(), vec![5u8; 32], vec![0xC1]].concat();
     store
-        .put_derived(&[(bogus_hb.clone(), b"x".to_vec()), (bogus_ix.clone(), b"x".to_vec())])
+        .put_derived(&[
+            (bogus_hb.clone(), b"x".to_vec()),
+            (bogus_ix.clone(), b"x".to_vec()),
+            (bogus_ck.clone(), b"x".to_vec()),
+        ])
         .unwrap();
     let main_tl = store.scan_derived(b"tl/main\0").unwrap().len();
     assert!(main_tl > 0);
 
     repo.delete_branch("feature").unwrap();
     let report = repo.gc().unwrap();
-    assert_eq!(
-        report.derived_removed,
-        5 + 1 + 2,
-        "time index, index snapshot, strays: {report:?}"
-    );
-    assert!(
-        store.get_derived(&dead_ix).unwrap().is_none(),
-        "dead commit's index kept"
-    );
-    assert!(store.get_derived(&bogus_hb).unwrap().is_none());
-    assert!(store.get_derived(&bogus_ix).unwrap().is_none());
+    // Feature's own chunk parts and manifests, its time index (5) and the 3 strays.
+    let feature_only = chunks_of_both - chunks_of_main;
+    assert!(report.derived_removed >= (feature_only + 5 + 3) as u64, "{report:?}");
+    assert_eq!(store.derived_keys(b"ck/").unwrap().len(), chunks_of_main);
+    for k in [&bogus_hb, &bogus_ix, &bogus_ck] {
+        assert!(store.get_derived(k).unwrap().is_none());
+    }
     assert!(store.scan_derived(b"tl/feature\0").unwrap().is_empty());
-    assert!(store.get_derived(&live_ix).unwrap().is_some(), "live index removed");
     assert_eq!(store.scan_derived(b"tl/main\0").unwrap().len(), main_tl);
+    // Main's index is whole: nothing to store again, nothing repaired, from a new handle.
+    let reopened = Repo::with_store(Arc::clone(&store)).unwrap();
+    let again = reopened.build_indexes("main").unwrap();
+    assert_eq!((again.stored_values, again.repaired.len()), (0, 0), "{again:?}");
     // Retrieval and as_of on main still work.
     let main_ts = repo.commit(&repo.head().unwrap().unwrap()).unwrap().timestamp_ms;
     assert_eq!(repo.as_of("main", main_ts).unwrap(), repo.head().unwrap());

@@ -18,12 +18,15 @@ pub struct Args {
 
 #[derive(Debug, Subcommand)]
 enum Action {
-    /// Build the indexes of a revision (text, labels, properties, dense, sparse, edges)
-    /// and persist them; a commit whose indexes exist is only loaded.
+    /// Build the index chunks of a revision (text, labels, properties, dense, sparse,
+    /// edges) and store the missing ones; chunks shared with indexed commits are reused.
     Build {
         /// The revision [default: HEAD].
         #[arg(value_name = "REV")]
         rev: Option<String>,
+        /// Also build the HNSW unit graphs of every dense model (for `retrieve --ann`).
+        #[arg(long)]
+        graphs: bool,
         /// Print the report as JSON (without the time taken).
         #[arg(long)]
         json: bool,
@@ -34,9 +37,9 @@ enum Action {
 pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let repo = ctx.open()?;
     match args.action {
-        Action::Build { rev, json } => {
+        Action::Build { rev, graphs, json } => {
             let started = Instant::now();
-            let report = repo.build_indexes(rev.as_deref().unwrap_or("HEAD"))?;
+            let report = repo.build_indexes_with(rev.as_deref().unwrap_or("HEAD"), graphs)?;
             let elapsed = started.elapsed();
             if json {
                 return write_json(ctx.out, &report);
@@ -44,7 +47,10 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
             let dense: Vec<String> = report
                 .dense
                 .iter()
-                .map(|(model, hnsw)| format!("{model} ({})", if *hnsw { "hnsw" } else { "exact" }))
+                .map(|d| match d.unit_graphs {
+                    0 => format!("{} ({}-d, {} vectors)", d.model, d.dim, d.vectors),
+                    g => format!("{} ({}-d, {} vectors, {g} unit graphs)", d.model, d.dim, d.vectors),
+                })
                 .collect();
             let dense = if dense.is_empty() {
                 "none".to_string()
@@ -53,12 +59,18 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
             };
             writeln!(
                 ctx.out,
-                "indexed commit {}: {} nodes, dense {dense}; key {} ({:.2} s)",
+                "indexed commit {}: {} nodes in {} chunks, {} edges, dense {dense}; stored {} values ({:.1} MiB) ({:.2} s)",
                 report.commit.short(),
                 report.nodes,
-                report.key.short(),
+                report.chunks,
+                report.edges,
+                report.stored_values,
+                report.stored_bytes as f64 / f64::from(1 << 20),
                 elapsed.as_secs_f64()
             )?;
+            for r in &report.repaired {
+                writeln!(ctx.out, "repaired: {r}")?;
+            }
         }
     }
     Ok(())

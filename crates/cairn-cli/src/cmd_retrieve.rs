@@ -105,6 +105,13 @@ pub struct Args {
     /// Candidates each lane fetches.
     #[arg(long, value_name = "N", group = "query")]
     depth: Option<usize>,
+    /// Search the dense lane approximately, through HNSW unit graphs (built on first use,
+    /// then stored); every candidate is rescored exactly.
+    #[arg(long, group = "query", conflicts_with = "exact")]
+    ann: bool,
+    /// Search the dense lane exactly (the default below a million vectors of the model).
+    #[arg(long, group = "query")]
+    exact: bool,
     /// Render this property into each item (repeatable, in this order).
     #[arg(long, value_name = "KEY", group = "query")]
     render_prop: Vec<String>,
@@ -285,6 +292,11 @@ impl Args {
             depth: self.depth,
             render_props: self.render_prop.clone(),
             rerank_top_n: None,
+            ann: match (self.ann, self.exact) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            },
         })
     }
 }

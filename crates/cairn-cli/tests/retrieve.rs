@@ -341,16 +341,21 @@ fn index_build_reports_the_commit() {
     let report = s.json(&["index", "build", "--json"]);
     assert_eq!(report["commit"], s.rev("HEAD").as_str());
     assert_eq!(report["nodes"], s.json(&["stats", "--json"])["nodes"]);
-    assert_eq!(report["dense"], serde_json::json!([["tiny", false]]));
+    assert_eq!(report["dense"][0]["model"], "tiny");
+    assert_eq!(report["dense"][0]["unit_graphs"], 0);
+    assert!(report["stored_values"].as_u64().unwrap() > 0, "{report}");
+    assert!(report["chunks"].as_u64().unwrap() >= 1);
     let human = s.ok(&["index", "build", "HEAD"]);
     assert!(
         human.starts_with(&format!("indexed commit {}: ", &s.rev("HEAD")[..12])),
         "{human}"
     );
     assert!(
-        human.contains("dense tiny (exact)") && human.trim_end().ends_with(" s)"),
-        "{human}"
+        human.contains("dense tiny (") && human.contains("stored 0 values") && human.trim_end().ends_with(" s)"),
+        "a second build stores nothing: {human}"
     );
+    let graphs = s.json(&["index", "build", "--graphs", "--json"]);
+    assert!(graphs["dense"][0]["unit_graphs"].as_u64().unwrap() >= 1, "{graphs}");
     let (_, err) = s.fails(&["index", "build", "HEAD~5"], 1);
     assert!(err.contains("HEAD~5"), "{err}");
 }

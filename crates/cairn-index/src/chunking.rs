@@ -88,11 +88,29 @@ pub fn spans(levels: &[u8], bytes: &[usize], level: u8, rule: SplitRule) -> Vec<
     let heads: Vec<usize> = (0..levels.len()).filter(|&i| levels[i] >= level).collect();
     let first = heads.first().copied().unwrap_or(levels.len());
     if first > 0 {
-        split_into(levels, bytes, Span { head: None, gap: 0..first }, rule, &mut out);
+        split_into(
+            levels,
+            bytes,
+            Span {
+                head: None,
+                gap: 0..first,
+            },
+            rule,
+            &mut out,
+        );
     }
     for (j, &h) in heads.iter().enumerate() {
         let end = heads.get(j + 1).copied().unwrap_or(levels.len());
-        split_into(levels, bytes, Span { head: Some(h), gap: h + 1..end }, rule, &mut out);
+        split_into(
+            levels,
+            bytes,
+            Span {
+                head: Some(h),
+                gap: h + 1..end,
+            },
+            rule,
+            &mut out,
+        );
     }
     out
 }
@@ -161,13 +179,27 @@ mod tests {
             got,
             vec![
                 Span { head: None, gap: 0..2 },
-                Span { head: Some(2), gap: 3..6 },
+                Span {
+                    head: Some(2),
+                    gap: 3..6
+                },
                 // 4 keys: fits
-                Span { head: Some(6), gap: 7..10 },
+                Span {
+                    head: Some(6),
+                    gap: 7..10
+                },
             ]
         );
         // A byte limit splits too, down to single keys.
-        let got = spans(&levels, &[10; 10], 2, SplitRule { max_keys: 100, max_bytes: 15 });
+        let got = spans(
+            &levels,
+            &[10; 10],
+            2,
+            SplitRule {
+                max_keys: 100,
+                max_bytes: 15,
+            },
+        );
         check_partition(&levels, &got);
         assert!(got.iter().all(|s| s.len() == 1), "{got:?}");
     }

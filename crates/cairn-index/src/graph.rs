@@ -54,7 +54,9 @@ impl UnitGraph {
     /// Decode.
     pub fn decode(bytes: &[u8]) -> Result<UnitGraph, String> {
         let a: [u8; 4] = bytes.try_into().map_err(|_| "bad".to_string())?;
-        Ok(UnitGraph { n: u32::from_le_bytes(a) })
+        Ok(UnitGraph {
+            n: u32::from_le_bytes(a),
+        })
     }
     /// Heap.
     pub fn heap_bytes(&self) -> usize {

@@ -44,4 +44,6 @@ pub use hit::{top_k, Hit, Ordinal};
 pub use params::{Bm25Params, IndexParams, INDEX_FORMAT_VERSION};
 pub use props::PropertyPredicate;
 pub use unit::UnitGraph;
-pub use view::{AdjacentEdge, CommitIndexes, DenseSearch, DenseView, EdgeView, Filter, FilterPart, IndexNeeds};
+pub use view::{
+    AdjacentEdge, AnnOptions, CommitIndexes, DenseSearch, DenseView, EdgeView, Filter, FilterPart, IndexNeeds,
+};

@@ -218,7 +218,11 @@ fn open<'a>(bytes: &'a [u8], tag: u8, key: &Hash) -> Result<Reader<'a>, IndexErr
     }
     let stored = Hash::from_bytes(r.array()?);
     if stored != *key {
-        return Err(bad(format!("the value is for key {}, not {}", stored.short(), key.short())));
+        return Err(bad(format!(
+            "the value is for key {}, not {}",
+            stored.short(),
+            key.short()
+        )));
     }
     Ok(r)
 }
@@ -280,7 +284,8 @@ pub fn decode_node_core(bytes: &[u8], key: &Hash) -> Result<NodeChunk, IndexErro
         let len = r.count64(1)?;
         let s = std::str::from_utf8(r.take(len)?).map_err(|_| bad("text is not UTF-8"))?;
         c.text.push_str(s);
-        c.text_end.push(u32::try_from(c.text.len()).map_err(|_| bad("chunk text over 4 GiB"))?);
+        c.text_end
+            .push(u32::try_from(c.text.len()).map_err(|_| bad("chunk text over 4 GiB"))?);
     }
     let models = r.count64(8 + 8)?;
     for _ in 0..models {

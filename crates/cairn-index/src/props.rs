@@ -130,7 +130,10 @@ mod tests {
             )),
             vec![2, 5]
         );
-        assert_eq!(ords(p.filter_prop("n", &Range { min: None, max: None })), vec![0, 1, 2, 5]);
+        assert_eq!(
+            ords(p.filter_prop("n", &Range { min: None, max: None })),
+            vec![0, 1, 2, 5]
+        );
         assert_eq!(
             ords(p.filter_prop("l", &Equals(Value::List(vec![Value::Int(1), Value::Null])))),
             vec![3, 4]

@@ -12,8 +12,8 @@ use std::ops::Range;
 
 use crate::chunk::DenseChunk;
 use crate::chunking::{spans, SplitRule};
-pub use crate::graph::UnitGraph;
 use crate::graph::GraphParams;
+pub use crate::graph::UnitGraph;
 use crate::params::{MAX_UNIT_CHUNKS, UNIT_LEVEL};
 
 /// The units of a chunk list, as ranges of chunk indices. `head_levels[i]` is chunk `i`'s
@@ -31,6 +31,23 @@ pub fn unit_ranges(head_levels: &[u8]) -> Vec<Range<usize>> {
     spans(head_levels, &vec![0; head_levels.len()], UNIT_LEVEL, rule)
         .into_iter()
         .map(|s| s.range())
+        .collect()
+}
+
+/// The level each chunk brings to the unit rule, from the chunks' first keys: the first
+/// chunk always starts a unit (`u8::MAX`); every other chunk starts with its head, whose
+/// tree level is its key's.
+pub fn chunk_levels<'a>(first_keys: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
+    first_keys
+        .into_iter()
+        .enumerate()
+        .map(|(i, k)| {
+            if i == 0 {
+                u8::MAX
+            } else {
+                cairn_core::level::key_level(k)
+            }
+        })
         .collect()
 }
 

@@ -15,4 +15,3 @@ pub fn validity_bounds(v: &Validity) -> (i64, i64) {
 pub fn bounds_contain(from_ms: i64, until_ms: i64, t_ms: i64) -> bool {
     from_ms <= t_ms && (t_ms < until_ms || until_ms == i64::MAX)
 }
-

@@ -9,8 +9,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use cairn_core::NodeId;
-use cairn_index::{Analyzer, Bm25Index, Bm25Params};
+use cairn_core::{Hash, Node, NodeId};
+use cairn_index::{Analyzer, Bm25Params, CommitIndexes, IndexParams};
 
 struct Collection {
     /// Document ids in ordinal (id byte) order.
@@ -81,12 +81,32 @@ fn load(dir: &Path) -> Collection {
 }
 
 /// (nDCG@10, Recall@100, judged queries), trec_eval conventions as in baselines.py.
-fn evaluate(c: &Collection, index: &Bm25Index) -> (f64, f64, usize) {
+/// The collection as an in-memory index view (chunked as a repository would chunk it).
+fn index(c: &Collection, bm25: Bm25Params) -> CommitIndexes {
+    let nodes: Vec<(Hash, Node)> = c
+        .doc_ids
+        .iter()
+        .zip(&c.texts)
+        .map(|(id, t)| {
+            (
+                Hash::of(id.as_bytes()),
+                Node::new(NodeId::new(id.clone()).unwrap()).with_text(t.clone()),
+            )
+        })
+        .collect();
+    let params = IndexParams {
+        bm25,
+        ..IndexParams::default()
+    };
+    CommitIndexes::build(Hash::ZERO, &params, &nodes, &[])
+}
+
+fn evaluate(c: &Collection, index: &CommitIndexes) -> (f64, f64, usize) {
     let (mut ndcg, mut recall, mut n) = (0.0, 0.0, 0usize);
     for (qid, text) in &c.queries {
         let Some(rel) = c.relevant.get(qid) else { continue };
-        let hits = index.search(text, 100, None);
-        let ranked: Vec<&str> = hits.iter().map(|h| c.doc_ids[h.ordinal as usize].as_str()).collect();
+        let hits = index.text_search(text, 100, None);
+        let ranked: Vec<&str> = hits.iter().map(|h| index.id(h.ordinal).as_str()).collect();
         let dcg: f64 = ranked
             .iter()
             .take(10)
@@ -158,7 +178,7 @@ fn run(names: &[&str]) -> Vec<String> {
                     analyzer: Analyzer { stem },
                 };
                 let t = Instant::now();
-                let index = Bm25Index::build(params, c.texts.iter().map(String::as_str));
+                let index = index(&c, params);
                 let build = t.elapsed();
                 let (ndcg, recall, n) = evaluate(&c, &index);
                 let (rn, rr) = refs[&(name, stem, k1.to_bits(), b.to_bits())];

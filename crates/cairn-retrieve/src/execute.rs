@@ -244,7 +244,11 @@ impl Plan {
 /// then — when the default mode turns approximate for a model this large — again with the
 /// model's unit graphs. So whether a query is approximate depends on the commit's content
 /// and the spec, never on what happens to be cached.
-pub(crate) fn resolve_for<S: RetrievalSource>(source: &S, at: Option<&str>, plan: &Plan) -> Result<ResolvedCommit, RetrieveError> {
+pub(crate) fn resolve_for<S: RetrievalSource>(
+    source: &S,
+    at: Option<&str>,
+    plan: &Plan,
+) -> Result<ResolvedCommit, RetrieveError> {
     let needs = plan.needs();
     let resolved = source.resolve(at, &needs)?;
     let mut more = needs.clone();
@@ -379,11 +383,27 @@ pub(crate) fn run_plan(
     };
     let min_tokens = |i: usize| {
         let o = ranked[i].ordinal;
-        estimator.lower_bound(min_rendered_chars(indexes.id(o).as_str(), indexes.text(o), plan.text_cap))
+        estimator.lower_bound(min_rendered_chars(
+            indexes.id(o).as_str(),
+            indexes.text(o),
+            plan.text_cap,
+        ))
     };
-    let packed = pack(ranked.len(), plan.limit, plan.token_budget, estimator, min_tokens, |i| {
-        Ok::<_, std::convert::Infallible>(render_item(indexes, ranked[i].ordinal, &plan.render_props, plan.text_cap))
-    })
+    let packed = pack(
+        ranked.len(),
+        plan.limit,
+        plan.token_budget,
+        estimator,
+        min_tokens,
+        |i| {
+            Ok::<_, std::convert::Infallible>(render_item(
+                indexes,
+                ranked[i].ordinal,
+                &plan.render_props,
+                plan.text_cap,
+            ))
+        },
+    )
     .unwrap_or_else(|e| match e {});
     if packed.dropped > 0 {
         warnings.push(Warning::new(
@@ -530,7 +550,10 @@ fn rerank_head(
     if n == 0 {
         return Ok(());
     }
-    let nodes: Vec<Node> = ranked[..n].iter().map(|r| node_from_columns(indexes, r.ordinal)).collect();
+    let nodes: Vec<Node> = ranked[..n]
+        .iter()
+        .map(|r| node_from_columns(indexes, r.ordinal))
+        .collect();
     let candidates: Vec<RerankCandidate<'_>> = ranked[..n]
         .iter()
         .zip(&nodes)
@@ -560,10 +583,7 @@ fn node_from_columns(indexes: &CommitIndexes, ordinal: Ordinal) -> Node {
         node = node.with_label(l);
     }
     node.props = indexes.props_of(ordinal);
-    node.validity = cairn_core::Validity::new(
-        (from != i64::MIN).then_some(from),
-        (until != i64::MAX).then_some(until),
-    );
+    node.validity = cairn_core::Validity::new((from != i64::MIN).then_some(from), (until != i64::MAX).then_some(until));
     node
 }
 

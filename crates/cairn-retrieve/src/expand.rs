@@ -558,7 +558,12 @@ pub(crate) mod tests {
                 (cairn_core::Hash::ZERO, cairn_core::Node::new(id))
             })
             .collect();
-        let view = CommitIndexes::build(cairn_core::Hash::ZERO, &cairn_index::IndexParams::default(), &nodes, &[]);
+        let view = CommitIndexes::build(
+            cairn_core::Hash::ZERO,
+            &cairn_index::IndexParams::default(),
+            &nodes,
+            &[],
+        );
         let gate = Gate {
             filter: Some(view.filter_of([0, 2])),
             valid: Some(view.filter_of([0, 1, 2])),

@@ -92,7 +92,12 @@ mod tests {
                 (cairn_core::Hash::of(id.as_str().as_bytes()), cairn_core::Node::new(id))
             })
             .collect();
-        CommitIndexes::build(cairn_core::Hash::ZERO, &cairn_index::IndexParams::default(), &nodes, &[])
+        CommitIndexes::build(
+            cairn_core::Hash::ZERO,
+            &cairn_index::IndexParams::default(),
+            &nodes,
+            &[],
+        )
     }
 
     fn members(f: &Filter) -> Vec<u32> {
@@ -105,7 +110,10 @@ mod tests {
         assert!(v.chunks().len() > 1);
         let bm = |xs: &[u32]| v.filter_of(xs.iter().copied());
         assert_eq!(intersect_all(vec![]), None);
-        assert_eq!(intersect_all(vec![bm(&[1, 2, 3])]).map(|f| members(&f)), Some(vec![1, 2, 3]));
+        assert_eq!(
+            intersect_all(vec![bm(&[1, 2, 3])]).map(|f| members(&f)),
+            Some(vec![1, 2, 3])
+        );
         let got = intersect_all(vec![bm(&[1, 2, 3, 150]), bm(&[2, 3, 4, 150]), bm(&[3, 9, 150])]).unwrap();
         assert_eq!(members(&got), vec![3, 150]);
         assert_eq!(got.len(), 2);

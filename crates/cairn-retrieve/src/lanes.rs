@@ -114,7 +114,9 @@ pub(crate) fn run_lane(
             .map_err(err)?;
             (found.hits, found.approximate)
         }
-        LaneQuery::Sparse { model, vector } => (indexes.sparse_search(model, vector, depth, filter).map_err(err)?, false),
+        LaneQuery::Sparse { model, vector } => {
+            (indexes.sparse_search(model, vector, depth, filter).map_err(err)?, false)
+        }
         LaneQuery::Text { query } => (indexes.text_search(query, depth, filter), false),
     };
     Ok(LaneRun {

@@ -98,7 +98,15 @@ mod tests {
 
     fn run(sizes: &[usize], limit: usize, budget: Option<usize>) -> (Vec<usize>, usize, usize) {
         let p = pack::<()>(sizes.len(), limit, budget, &ONE, |_| 0, |i| Ok("x".repeat(sizes[i]))).unwrap();
-        let q = pack::<()>(sizes.len(), limit, budget, &ONE, |i| sizes[i], |i| Ok("x".repeat(sizes[i]))).unwrap();
+        let q = pack::<()>(
+            sizes.len(),
+            limit,
+            budget,
+            &ONE,
+            |i| sizes[i],
+            |i| Ok("x".repeat(sizes[i])),
+        )
+        .unwrap();
         assert_eq!(p, q, "the bound changes nothing");
         (p.items.iter().map(|i| i.position).collect(), p.tokens_used, p.dropped)
     }
@@ -111,10 +119,17 @@ mod tests {
     #[test]
     fn a_full_budget_stops_packing() {
         let mut rendered = 0;
-        let p = pack::<()>(5, 10, Some(8), &ONE, |_| 0, |i| {
-            rendered += 1;
-            Ok("x".repeat([5, 3, 1, 1, 1][i]))
-        })
+        let p = pack::<()>(
+            5,
+            10,
+            Some(8),
+            &ONE,
+            |_| 0,
+            |i| {
+                rendered += 1;
+                Ok("x".repeat([5, 3, 1, 1, 1][i]))
+            },
+        )
         .unwrap();
         assert_eq!((p.items.len(), p.tokens_used, p.dropped, rendered), (2, 8, 3, 2));
     }
@@ -133,13 +148,20 @@ mod tests {
 
     #[test]
     fn render_errors_propagate() {
-        let r = pack(3, 10, None, &ONE, |_| 0, |i| {
-            if i == 1 {
-                Err("boom")
-            } else {
-                Ok("x".to_string())
-            }
-        });
+        let r = pack(
+            3,
+            10,
+            None,
+            &ONE,
+            |_| 0,
+            |i| {
+                if i == 1 {
+                    Err("boom")
+                } else {
+                    Ok("x".to_string())
+                }
+            },
+        );
         assert_eq!(r, Err("boom"));
     }
 }

@@ -23,7 +23,14 @@ pub const DEFAULT_TEXT_CAP_CHARS: usize = 1000;
 #[cfg(test)]
 pub(crate) fn render_node(node: &Node, props: &[String], text_cap_chars: usize) -> String {
     let labels: Vec<&str> = node.labels.iter().map(String::as_str).collect();
-    render_parts(node.id.as_str(), &labels, |k| node.props.get(k), &node.text, props, text_cap_chars)
+    render_parts(
+        node.id.as_str(),
+        &labels,
+        |k| node.props.get(k),
+        &node.text,
+        props,
+        text_cap_chars,
+    )
 }
 
 /// Renders the node at `ordinal` from the view's columns (no vector is read).
@@ -47,7 +54,11 @@ pub(crate) fn min_rendered_chars(id: &str, text: &str, text_cap_chars: usize) ->
         return id_line;
     }
     let shown = text.chars().take(text_cap_chars + 1).count();
-    let text_chars = if shown > text_cap_chars { text_cap_chars + 1 } else { shown };
+    let text_chars = if shown > text_cap_chars {
+        text_cap_chars + 1
+    } else {
+        shown
+    };
     id_line + 7 + text_chars
 }
 

@@ -6,10 +6,10 @@ mod common;
 use std::sync::Arc;
 
 use cairn_core::{Hash, Node, SparseVector, Value};
-use cairn_index::IndexError;
+use cairn_index::{CommitIndexes, IndexError, IndexParams};
 use cairn_retrieve::{
     execute_spec, Direction, EmbedError, Embedder, Fusion, GraphExpand, Plugins, RerankCandidate, RerankError,
-    Reranker, Retrieval, RetrievalResult, RetrieveError, RetrieveSpec, SourceError, WarningCode,
+    Reranker, ResolvedCommit, Retrieval, RetrievalResult, RetrieveError, RetrieveSpec, SourceError, WarningCode,
 };
 use common::*;
 
@@ -587,42 +587,39 @@ fn from_spec_equals_the_builder() {
 }
 
 #[test]
-fn node_load_failures_are_source_errors() {
+fn a_view_missing_the_parts_a_spec_reads_is_refused() {
     let (nodes, edges) = corpus();
-    let mut commit = resolved("main", MAIN_TS, nodes, &edges);
-    commit.nodes = Arc::new(MapLoader(Default::default()));
+    let full = resolved("main", MAIN_TS, nodes, &edges);
+    let cores = full.indexes.chunks().to_vec();
+    let bare = CommitIndexes::assemble(full.indexes.key, IndexParams::default(), cores).unwrap();
+    let commit = ResolvedCommit {
+        indexes: Arc::new(bare),
+        ..full
+    };
     let spec = RetrieveSpec::from_json(r#"{"text": "stall"}"#).unwrap();
     let err = execute_spec(&commit, &spec, &Plugins::default()).unwrap_err();
-    assert!(
-        matches!(err, RetrieveError::Source(SourceError::NodeNotFound(_))),
-        "{err:?}"
-    );
-    let _ = Hash::ZERO;
+    assert!(matches!(err, RetrieveError::Source(SourceError::Storage(_))), "{err:?}");
 }
 
 #[test]
 fn an_approximate_dense_lane_warns() {
-    // 500 nodes on a circle, an HNSW base attached, a depth small enough for the graph path.
-    let nodes: Vec<Node> = (0..500u32)
+    // 5,000 nodes on a circle (one unit, large enough for its graph), unit graphs attached.
+    let nodes: Vec<Node> = (0..5000u32)
         .map(|i| {
-            let a = i as f32 * 0.0125;
-            Node::new(id(&format!("p{i:03}"))).with_embedding("m", vec![a.cos(), a.sin()])
+            let a = i as f32 * 0.00125;
+            Node::new(id(&format!("p{i:04}"))).with_embedding("m", vec![a.cos(), a.sin()])
         })
         .collect();
     let mut commit = resolved("hnsw", 0, nodes, &[]);
     let mut indexes = (*commit.indexes).clone();
-    let dense = indexes.dense["m"].clone();
-    let base = dense
-        .build_base(indexes.nodes.ids(), &cairn_index::HnswParams::default())
-        .unwrap();
-    indexes
-        .dense
-        .insert("m".into(), Arc::new(dense.with_base(Arc::new(base))));
+    indexes.build_unit_graphs("m").unwrap();
     commit.indexes = Arc::new(indexes);
-    let spec =
-        RetrieveSpec::from_json(r#"{"vector": {"model": "m", "embedding": [1, 0]}, "depth": 10, "limit": 5}"#).unwrap();
+    let spec = RetrieveSpec::from_json(
+        r#"{"vector": {"model": "m", "embedding": [1, 0]}, "depth": 10, "limit": 5, "ann": true}"#,
+    )
+    .unwrap();
     let r = execute_spec(&commit, &spec, &Plugins::default()).unwrap();
     assert!(r.lanes[0].approximate);
     assert_eq!(codes(&r), vec![WarningCode::DenseApproximate]);
-    assert_eq!(r.items[0].id.as_str(), "p000");
+    assert_eq!(r.items[0].id.as_str(), "p0000");
 }

@@ -34,12 +34,24 @@ pub struct MemoryStore {
     objects: RwLock<BTreeMap<Hash, Arc<[u8]>>>,
     refs: RwLock<BTreeMap<String, Vec<u8>>>,
     derived: RwLock<BTreeMap<Vec<u8>, Vec<u8>>>,
+    /// Report itself persistent (see [`MemoryStore::keeping_derived`]).
+    keeps_derived: bool,
 }
 
 impl MemoryStore {
     /// An empty store.
     pub fn new() -> MemoryStore {
         MemoryStore::default()
+    }
+
+    /// An empty store that reports itself persistent ([`Store::is_persistent`]), so a
+    /// repository over it stores derived data as it would on disk. For tests of derived
+    /// data (storage, damage, garbage collection) without a disk.
+    pub fn keeping_derived() -> MemoryStore {
+        MemoryStore {
+            keeps_derived: true,
+            ..MemoryStore::default()
+        }
     }
 }
 
@@ -155,7 +167,7 @@ impl Store for MemoryStore {
     }
 
     fn is_persistent(&self) -> bool {
-        false
+        self.keeps_derived
     }
 
     fn stats(&self) -> Result<StoreStats, StoreError> {

@@ -50,8 +50,8 @@ use cairn_core::codec::ObjectKind;
 use cairn_core::{CommitId, Hash};
 use serde::Serialize;
 
-use crate::error::Result;
 use crate::derived::keys::{Space, SPACES, TAG_SPLIT};
+use crate::error::Result;
 use crate::repo::Repo;
 
 /// Objects deleted per store batch.

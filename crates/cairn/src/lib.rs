@@ -50,12 +50,12 @@ mod view;
 
 pub use cairn_core::{Commit, CommitId, Edge, EdgeKey, Hash, Node, NodeId, SparseVector, Validity, Value};
 pub use cairn_retrieve as retrieve;
+pub use derived::{DenseReport, IndexReport, DEFAULT_CACHE_BYTES};
 pub use diff::{ChangeKind, Diff, EdgeChange, NodeChange};
 pub use error::{Error, Result};
 pub use fsck::FsckReport;
 pub use gc::GcReport;
 pub use import::{ImportOp, ImportSummary};
-pub use derived::{DenseReport, IndexReport, DEFAULT_CACHE_BYTES};
 pub use merge::{Conflict, MergeKind, MergeOutcome, MergeStrategy, Resolution};
 pub use node_history::NodeHistoryEntry;
 pub use repo::{Repo, Stats, DEFAULT_BRANCH};

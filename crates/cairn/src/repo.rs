@@ -9,9 +9,9 @@ use cairn_graph::refs::BranchName;
 use cairn_graph::{history, mst, Objects, Refs};
 use cairn_store::{MemoryStore, SledStore, Store};
 
+use crate::derived::Derived;
 use crate::diff::{Diff, EdgeChange, NodeChange};
 use crate::error::{Error, Result};
-use crate::derived::Derived;
 use crate::transaction::Transaction;
 
 /// The branch a new repository starts on.

@@ -45,7 +45,10 @@ pub struct EdgeChunk {
 
 /// Orders ids as the length-prefixed tree keys do: by byte length, then bytes.
 pub(crate) fn key_order(a: &NodeId, b: &NodeId) -> Ordering {
-    a.as_str().len().cmp(&b.as_str().len()).then_with(|| a.as_str().cmp(b.as_str()))
+    a.as_str()
+        .len()
+        .cmp(&b.as_str().len())
+        .then_with(|| a.as_str().cmp(b.as_str()))
 }
 
 impl EdgeChunk {

@@ -56,7 +56,11 @@ impl ChunkParts {
             sparse.insert(model.clone(), part);
         }
         let mut dense = BTreeMap::new();
-        for model in nodes.iter().flat_map(|(_, n)| n.embeddings.keys()).collect::<BTreeSet<_>>() {
+        for model in nodes
+            .iter()
+            .flat_map(|(_, n)| n.embeddings.keys())
+            .collect::<BTreeSet<_>>()
+        {
             let Some(dim) = nodes.iter().find_map(|(_, n)| n.embeddings.get(model)).map(Vec::len) else {
                 continue;
             };

@@ -188,12 +188,18 @@ impl NodeChunk {
     /// Approximate heap bytes (for the cache's budget).
     pub fn heap_bytes(&self) -> usize {
         let ids: usize = self.ids.iter().map(|i| i.as_str().len() + 24).sum();
-        let labels: usize = self.labels.iter().map(|(l, b)| l.len() + 64 + b.serialized_size()).sum();
-        let props: usize = self
-            .props
+        let labels: usize = self
+            .labels
             .iter()
-            .map(|(k, c)| k.len() + 48 + c.len() * 40)
+            .map(|(l, b)| l.len() + 64 + b.serialized_size())
             .sum();
-        ids + self.hashes.len() * 32 + labels + self.validity.len() * 16 + props + self.text.len() + self.text_end.len() * 4 + 256
+        let props: usize = self.props.iter().map(|(k, c)| k.len() + 48 + c.len() * 40).sum();
+        ids + self.hashes.len() * 32
+            + labels
+            + self.validity.len() * 16
+            + props
+            + self.text.len()
+            + self.text_end.len() * 4
+            + 256
     }
 }

@@ -48,6 +48,24 @@ const PARALLEL_ROWS: usize = 16_384;
 /// Below this many vectors in a unit, its rows are scanned exactly even in ANN mode.
 pub const ANN_MIN_ROWS: usize = 4096;
 
+/// Settings of an approximate search ([`CommitIndexes::dense_search_ann_with`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnnOptions {
+    /// The candidate list of each graph walk; `None`: `max(k, 64)`.
+    pub ef: Option<usize>,
+    /// Units with fewer vectors are scanned exactly ([`ANN_MIN_ROWS`] by default).
+    pub min_unit_rows: usize,
+}
+
+impl Default for AnnOptions {
+    fn default() -> Self {
+        AnnOptions {
+            ef: None,
+            min_unit_rows: ANN_MIN_ROWS,
+        }
+    }
+}
+
 /// The result of a dense search.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DenseSearch {
@@ -95,10 +113,18 @@ impl DenseView {
         }
     }
 
-    pub(crate) fn set_units(&mut self, units: Vec<(usize, usize, Arc<UnitGraph>)>, chunks: usize) -> Result<(), IndexError> {
+    pub(crate) fn set_units(
+        &mut self,
+        units: Vec<(usize, usize, Arc<UnitGraph>)>,
+        chunks: usize,
+    ) -> Result<(), IndexError> {
         let mut next = 0;
         for (first, count, graph) in &units {
-            let rows: usize = self.parts[*first..*first + *count].iter().flatten().map(|p| p.len()).sum();
+            let rows: usize = self.parts[*first..*first + *count]
+                .iter()
+                .flatten()
+                .map(|p| p.len())
+                .sum();
             if *first != next || graph.len() as usize != rows {
                 return Err(IndexError::Inconsistent(format!(
                     "unit graphs of `{}` do not cover the chunks in order",
@@ -108,7 +134,10 @@ impl DenseView {
             next = first + count;
         }
         if next != chunks {
-            return Err(IndexError::Inconsistent(format!("unit graphs of `{}` cover {next} of {chunks} chunks", self.model)));
+            return Err(IndexError::Inconsistent(format!(
+                "unit graphs of `{}` cover {next} of {chunks} chunks",
+                self.model
+            )));
         }
         self.units = Some(
             units
@@ -185,7 +214,10 @@ impl CommitIndexes {
                 model: model.to_string(),
             });
         }
-        let view = self.dense.get(model).ok_or_else(|| IndexError::NotLoaded(format!("dense:{model}")))?;
+        let view = self
+            .dense
+            .get(model)
+            .ok_or_else(|| IndexError::NotLoaded(format!("dense:{model}")))?;
         if query.len() != view.dim {
             return Err(IndexError::DimensionMismatch {
                 model: model.to_string(),
@@ -335,6 +367,18 @@ impl CommitIndexes {
         k: usize,
         filter: Option<&Filter>,
     ) -> Result<DenseSearch, IndexError> {
+        self.dense_search_ann_with(model, query, k, filter, &AnnOptions::default())
+    }
+
+    /// [`CommitIndexes::dense_search_ann`] with explicit settings.
+    pub fn dense_search_ann_with(
+        &self,
+        model: &str,
+        query: &[f32],
+        k: usize,
+        filter: Option<&Filter>,
+        options: &AnnOptions,
+    ) -> Result<DenseSearch, IndexError> {
         let view = self.dense_view_for(model, query)?;
         let units = view
             .units
@@ -347,7 +391,7 @@ impl CommitIndexes {
                 rescored: 0,
             });
         }
-        let ef = k.max(64);
+        let ef = options.ef.unwrap_or(64).max(k);
         let q = QueryCodes::new(query);
         let search_unit = |u: &UnitRef| -> (Vec<(usize, Vec<u32>)>, bool) {
             // The unit's rows: chunk by chunk, in order.
@@ -379,7 +423,7 @@ impl CommitIndexes {
                     })
                     .collect()
             };
-            if n < ANN_MIN_ROWS || in_filter <= 4 * ef || in_filter.saturating_mul(16) < n {
+            if n < options.min_unit_rows || in_filter <= 4 * ef || in_filter.saturating_mul(16) < n {
                 return (exact_rows(), false);
             }
             let locate = |row: u32| -> (usize, usize) {

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use cairn_core::level::key_level;
 use cairn_core::{codec, Edge, Hash, Node, NodeId, Value};
 
-pub use dense::{DenseSearch, DenseView, ANN_MIN_ROWS};
+pub use dense::{AnnOptions, DenseSearch, DenseView, ANN_MIN_ROWS, EXACT_SCAN_ROWS};
 pub use edges::{AdjacentEdge, EdgeView};
 pub use filter::{Filter, FilterPart};
 
@@ -126,7 +126,9 @@ impl CommitIndexes {
             .enumerate()
             .find(|(_, (t, c))| t.doc_count() != c.len())
         {
-            return Err(IndexError::Inconsistent(format!("text part of chunk {i} has another node count")));
+            return Err(IndexError::Inconsistent(format!(
+                "text part of chunk {i} has another node count"
+            )));
         }
         self.text = Some(parts);
         Ok(())
@@ -167,8 +169,14 @@ impl CommitIndexes {
     /// True if the parts `needs` names are loaded.
     pub fn satisfies(&self, needs: &IndexNeeds) -> bool {
         (!needs.text || self.text.is_some())
-            && needs.sparse.iter().all(|m| self.sparse.contains_key(m) || !self.has_sparse_model(m))
-            && needs.dense.iter().all(|m| self.dense.contains_key(m) || !self.has_dense_model(m))
+            && needs
+                .sparse
+                .iter()
+                .all(|m| self.sparse.contains_key(m) || !self.has_sparse_model(m))
+            && needs
+                .dense
+                .iter()
+                .all(|m| self.dense.contains_key(m) || !self.has_dense_model(m))
             && (!needs.edges || self.edges.is_some())
             && needs
                 .graphs
@@ -216,7 +224,9 @@ impl CommitIndexes {
 
     /// The ordinal of `id`, if the commit has that node.
     pub fn ordinal(&self, id: &NodeId) -> Option<Ordinal> {
-        let c = self.chunks.partition_point(|ch| ch.ids().first().is_some_and(|f| f <= id));
+        let c = self
+            .chunks
+            .partition_point(|ch| ch.ids().first().is_some_and(|f| f <= id));
         let c = c.checked_sub(1)?;
         self.chunks[c].local(id).map(|l| self.offsets[c] + l)
     }
@@ -364,6 +374,43 @@ impl CommitIndexes {
         self.sparse.contains_key(model)
     }
 
+    /// Chunk `c`'s BM25 part, if loaded.
+    pub fn text_part(&self, c: usize) -> Option<&Arc<TextChunk>> {
+        self.text.as_ref().and_then(|t| t.get(c))
+    }
+
+    /// Chunk `c`'s sparse part of `model`, if loaded and present.
+    pub fn sparse_part(&self, model: &str, c: usize) -> Option<&Arc<SparseChunk>> {
+        self.sparse.get(model).and_then(|p| p.get(c)).and_then(Option::as_ref)
+    }
+
+    /// Builds and attaches the unit graphs of dense model `model` in memory (the
+    /// repository builds, stores and shares them instead): the units of
+    /// [`crate::unit`], each graph seeded from its chunks' content.
+    pub fn build_unit_graphs(&mut self, model: &str) -> Result<(), IndexError> {
+        use crate::unit::{build_unit_graph, chunk_levels, unit_ranges, unit_seed};
+        let dense = self
+            .dense
+            .get(model)
+            .ok_or_else(|| IndexError::NotLoaded(format!("dense:{model}")))?;
+        let firsts: Vec<&[u8]> = self.chunks.iter().map(|c| c.ids()[0].as_str().as_bytes()).collect();
+        let mut units = Vec::new();
+        for range in unit_ranges(&chunk_levels(firsts)) {
+            let parts: Vec<&DenseChunk> = range
+                .clone()
+                .filter_map(|c| dense.part(c).map(|p| p.as_ref()))
+                .collect();
+            let mut seed_bytes = Vec::new();
+            for c in range.clone() {
+                seed_bytes.extend_from_slice(self.chunks[c].ids()[0].as_str().as_bytes());
+            }
+            let seed = unit_seed(&self.params.graph, &Hash::of(&seed_bytes));
+            let g = build_unit_graph(&parts, &self.params.graph, seed);
+            units.push((range.start, range.len(), Arc::new(g)));
+        }
+        self.set_graphs(model, units)
+    }
+
     /// The loaded dense view of `model`.
     pub fn dense(&self, model: &str) -> Option<&DenseView> {
         self.dense.get(model)
@@ -372,6 +419,41 @@ impl CommitIndexes {
     /// The loaded edges.
     pub fn edges(&self) -> Option<&Arc<EdgeView>> {
         self.edges.as_ref()
+    }
+
+    /// blake3 over the stored encoding (`persist`, with zero keys) of every loaded part, in
+    /// chunk order: equal digests mean equal views, part for part. For tests and tools
+    /// that compare views across processes and histories.
+    pub fn digest(&self) -> Hash {
+        use crate::persist;
+        let z = Hash::ZERO;
+        let mut h = blake3::Hasher::new();
+        for (c, core) in self.chunks.iter().enumerate() {
+            let n = core.len() as u32;
+            h.update(&persist::encode_node_core(&z, core));
+            if let Some(t) = &self.text {
+                h.update(&persist::encode_text(&z, &t[c]));
+            }
+            for (m, parts) in &self.sparse {
+                if let Some(p) = &parts[c] {
+                    h.update(&persist::encode_sparse(&z, m, n, p));
+                }
+            }
+            for (m, d) in &self.dense {
+                if let Some(p) = d.part(c) {
+                    h.update(&persist::encode_dense(&z, m, n, p));
+                }
+            }
+        }
+        if let Some(e) = &self.edges {
+            for c in e.out_chunks() {
+                h.update(&persist::encode_edges(&z, EdgeDirection::Out, c));
+            }
+            for c in e.in_chunks() {
+                h.update(&persist::encode_edges(&z, EdgeDirection::In, c));
+            }
+        }
+        Hash::from_bytes(*h.finalize().as_bytes())
     }
 
     /// Builds a complete view in memory (every part loaded) from a commit's nodes (with
@@ -397,7 +479,10 @@ impl CommitIndexes {
         let mut sorted: Vec<&(Hash, Node)> = nodes.iter().rev().collect();
         sorted.sort_by(|a, b| a.1.id.cmp(&b.1.id));
         sorted.dedup_by(|later, first| later.1.id == first.1.id);
-        let levels: Vec<u8> = sorted.iter().map(|(_, n)| key_level(n.id.as_str().as_bytes())).collect();
+        let levels: Vec<u8> = sorted
+            .iter()
+            .map(|(_, n)| key_level(n.id.as_str().as_bytes()))
+            .collect();
         let sizes: Vec<usize> = sorted.iter().map(|(_, n)| codec::encode_node(n).len()).collect();
         let rule = SplitRule {
             max_keys: MAX_CHUNK_KEYS,
@@ -408,18 +493,28 @@ impl CommitIndexes {
             let members: Vec<(Hash, &Node)> = sorted[span.range()].iter().map(|(h, n)| (*h, n)).collect();
             all_parts.push(ChunkParts::build(params, &members));
         }
-        let mut ix = CommitIndexes::assemble(key, params.clone(), all_parts.iter().map(|p| Arc::new(p.core.clone())).collect())
-            .unwrap_or_else(|e| unreachable!("chunks of a sorted node list: {e}"));
+        let mut ix = CommitIndexes::assemble(
+            key,
+            params.clone(),
+            all_parts.iter().map(|p| Arc::new(p.core.clone())).collect(),
+        )
+        .unwrap_or_else(|e| unreachable!("chunks of a sorted node list: {e}"));
         let text = all_parts.iter().map(|p| Arc::new(p.text.clone())).collect();
         let _ = ix.set_text(text);
         let sparse_models: BTreeSet<String> = all_parts.iter().flat_map(|p| p.sparse.keys().cloned()).collect();
         for m in sparse_models {
-            let parts = all_parts.iter().map(|p| p.sparse.get(&m).cloned().map(Arc::new)).collect();
+            let parts = all_parts
+                .iter()
+                .map(|p| p.sparse.get(&m).cloned().map(Arc::new))
+                .collect();
             let _ = ix.set_sparse(&m, parts);
         }
         let dense_models: BTreeSet<String> = all_parts.iter().flat_map(|p| p.dense.keys().cloned()).collect();
         for m in dense_models {
-            let parts = all_parts.iter().map(|p| p.dense.get(&m).cloned().map(Arc::new)).collect();
+            let parts = all_parts
+                .iter()
+                .map(|p| p.dense.get(&m).cloned().map(Arc::new))
+                .collect();
             let _ = ix.set_dense(&m, parts);
         }
         let present: BTreeSet<&NodeId> = sorted.iter().map(|(_, n)| &n.id).collect();

@@ -36,7 +36,10 @@ impl CommitIndexes {
                 model: model.to_string(),
             });
         }
-        let parts = self.sparse.get(model).ok_or_else(|| IndexError::NotLoaded(format!("sparse:{model}")))?;
+        let parts = self
+            .sparse
+            .get(model)
+            .ok_or_else(|| IndexError::NotLoaded(format!("sparse:{model}")))?;
         if k == 0 {
             return Ok(Vec::new());
         }

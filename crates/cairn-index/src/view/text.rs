@@ -46,13 +46,16 @@ impl CommitIndexes {
         // Distinct query terms in first-occurrence order, with multiplicity.
         let mut terms: Vec<(String, u32)> = Vec::new();
         let mut position: BTreeMap<String, usize> = BTreeMap::new();
-        self.params.bm25.analyzer.for_each_term(query, |t| match position.get(t) {
-            Some(&i) => terms[i].1 += 1,
-            None => {
-                position.insert(t.to_string(), terms.len());
-                terms.push((t.to_string(), 1));
-            }
-        });
+        self.params
+            .bm25
+            .analyzer
+            .for_each_term(query, |t| match position.get(t) {
+                Some(&i) => terms[i].1 += 1,
+                None => {
+                    position.insert(t.to_string(), terms.len());
+                    terms.push((t.to_string(), 1));
+                }
+            });
         if terms.is_empty() {
             return Vec::new();
         }
@@ -93,13 +96,25 @@ impl CommitIndexes {
             if fpart.is_some_and(FilterPart::is_none) {
                 continue;
             }
-            score_chunk(part, chunk_lists, &weights, (k1, b, avgdl), fpart, &mut sums, &mut touched);
+            score_chunk(
+                part,
+                chunk_lists,
+                &weights,
+                (k1, b, avgdl),
+                fpart,
+                &mut sums,
+                &mut touched,
+            );
             let base = self.offset(c);
             hits.extend(touched.drain(..).map(|l| Hit {
                 ordinal: base + l,
                 score: sums[l as usize] as f32,
             }));
-            hits = if hits.len() > 4 * k.max(256) { top_k(hits, k) } else { hits };
+            hits = if hits.len() > 4 * k.max(256) {
+                top_k(hits, k)
+            } else {
+                hits
+            };
         }
         top_k(hits, k)
     }

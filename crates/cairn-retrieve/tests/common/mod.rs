@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use cairn_core::{CommitId, Edge, Hash, Node, NodeId, SparseVector, Validity};
+use cairn_index::IndexNeeds;
 use cairn_index::{CommitIndexes, IndexParams};
-use cairn_retrieve::{NodeLoader, ResolvedCommit, RetrievalSource, SourceError};
+use cairn_retrieve::{ResolvedCommit, RetrievalSource, SourceError};
 
 /// The main commit's timestamp (the default validity time).
 pub const MAIN_TS: i64 = 1_700_000_000_000;
@@ -18,29 +19,16 @@ pub fn id(s: &str) -> NodeId {
     NodeId::new(s).expect("test ids are valid")
 }
 
-/// Nodes by id.
-pub struct MapLoader(pub BTreeMap<NodeId, Node>);
-
-impl NodeLoader for MapLoader {
-    fn load(&self, id: &NodeId) -> Result<Node, SourceError> {
-        self.0
-            .get(id)
-            .cloned()
-            .ok_or_else(|| SourceError::NodeNotFound(id.clone()))
-    }
-}
-
 /// Builds a resolved commit over `nodes` and `edges`.
 pub fn resolved(name: &str, ts: i64, nodes: Vec<Node>, edges: &[Edge]) -> ResolvedCommit {
     let mut with_hashes: Vec<(Hash, Node)> = nodes.into_iter().map(|n| (Hash::of(n.id.as_bytes()), n)).collect();
     with_hashes.sort_by(|a, b| a.1.id.cmp(&b.1.id));
     let indexes = CommitIndexes::build(Hash::of(name.as_bytes()), &IndexParams::default(), &with_hashes, edges);
-    let map = with_hashes.into_iter().map(|(_, n)| (n.id.clone(), n)).collect();
     ResolvedCommit {
         commit: CommitId(Hash::of(format!("commit:{name}").as_bytes())),
         timestamp_ms: ts,
         indexes: Arc::new(indexes),
-        nodes: Arc::new(MapLoader(map)),
+        repairs: Vec::new(),
     }
 }
 
@@ -51,7 +39,7 @@ pub struct FakeSource {
 }
 
 impl RetrievalSource for FakeSource {
-    fn resolve(&self, at: Option<&str>) -> Result<ResolvedCommit, SourceError> {
+    fn resolve(&self, at: Option<&str>, _needs: &IndexNeeds) -> Result<ResolvedCommit, SourceError> {
         let rev = at.unwrap_or(&self.head);
         self.commits
             .get(rev)

@@ -18,7 +18,7 @@ use cairn_core::{CommitId, Edge, Hash, Node};
 use cairn_index::chunk::{ChunkParts, EdgeChunk, EdgeDirection};
 use cairn_index::params::{CHUNK_LEVEL, MAX_CHUNK_BYTES, MAX_CHUNK_KEYS};
 use cairn_index::persist;
-use cairn_index::unit::{build_unit_graph, unit_ranges, unit_seed};
+use cairn_index::unit::{build_unit_graph, chunk_levels, unit_ranges, unit_seed};
 use cairn_index::{CommitIndexes, DenseChunk, IndexError, IndexNeeds, IndexParams, NodeChunk, UnitGraph};
 use parking_lot::Mutex;
 use rayon::prelude::*;
@@ -182,7 +182,9 @@ impl Repo {
                     .par_iter()
                     .map(|ch| match self.part(&ctx, TreeKind::Nodes, ch, TAG_NODE_CORE, None)? {
                         Part::Core(c) => Ok(c),
-                        _ => Err(Error::Index(IndexError::Inconsistent("core part of another kind".into()))),
+                        _ => Err(Error::Index(IndexError::Inconsistent(
+                            "core part of another kind".into(),
+                        ))),
                     })
                     .collect::<Result<_>>()?;
                 CommitIndexes::assemble(vkey, ctx.params.clone(), cores).map_err(inconsistent)?
@@ -193,7 +195,9 @@ impl Repo {
                 .par_iter()
                 .map(|ch| match self.part(&ctx, TreeKind::Nodes, ch, TAG_TEXT, None)? {
                     Part::Text(t) => Ok(t),
-                    _ => Err(Error::Index(IndexError::Inconsistent("text part of another kind".into()))),
+                    _ => Err(Error::Index(IndexError::Inconsistent(
+                        "text part of another kind".into(),
+                    ))),
                 })
                 .collect::<Result<Vec<_>>>()?;
             view.set_text(parts).map_err(inconsistent)?;
@@ -211,7 +215,9 @@ impl Repo {
                     }
                     match self.part(&ctx, TreeKind::Nodes, ch, TAG_SPARSE, Some(model))? {
                         Part::Sparse(s) => Ok(Some(s)),
-                        _ => Err(Error::Index(IndexError::Inconsistent("sparse part of another kind".into()))),
+                        _ => Err(Error::Index(IndexError::Inconsistent(
+                            "sparse part of another kind".into(),
+                        ))),
                     }
                 })
                 .collect::<Result<Vec<_>>>()?;
@@ -231,7 +237,9 @@ impl Repo {
                     }
                     match self.part(&ctx, TreeKind::Nodes, ch, TAG_DENSE, Some(model))? {
                         Part::Dense(d) => Ok(Some(d)),
-                        _ => Err(Error::Index(IndexError::Inconsistent("dense part of another kind".into()))),
+                        _ => Err(Error::Index(IndexError::Inconsistent(
+                            "dense part of another kind".into(),
+                        ))),
                     }
                 })
                 .collect::<Result<Vec<_>>>()?;
@@ -269,10 +277,8 @@ impl Repo {
     /// stores what was missing, so later queries (in this or another process) start warm.
     pub fn build_indexes_with(&self, rev: &str, graphs: bool) -> Result<IndexReport> {
         let id = self.resolve(rev)?;
-        let c = self.commit(&id)?;
-        let fp = self.inner.derived.fingerprint;
-        // Start from what is stored, not from memory, so the report counts what was written.
-        let probe = self.index_view(&id, &IndexNeeds::default())?.0;
+        let before = *self.inner.derived.stored.lock();
+        let (probe, mut repaired) = self.index_view(&id, &IndexNeeds::default())?;
         let mut needs = IndexNeeds {
             text: true,
             dense: probe.dense_models().into_keys().collect(),
@@ -283,11 +289,10 @@ impl Repo {
         if graphs {
             needs.graphs = needs.dense.clone();
         }
-        let before = *self.inner.derived.stored.lock();
-        let (view, repaired) = self.index_view(&id, &needs)?;
+        let (view, more) = self.index_view(&id, &needs)?;
+        repaired.extend(more);
         let after = *self.inner.derived.stored.lock();
         self.store().flush()?;
-        let _ = (fp, c);
         Ok(IndexReport {
             commit: id,
             nodes: view.node_count(),
@@ -315,6 +320,22 @@ impl Repo {
     /// [`Repo::build_indexes_with`] without unit graphs.
     pub fn build_indexes(&self, rev: &str) -> Result<IndexReport> {
         self.build_indexes_with(rev, false)
+    }
+
+    /// The whole index of `rev`: every part (text, every dense and sparse model, edges),
+    /// built, loaded or cached; unit graphs are left out (see
+    /// [`Repo::build_indexes_with`]).
+    pub fn indexes(&self, rev: &str) -> Result<Arc<CommitIndexes>> {
+        let id = self.resolve(rev)?;
+        let probe = self.index_view(&id, &IndexNeeds::default())?.0;
+        let needs = IndexNeeds {
+            text: true,
+            dense: probe.dense_models().into_keys().collect(),
+            sparse: probe.sparse_models(),
+            edges: true,
+            graphs: BTreeSet::new(),
+        };
+        Ok(self.index_view(&id, &needs)?.0)
     }
 
     /// The view of commit `id` with every part `needs` names (built, loaded or cached).
@@ -361,7 +382,11 @@ impl Repo {
     }
 
     fn resolve_spans(&self, ctx: &Ctx, tree: TreeKind, spans: Vec<Span>) -> Result<ChunkList> {
-        let core_tag = if tree == TreeKind::Nodes { TAG_NODE_CORE } else { TAG_EDGES };
+        let core_tag = if tree == TreeKind::Nodes {
+            TAG_NODE_CORE
+        } else {
+            TAG_EDGES
+        };
         let resolved: Vec<Result<ChunkList>> = spans
             .into_par_iter()
             .map(|span| {
@@ -532,7 +557,9 @@ impl Repo {
         list.par_iter()
             .map(|ch| match self.part(ctx, tree, ch, TAG_EDGES, None)? {
                 Part::Edges(e) => Ok(e),
-                _ => Err(Error::Index(IndexError::Inconsistent("edge part of another kind".into()))),
+                _ => Err(Error::Index(IndexError::Inconsistent(
+                    "edge part of another kind".into(),
+                ))),
             })
             .collect()
     }
@@ -549,8 +576,8 @@ impl Repo {
         let dense = view
             .dense(model)
             .ok_or_else(|| Error::Index(IndexError::NotLoaded(format!("dense:{model}"))))?;
-        let levels: Vec<u8> = list.iter().map(|c| c.span.head_level()).collect();
-        let units = unit_ranges(&levels);
+        let firsts: Vec<&[u8]> = view.chunks().iter().map(|c| c.ids()[0].as_str().as_bytes()).collect();
+        let units = unit_ranges(&chunk_levels(firsts));
         let cache = &self.inner.derived.cache;
         units
             .into_par_iter()
@@ -558,7 +585,10 @@ impl Repo {
                 let keys: Vec<Hash> = list[range.clone()].iter().map(|c| c.key).collect();
                 let key = unit_key(&ctx.fp, &keys);
                 let skey = graph_store_key(&key, model);
-                let parts: Vec<&DenseChunk> = range.clone().filter_map(|c| dense.part(c).map(|p| p.as_ref())).collect();
+                let parts: Vec<&DenseChunk> = range
+                    .clone()
+                    .filter_map(|c| dense.part(c).map(|p| p.as_ref()))
+                    .collect();
                 let rows: usize = parts.iter().map(|p| p.len()).sum();
                 let graph = match cache.part(&skey) {
                     Some(Part::Graph(g)) => Some(g),
@@ -572,17 +602,26 @@ impl Repo {
                                 Ok(Some(bytes)) => match persist::decode_unit_graph(&bytes, &key) {
                                     Ok((m, g)) if m == model && g.len() as usize == rows => Some(Arc::new(g)),
                                     Ok(_) => {
-                                        ctx.note(format!("stored unit graph {} has another size; rebuilt", key.short()));
+                                        ctx.note(format!(
+                                            "stored unit graph {} has another size; rebuilt",
+                                            key.short()
+                                        ));
                                         None
                                     }
                                     Err(e) => {
-                                        ctx.note(format!("stored unit graph {} is damaged ({e}); rebuilt", key.short()));
+                                        ctx.note(format!(
+                                            "stored unit graph {} is damaged ({e}); rebuilt",
+                                            key.short()
+                                        ));
                                         None
                                     }
                                 },
                                 Ok(None) => None,
                                 Err(e) => {
-                                    ctx.note(format!("stored unit graph {} is unreadable ({e}); rebuilt", key.short()));
+                                    ctx.note(format!(
+                                        "stored unit graph {} is unreadable ({e}); rebuilt",
+                                        key.short()
+                                    ));
                                     None
                                 }
                             }
@@ -625,7 +664,10 @@ impl Repo {
                     written.0 += batch.len();
                     written.1 += *size as u64;
                 }
-                Err(e) => ctx.note(format!("could not store {} derived values ({e}); kept in memory", batch.len())),
+                Err(e) => ctx.note(format!(
+                    "could not store {} derived values ({e}); kept in memory",
+                    batch.len()
+                )),
             }
             batch.clear();
             *size = 0;
@@ -667,7 +709,10 @@ impl Repo {
                 0
             };
             let list_hash = Hash::from_bytes(*h.finalize().as_bytes());
-            entries.push((manifest_store_key(&key), persist::encode_manifest(&key, count, &list_hash)));
+            entries.push((
+                manifest_store_key(&key),
+                persist::encode_manifest(&key, count, &list_hash),
+            ));
         }
         if !entries.is_empty() {
             if let Err(e) = self.store().put_derived(&entries) {

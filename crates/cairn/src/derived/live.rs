@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use cairn_core::{CommitId, Hash};
 use cairn_index::params::CHUNK_LEVEL;
-use cairn_index::unit::unit_ranges;
+use cairn_index::unit::{chunk_levels, unit_ranges};
 
 use crate::derived::keys::{manifest_key, unit_key, TreeKind};
 use crate::derived::spans::{self, Span};
@@ -26,7 +26,11 @@ pub(crate) struct LiveSet {
 impl Repo {
     /// The derived keys `commits` use. `is_split(chunk key)` says whether a split marker is
     /// stored for a span (then its pieces are chunks too).
-    pub(crate) fn live_derived(&self, commits: &HashSet<CommitId>, is_split: &dyn Fn(&Hash) -> bool) -> Result<LiveSet> {
+    pub(crate) fn live_derived(
+        &self,
+        commits: &HashSet<CommitId>,
+        is_split: &dyn Fn(&Hash) -> bool,
+    ) -> Result<LiveSet> {
         let fp = self.inner.derived.fingerprint;
         let mut live = LiveSet::default();
         let mut roots_seen: HashSet<(u8, Hash)> = HashSet::new();
@@ -42,12 +46,12 @@ impl Repo {
                 if !roots_seen.insert((tree as u8, r)) {
                     continue;
                 }
-                let mut leaves: Vec<(Hash, u8)> = Vec::new();
+                let mut leaves: Vec<(Hash, Vec<u8>)> = Vec::new();
                 for span in spans::top_spans(self.objects(), root, CHUNK_LEVEL)? {
                     self.mark_span(&fp, tree, span, is_split, &mut live, &mut leaves)?;
                 }
                 if tree == TreeKind::Nodes {
-                    let levels: Vec<u8> = leaves.iter().map(|l| l.1).collect();
+                    let levels = chunk_levels(leaves.iter().map(|l| l.1.as_slice()));
                     for range in unit_ranges(&levels) {
                         let keys: Vec<Hash> = leaves[range].iter().map(|l| l.0).collect();
                         live.units.insert(unit_key(&fp, &keys));
@@ -65,7 +69,7 @@ impl Repo {
         span: Span,
         is_split: &dyn Fn(&Hash) -> bool,
         live: &mut LiveSet,
-        leaves: &mut Vec<(Hash, u8)>,
+        leaves: &mut Vec<(Hash, Vec<u8>)>,
     ) -> Result<()> {
         let key = span.key(fp, tree);
         live.chunks.insert(key);
@@ -74,7 +78,10 @@ impl Repo {
                 self.mark_span(fp, tree, piece, is_split, live, leaves)?;
             }
         } else {
-            leaves.push((key, span.head_level()));
+            // The chunk's first key: its head, or (the leading span) its gap's first key,
+            // which only matters as "the first chunk" (`chunk_levels`).
+            let first = span.head.as_ref().map(|h| h.0.clone()).unwrap_or_default();
+            leaves.push((key, first));
         }
         Ok(())
     }

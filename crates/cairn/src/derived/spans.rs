@@ -7,7 +7,6 @@
 //! chunks of a 100k-node commit reads a couple of hundred tree nodes, most of them shared
 //! with (and cached for) its neighbours in history.
 
-use cairn_core::level::key_level;
 use cairn_core::Hash;
 use cairn_graph::{mst, GraphError, Objects};
 
@@ -24,11 +23,6 @@ impl Span {
     /// The span's chunk key.
     pub(crate) fn key(&self, fingerprint: &Hash, tree: TreeKind) -> Hash {
         chunk_key(fingerprint, tree, self.head.as_ref().map(|h| h.1), self.gap)
-    }
-
-    /// The level of its head key (`u8::MAX` without a head: a leading span starts a unit).
-    pub(crate) fn head_level(&self) -> u8 {
-        self.head.as_ref().map_or(u8::MAX, |(k, _)| key_level(k))
     }
 }
 
