@@ -1,10 +1,11 @@
-//! Dense lane benchmarks: the exact scan at 100,000 × 384 (unfiltered and with a 0.1 %
-//! label filter), an HNSW base (build time, recall@10 against the exact scan, query
-//! latency) and the load (decode) time of a persisted index.
+//! Dense lane benchmarks at 100,000 × 384 over a chunked index view: the plain `f32`
+//! scan (the reference), the default exact search (int8 scan with a proven bound, exact
+//! rescoring) unfiltered and with a 0.1 % filter, the HNSW unit graphs (build time with 1, 2
+//! and all threads — byte-identical — recall@10 against exact, query latency), and the
+//! decode time of the stored dense parts.
 //!
 //! Data: synthetic clustered unit vectors (256 seeded random centres, each point a centre
-//! plus uniform noise, normalised). The base is built over `CAIRN_BENCH_HNSW_N` vectors
-//! (default 20,000; 100,000 takes minutes on one core).
+//! plus uniform noise, normalised).
 //!
 //! `cargo bench --bench dense -- --sample-size 10`
 
@@ -12,10 +13,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cairn_core::NodeId;
-use cairn_index::dense::{decode_dense, encode_dense, INT8_RESCORE};
-use cairn_index::hnsw::{decode_hnsw, encode_hnsw, HnswParams};
-use cairn_index::DenseIndex;
+use cairn_core::{Hash, Node, NodeId};
+use cairn_index::{persist, AnnOptions, CommitIndexes, IndexParams};
 use criterion::{criterion_group, criterion_main, Criterion};
 use rng::Lcg;
 
@@ -71,18 +70,19 @@ fn clustered(n: usize, seed: u64) -> Vec<f32> {
     out
 }
 
-fn index_of(vectors: &[f32]) -> DenseIndex {
-    let n = vectors.len() / DIM;
-    DenseIndex::build(
-        "bench",
-        DIM,
-        n as u32,
-        vectors.chunks_exact(DIM).enumerate().map(|(i, v)| (i as u32, v)),
-    )
-}
-
-fn ids(n: usize) -> Vec<NodeId> {
-    (0..n).map(|i| NodeId::new(format!("doc-{i:07}")).unwrap()).collect()
+fn view_of(vectors: &[f32]) -> CommitIndexes {
+    let nodes: Vec<(Hash, Node)> = vectors
+        .chunks_exact(DIM)
+        .enumerate()
+        .map(|(i, v)| {
+            let id = NodeId::new(format!("doc-{i:07}")).unwrap();
+            (
+                Hash::of(id.as_str().as_bytes()),
+                Node::new(id).with_embedding("bench", v.to_vec()),
+            )
+        })
+        .collect();
+    CommitIndexes::build(Hash::ZERO, &IndexParams::default(), &nodes, &[])
 }
 
 /// CPU seconds this process has used (user + system, `/proc/self/stat`, 10 ms ticks; 0 where
@@ -113,144 +113,143 @@ fn latency_ms(queries: &[f32], rounds: usize, mut f: impl FnMut(&[f32])) -> (f64
     (t[t.len() / 2], cpu_ms)
 }
 
+fn graph_digest(view: &CommitIndexes) -> Hash {
+    let mut bytes = Vec::new();
+    let z = Hash::ZERO;
+    for u in 0..view.dense("bench").unwrap().unit_count() {
+        bytes.extend_from_slice(&persist::encode_unit_graph(
+            &z,
+            "bench",
+            view.dense("bench").unwrap().unit_graph(u).unwrap(),
+        ));
+    }
+    Hash::of(&bytes)
+}
+
 fn bench_dense(c: &mut Criterion) {
     let t = Instant::now();
     let vectors = clustered(N, 1);
     let queries = clustered(200, 2);
-    let full = index_of(&vectors);
-    eprintln!(
-        "[dense] data + exact index of {N} x {DIM}: {:.2} s",
-        t.elapsed().as_secs_f64()
+    let view = view_of(&vectors);
+    println!(
+        "[dense] built a view of {N} × {DIM} in {:?} ({} chunks)",
+        t.elapsed(),
+        view.chunks().len()
     );
-    // A label held by 0.1 % of the nodes.
-    // (The root package does not depend on `roaring`: a cleared copy of the index's own
-    // bitmap gives the type.)
-    let mut rng = Lcg(3);
-    let mut label = full.present().clone();
-    label.clear();
-    while label.len() < (N / 1000) as u64 {
-        label.insert(rng.below(N) as u32);
-    }
+    let rare = view.filter_of((0..N as u32).filter(|o| o % 1000 == 0));
 
-    eprintln!(
-        "[dense] exact k=10 at {N} (p50 wall ms, mean CPU ms): unfiltered {:.3?}, 0.1% filter ({} nodes) {:.4?}",
-        latency_ms(&queries, 1, |q| {
-            black_box(full.search(q, 10, None).unwrap());
-        }),
-        label.len(),
-        latency_ms(&queries, 50, |q| {
-            black_box(full.search(q, 10, Some(&label)).unwrap());
-        })
+    let (reference, _) = latency_ms(&queries, 1, |q| {
+        black_box(view.dense_search_reference("bench", q, 10, None).unwrap());
+    });
+    let mut rescored = Vec::new();
+    let (exact, exact_cpu) = latency_ms(&queries, 3, |q| {
+        let r = view.dense_search("bench", q, 10, None).unwrap();
+        rescored.push(r.rescored as f64);
+        black_box(r);
+    });
+    let (exact_1000, _) = latency_ms(&queries, 1, |q| {
+        black_box(view.dense_search("bench", q, 1000, None).unwrap());
+    });
+    let (rare_ms, _) = latency_ms(&queries, 3, |q| {
+        black_box(view.dense_search("bench", q, 10, Some(&rare)).unwrap());
+    });
+    rescored.sort_by(f64::total_cmp);
+    println!(
+        "[dense] p50 ms: f32 scan k=10 {reference:.2}; exact (int8 bound + rescoring) k=10 {exact:.2} (CPU {exact_cpu:.2}, \
+         {:.0} rows rescored at p50), k=1000 {exact_1000:.2}; 0.1 % filter k=10 {rare_ms:.3}",
+        rescored[rescored.len() / 2]
     );
-    // The int8 scan with exact rescoring (codes made by the first call).
-    full.search_int8(&queries[..DIM], 10, INT8_RESCORE, None).unwrap();
-    for rescore in [20, 50, INT8_RESCORE] {
-        let mut overlap = 0usize;
-        for q in queries.chunks_exact(DIM) {
-            let want = full.search(q, 10, None).unwrap().hits;
-            let got = full.search_int8(q, 10, rescore, None).unwrap().hits;
-            overlap += got.iter().filter(|h| want.contains(h)).count();
-        }
-        eprintln!(
-            "[dense] int8 scan k=10 at {N}, {rescore} rescored: recall@10 {:.4}, (p50 wall ms, mean CPU ms) {:.3?}",
-            overlap as f64 / (10 * queries.len() / DIM) as f64,
-            latency_ms(&queries, 1, |q| {
-                black_box(full.search_int8(q, 10, rescore, None).unwrap());
-            })
+
+    // Unit graphs: build with 1, 2 and all threads; the bytes must not differ.
+    let mut digests = Vec::new();
+    let mut graphs_view = None;
+    for threads in [1usize, 2, 0] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let mut v = view.clone();
+        let t = Instant::now();
+        let cpu = cpu_seconds();
+        pool.install(|| v.build_unit_graphs("bench").unwrap());
+        println!(
+            "[dense] unit graphs ({} units) with {} threads: {:.2} s wall, {:.2} CPU s",
+            v.dense("bench").unwrap().unit_count(),
+            if threads == 0 {
+                pool.current_num_threads()
+            } else {
+                threads
+            },
+            t.elapsed().as_secs_f64(),
+            cpu_seconds() - cpu
         );
+        digests.push(graph_digest(&v));
+        graphs_view = Some(v);
     }
-    let mut q = queries.chunks_exact(DIM).cycle();
-    c.bench_function("dense/int8_100k_k10", |b| {
-        b.iter(|| full.search_int8(q.next().unwrap(), 10, INT8_RESCORE, None).unwrap())
-    });
-    c.bench_function("dense/exact_100k_k10", |b| {
-        b.iter(|| full.search(q.next().unwrap(), 10, None).unwrap())
-    });
-    c.bench_function("dense/exact_100k_k10_filter_0.1pct", |b| {
-        b.iter(|| full.search(q.next().unwrap(), 10, Some(&label)).unwrap())
-    });
-
-    // HNSW base.
-    let hn: usize = std::env::var("CAIRN_BENCH_HNSW_N")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20_000);
-    let sub = index_of(&vectors[..hn * DIM]);
-    let (t, cpu) = (Instant::now(), cpu_seconds());
-    let base = sub.build_base(&ids(hn), &HnswParams::default()).unwrap();
-    let (build_s, build_cpu) = (t.elapsed().as_secs_f64(), cpu_seconds() - cpu);
-    let base = Arc::new(base);
-    let with_base = sub.with_base(base.clone());
-    let mut overlap = 0usize;
+    assert!(
+        digests.windows(2).all(|w| w[0] == w[1]),
+        "unit graphs differ across thread counts"
+    );
+    let gv = graphs_view.unwrap();
+    let mut overlap = 0.0;
     for q in queries.chunks_exact(DIM) {
-        let want = sub.search(q, 10, None).unwrap().hits;
-        let got = with_base.search(q, 10, None).unwrap();
-        assert!(got.approximate);
-        overlap += got
-            .hits
-            .iter()
-            .filter(|h| want.iter().any(|w| w.ordinal == h.ordinal))
-            .count();
+        let want = gv.dense_search_reference("bench", q, 10, None).unwrap();
+        let got = gv.dense_search_ann("bench", q, 10, None).unwrap();
+        overlap += got.hits.iter().filter(|h| want.contains(h)).count() as f64 / 10.0;
     }
-    let mut sub_label = label.clone();
-    sub_label.remove_range(hn as u32..);
-    eprintln!(
-        "[dense] HNSW base of {hn}: build {build_s:.2} s wall / {build_cpu:.2} CPU s (1 thread), recall@10 {:.4}; \
-         k=10 (p50 wall ms, mean CPU ms): graph {:.3?}, exact {:.3?}, 0.1% filter through the base index {:.4?}",
-        overlap as f64 / (10 * queries.len() / DIM) as f64,
-        latency_ms(&queries, 2, |q| {
-            black_box(with_base.search(q, 10, None).unwrap());
-        }),
-        latency_ms(&queries, 2, |q| {
-            black_box(sub.search(q, 10, None).unwrap());
-        }),
-        latency_ms(&queries, 50, |q| {
-            black_box(with_base.search(q, 10, Some(&sub_label)).unwrap());
-        }),
-    );
-    c.bench_function(&format!("dense/hnsw_{hn}_k10"), |b| {
-        b.iter(|| with_base.search(q.next().unwrap(), 10, None).unwrap())
+    let (ann, ann_cpu) = latency_ms(&queries, 3, |q| {
+        black_box(gv.dense_search_ann("bench", q, 10, None).unwrap());
     });
+    let (ann_100, _) = latency_ms(&queries, 3, |q| {
+        black_box(
+            gv.dense_search_ann_with("bench", q, 100, None, &AnnOptions::default())
+                .unwrap(),
+        );
+    });
+    println!(
+        "[dense] ANN k=10: recall@10 vs exact {:.4}, p50 {ann:.3} ms (CPU {ann_cpu:.3}); k=100 p50 {ann_100:.3} ms",
+        overlap / 200.0
+    );
 
-    // Load time of a persisted index: the base (graph + key check) and the exact part.
-    let base_bytes = encode_hnsw(&base).unwrap();
-    let dense_bytes = encode_dense(&full);
-    let sub_bytes = encode_dense(&with_base);
-    eprintln!(
-        "[dense] persisted sizes: base of {hn} {:.1} MB, exact index of {N} {:.1} MB",
-        base_bytes.len() as f64 / 1e6,
-        dense_bytes.len() as f64 / 1e6
-    );
-    let cpu = cpu_seconds();
-    for _ in 0..5 {
-        black_box(decode_hnsw(&base_bytes).unwrap());
+    // Loading: decode every stored dense part.
+    let z = Hash::ZERO;
+    let dense = view.dense("bench").unwrap();
+    let stored: Vec<Vec<u8>> = (0..view.chunks().len())
+        .filter_map(|c| {
+            dense
+                .part(c)
+                .map(|p| persist::encode_dense(&z, "bench", view.chunks()[c].len() as u32, p))
+        })
+        .collect();
+    let t = Instant::now();
+    for b in &stored {
+        black_box(persist::decode_dense(b, &z).unwrap());
     }
-    let hnsw_cpu = (cpu_seconds() - cpu) / 5.0;
-    let cpu = cpu_seconds();
-    for _ in 0..5 {
-        black_box(decode_dense(&dense_bytes).unwrap());
-    }
-    eprintln!(
-        "[dense] load, mean CPU s: decode_hnsw({hn}) {hnsw_cpu:.3}, decode_dense({N}) {:.3}",
-        (cpu_seconds() - cpu) / 5.0
+    println!(
+        "[dense] decode of the {} stored dense parts ({:.0} MiB): {:.0} ms",
+        stored.len(),
+        stored.iter().map(Vec::len).sum::<usize>() as f64 / 1048576.0,
+        t.elapsed().as_secs_f64() * 1e3
     );
-    let mut group = c.benchmark_group("dense/load");
-    group.sample_size(10).measurement_time(Duration::from_secs(10));
-    group.bench_function(format!("decode_hnsw_{hn}"), |b| {
-        b.iter(|| decode_hnsw(&base_bytes).unwrap())
+
+    let q: Vec<f32> = queries[..DIM].to_vec();
+    let mut group = c.benchmark_group("dense");
+    group.measurement_time(Duration::from_secs(5));
+    group.bench_function("exact_k10", |b| {
+        b.iter(|| view.dense_search("bench", &q, 10, None).unwrap())
     });
-    group.bench_function(format!("decode_dense_{N}"), |b| {
-        b.iter(|| decode_dense(&dense_bytes).unwrap())
+    group.bench_function("exact_k1000", |b| {
+        b.iter(|| view.dense_search("bench", &q, 1000, None).unwrap())
     });
-    group.bench_function(format!("decode_dense_{hn}_and_attach_base"), |b| {
-        b.iter(|| decode_dense(&sub_bytes).unwrap().into_with_base(base.clone()))
+    group.bench_function("reference_f32_k10", |b| {
+        b.iter(|| view.dense_search_reference("bench", &q, 10, None).unwrap())
+    });
+    group.bench_function("exact_rare_filter_k10", |b| {
+        b.iter(|| view.dense_search("bench", &q, 10, Some(&rare)).unwrap())
+    });
+    group.bench_function("ann_k10", |b| {
+        b.iter(|| gv.dense_search_ann("bench", &q, 10, None).unwrap())
     });
     group.finish();
+    let _ = Arc::new(());
 }
 
-criterion_group! {
-    name = benches;
-    config = Criterion::default().sample_size(20).measurement_time(Duration::from_secs(5));
-    targets = bench_dense
-}
+criterion_group!(benches, bench_dense);
 criterion_main!(benches);

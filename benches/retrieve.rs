@@ -1,11 +1,9 @@
 //! Retrieval benchmarks (issues "indexes" and "retrieve"): per-lane p50 latency at
 //! 100,000 nodes, unfiltered and with a 0.1 % label gate; the hybrid query (vector + text +
-//! label gate + budget 2000) with and without a 2-hop expansion; index build, derive (a
-//! 10-node commit) and load times.
+//! label gate + budget 2000) with and without a 2-hop expansion; index build, the index of a
+//! 10-node commit, and load times.
 //!
 //! `cargo bench --bench retrieve`. `CAIRN_BENCH_N` sets the node count (default 100,000).
-//! At ≥ 20,000 nodes a commit names an HNSW base, built once (one thread) by
-//! `build_indexes` in the setup, which takes minutes at 100,000 nodes.
 
 mod common;
 
@@ -50,12 +48,10 @@ fn bench_retrieve(c: &mut Criterion) {
     let t = Instant::now();
     let report = repo.build_indexes("HEAD").expect("build indexes");
     println!(
-        "index build (all indexes{}): {:?}",
-        if report.dense.iter().any(|d| d.1) {
-            " + HNSW base"
-        } else {
-            ""
-        },
+        "index build (all parts, {} chunks, {} values / {:.0} MiB stored): {:?}",
+        report.chunks,
+        report.stored_values,
+        report.stored_bytes as f64 / 1048576.0,
         t.elapsed()
     );
 
@@ -64,8 +60,7 @@ fn bench_retrieve(c: &mut Criterion) {
     drop(repo);
     let t = Instant::now();
     let repo = Repo::open(&path).expect("open");
-    let head = repo.head().expect("head").expect("commit");
-    repo.indexes_at(&head).expect("load");
+    repo.indexes("HEAD").expect("load");
     println!("reopen + index load: {:?}", t.elapsed());
 
     // Derive: a commit changing 10 nodes, indexed from its parent's index.
@@ -75,10 +70,13 @@ fn bench_retrieve(c: &mut Criterion) {
         let i = (rng.next() % n as u64) as usize;
         tx.put_node(common::node(&mut rng, i)).expect("put");
     }
-    let child = tx.commit("ten").expect("commit");
+    tx.commit("ten").expect("commit");
     let t = Instant::now();
-    repo.indexes_at(&child).expect("derive");
-    println!("index derive for a 10-node commit: {:?}", t.elapsed());
+    repo.indexes("HEAD").expect("chunks");
+    println!(
+        "index of a 10-node commit (changed chunks built, the rest shared): {:?}",
+        t.elapsed()
+    );
 
     let q = common::unit_vector(&mut common::Rng(3), 384);
     let text = "boundary layer separation on a swept wing at high mach number";

@@ -20,7 +20,7 @@ impl Rng {
     }
 }
 
-const WORDS: &[&str] = &[
+pub const WORDS: &[&str] = &[
     "wing",
     "stall",
     "lift",

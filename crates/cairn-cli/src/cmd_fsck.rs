@@ -10,23 +10,50 @@ pub struct Args {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// Delete damaged derived entries (index chunks, unit graphs, manifests); they are
+    /// rebuilt from the data on next use. Never touches the data itself.
+    #[arg(long)]
+    repair: bool,
 }
 
-/// Prints the report; problems make the command fail (exit code 1).
+/// Prints the report; problems with the data make the command fail (exit code 1).
+/// Damaged derived entries are reported apart and do not: they are a cache, rebuilt from
+/// the data on use (or deleted now with `--repair`).
 pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let repo = ctx.open()?;
-    let report = repo.fsck()?;
+    let mut report = repo.fsck()?;
+    let repaired = if args.repair && !report.derived_ok() {
+        let gone = repo.repair_derived()?;
+        report.derived_problems.clear();
+        gone
+    } else {
+        Vec::new()
+    };
     if args.json {
         write_json(ctx.out, &report)?;
     } else {
         for p in &report.problems {
             writeln!(ctx.out, "problem: {p}")?;
         }
+        for p in &report.derived_problems {
+            writeln!(
+                ctx.out,
+                "derived: {p} (rebuilt on use; `cairn fsck --repair` deletes it now)"
+            )?;
+        }
+        for p in &repaired {
+            writeln!(ctx.out, "repaired: deleted {p}")?;
+        }
         let verdict = if report.is_ok() { "ok" } else { "damaged" };
+        let derived = if report.derived_ok() {
+            String::new()
+        } else {
+            format!(", {} damaged (derived data only)", report.derived_problems.len())
+        };
         writeln!(
             ctx.out,
-            "checked {} objects, {} commits: {verdict}",
-            report.objects_checked, report.commits_checked
+            "checked {} objects, {} commits, {} derived entries: {verdict}{derived}",
+            report.objects_checked, report.commits_checked, report.derived_checked
         )?;
     }
     if report.is_ok() {

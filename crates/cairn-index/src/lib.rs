@@ -40,10 +40,11 @@ pub use analyzer::Analyzer;
 pub use chunk::{ChunkParts, DenseChunk, EdgeChunk, EdgeDirection, NodeChunk, SparseChunk, TextChunk};
 pub use error::IndexError;
 pub use graph::GraphParams;
-pub use hit::{top_k, Hit, Ordinal};
+pub use hit::{top_k, top_k_vec, Hit, Ordinal};
 pub use params::{Bm25Params, IndexParams, INDEX_FORMAT_VERSION};
 pub use props::PropertyPredicate;
 pub use unit::UnitGraph;
 pub use view::{
     AdjacentEdge, AnnOptions, CommitIndexes, DenseSearch, DenseView, EdgeView, Filter, FilterPart, IndexNeeds,
+    ANN_MIN_ROWS, EXACT_SCAN_ROWS,
 };

@@ -112,10 +112,10 @@ pub fn encode_text(key: &Hash, t: &TextChunk) -> Vec<u8> {
     let mut w = header(TAG_TEXT, key, t.heap_bytes());
     w.u32(t.doc_len.len() as u32);
     t.doc_len.iter().for_each(|&l| w.u32(l));
-    w.u64(t.terms.len() as u64);
-    for (i, term) in t.terms.iter().enumerate() {
-        w.str(term);
-        let list = &t.posts[t.starts[i] as usize..t.starts[i + 1] as usize];
+    w.u64(t.term_count() as u64);
+    for i in 0..t.term_count() {
+        w.str(t.term(i));
+        let list = t.postings_at(i);
         w.u32(list.len() as u32);
         for &(l, tf) in list {
             w.u32(l);
@@ -283,9 +283,10 @@ pub fn decode_node_core(bytes: &[u8], key: &Hash) -> Result<NodeChunk, IndexErro
     for _ in 0..n {
         let len = r.count64(1)?;
         let s = std::str::from_utf8(r.take(len)?).map_err(|_| bad("text is not UTF-8"))?;
-        c.text.push_str(s);
-        c.text_end
-            .push(u32::try_from(c.text.len()).map_err(|_| bad("chunk text over 4 GiB"))?);
+        if c.text.len().saturating_add(s.len()) > u32::MAX as usize {
+            return Err(bad("chunk text over 4 GiB"));
+        }
+        c.push_text(s);
     }
     let models = r.count64(8 + 8)?;
     for _ in 0..models {
@@ -330,7 +331,8 @@ pub fn decode_text(bytes: &[u8], key: &Hash) -> Result<TextChunk, IndexError> {
     t.starts.push(0);
     for _ in 0..terms {
         let term = r.string()?;
-        if term.is_empty() || t.terms.last().is_some_and(|last| **last >= *term) {
+        if term.is_empty() || term.contains('\0') || (t.term_count() > 0 && t.term(t.term_count() - 1) >= term.as_str())
+        {
             return Err(bad("terms empty or out of order"));
         }
         let m = r.count32(8)?;
@@ -348,10 +350,11 @@ pub fn decode_text(bytes: &[u8], key: &Hash) -> Result<TextChunk, IndexError> {
             seen[l as usize] += u64::from(tf);
             t.posts.push((l, tf));
         }
-        t.terms.push(term.into_boxed_str());
+        t.push_term(&term);
         t.starts.push(t.posts.len() as u32);
     }
     r.done()?;
+    t.index_terms();
     if seen.iter().zip(&t.doc_len).any(|(s, &l)| *s != u64::from(l)) {
         return Err(bad("document lengths differ from their postings"));
     }
@@ -398,6 +401,14 @@ pub fn decode_sparse(bytes: &[u8], key: &Hash) -> Result<(String, SparseChunk), 
     }
     r.done()?;
     Ok((model, s))
+}
+
+/// The chunk node count a stored sparse part records (what [`encode_sparse`] was given),
+/// if the bytes hold one.
+pub fn sparse_node_count(bytes: &[u8]) -> Option<u32> {
+    let mut r = Reader { bytes, at: 33 };
+    r.string().ok()?;
+    r.u32().ok()
 }
 
 /// Decodes a dense part stored under `key`; returns the model, the chunk's node count
@@ -716,5 +727,124 @@ impl<'a> Reader<'a> {
             return Err(bad(format!("{} trailing bytes", self.remaining())));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use cairn_core::{Edge, Node, SparseVector, Validity};
+
+    use super::*;
+    use crate::chunk::ChunkParts;
+    use crate::params::IndexParams;
+
+    fn parts() -> (ChunkParts, Vec<Edge>) {
+        let id = |s: &str| NodeId::new(s).unwrap();
+        let nodes = [
+            Node::new(id("a"))
+                .with_label("Doc")
+                .with_label("Note")
+                .with_text("Wings stall; the boundary layer separates. Ωmega 東京")
+                .with_prop("year", 1958i64)
+                .with_prop(
+                    "m",
+                    Value::Map([("k".to_string(), Value::List(vec![Value::Float(1.5), Value::Null]))].into()),
+                )
+                .with_embedding("d", vec![0.5, -1.0, 0.25])
+                .with_sparse("s", SparseVector::new(vec![1, 9], vec![1.0, 0.5])),
+            Node::new(id("b")).with_validity(Validity::new(Some(10), None)),
+            Node::new(id("c"))
+                .with_label("Doc")
+                .with_text("stall stall stall")
+                .with_embedding("d", vec![0.0, 0.0, 0.0])
+                .with_sparse("s", SparseVector::new(vec![], vec![])),
+        ];
+        let refs: Vec<(Hash, &Node)> = nodes.iter().map(|n| (Hash::of(n.id.as_str().as_bytes()), n)).collect();
+        let edges = vec![
+            Edge::new(id("a"), "cites", id("c")).with_weight(2.0),
+            Edge::new(id("c"), "about", id("a")).with_validity(Validity::new(None, Some(5))),
+        ];
+        (ChunkParts::build(&IndexParams::default(), &refs), edges)
+    }
+
+    #[test]
+    fn every_part_round_trips_exactly() {
+        let (p, edges) = parts();
+        let k = Hash::of(b"chunk");
+        assert_eq!(decode_node_core(&encode_node_core(&k, &p.core), &k).unwrap(), p.core);
+        assert_eq!(decode_text(&encode_text(&k, &p.text), &k).unwrap(), p.text);
+        let s = &p.sparse["s"];
+        let bytes = encode_sparse(&k, "s", 3, s);
+        assert_eq!(decode_sparse(&bytes, &k).unwrap(), ("s".to_string(), s.clone()));
+        assert_eq!(sparse_node_count(&bytes), Some(3));
+        let d = &p.dense["d"];
+        let (m, n, back) = decode_dense(&encode_dense(&k, "d", 3, d), &k).unwrap();
+        assert_eq!((m.as_str(), n), ("d", 3));
+        assert_eq!(&back, d);
+        assert_eq!(
+            (back.codes.clone(), back.scales.clone()),
+            (d.codes.clone(), d.scales.clone())
+        );
+        for dir in [EdgeDirection::Out, EdgeDirection::In] {
+            let mut sorted = edges.clone();
+            sorted.sort_by_key(|e| match dir {
+                EdgeDirection::Out => cairn_core::codec::edge_tree_key(&e.source, &e.kind, &e.target),
+                EdgeDirection::In => cairn_core::codec::edge_in_tree_key(&e.source, &e.kind, &e.target),
+            });
+            let c = EdgeChunk::build(dir, &sorted);
+            assert_eq!(decode_edges(&encode_edges(&k, dir, &c), &k).unwrap(), (dir, c));
+        }
+        decode_split(&encode_split(&k), &k).unwrap();
+        let h = Hash::of(b"list");
+        assert_eq!(decode_manifest(&encode_manifest(&k, 7, &h), &k).unwrap(), (7, h));
+        // The key is checked: a part is never served for another chunk.
+        let other = Hash::of(b"other");
+        assert!(decode_node_core(&encode_node_core(&k, &p.core), &other).is_err());
+    }
+
+    #[test]
+    fn damaged_bytes_are_refused_never_panic() {
+        let (p, _) = parts();
+        let k = Hash::of(b"chunk");
+        let encoded = [
+            encode_node_core(&k, &p.core),
+            encode_text(&k, &p.text),
+            encode_sparse(&k, "s", 3, &p.sparse["s"]),
+            encode_dense(&k, "d", 3, &p.dense["d"]),
+        ];
+        for bytes in &encoded {
+            for cut in 0..bytes.len() {
+                assert!(decode_node_core(&bytes[..cut], &k).is_err());
+                assert!(decode_text(&bytes[..cut], &k).is_err());
+                assert!(decode_sparse(&bytes[..cut], &k).is_err());
+                assert!(decode_dense(&bytes[..cut], &k).is_err());
+            }
+            for i in 33..bytes.len() {
+                for flip in [0x01u8, 0x80, 0xff] {
+                    let mut b = bytes.clone();
+                    b[i] ^= flip;
+                    // Any outcome but a panic or an abort; what decodes re-encodes.
+                    if let Ok(c) = decode_node_core(&b, &k) {
+                        assert_eq!(encode_node_core(&k, &c), b);
+                    }
+                    if let Ok(t) = decode_text(&b, &k) {
+                        assert_eq!(encode_text(&k, &t), b);
+                    }
+                    let _ = decode_sparse(&b, &k);
+                    let _ = decode_dense(&b, &k);
+                }
+            }
+        }
+        // Hostile counts: refused before any allocation.
+        let mut hostile = vec![TAG_NODE_CORE];
+        hostile.extend_from_slice(k.as_bytes());
+        hostile.extend_from_slice(&u32::MAX.to_le_bytes());
+        assert!(decode_node_core(&hostile, &k).is_err());
+        let mut hostile = vec![TAG_TEXT];
+        hostile.extend_from_slice(k.as_bytes());
+        hostile.extend_from_slice(&1u32.to_le_bytes());
+        hostile.extend_from_slice(&0u32.to_le_bytes());
+        hostile.extend_from_slice(&u64::MAX.to_le_bytes());
+        assert!(decode_text(&hostile, &k).is_err());
     }
 }

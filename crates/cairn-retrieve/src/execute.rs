@@ -385,7 +385,7 @@ pub(crate) fn run_plan(
         let o = ranked[i].ordinal;
         estimator.lower_bound(min_rendered_chars(
             indexes.id(o).as_str(),
-            indexes.text(o),
+            indexes.text_chars(o),
             plan.text_cap,
         ))
     };

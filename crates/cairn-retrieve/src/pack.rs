@@ -46,15 +46,16 @@ pub(crate) fn pack<E>(
     mut render: impl FnMut(usize) -> Result<String, E>,
 ) -> Result<Packed, E> {
     let mut packed = Packed::default();
-    // suffix_min[i]: the smallest bound among positions i.. (only with a budget).
-    let suffix_min: Vec<usize> = match budget_tokens {
-        None => Vec::new(),
+    // Each position's bound, and the smallest bound from each position on (with a budget).
+    let (bounds, suffix_min): (Vec<usize>, Vec<usize>) = match budget_tokens {
+        None => (Vec::new(), Vec::new()),
         Some(_) => {
-            let mut v = vec![usize::MAX; len + 1];
-            for i in (0..len).rev() {
-                v[i] = v[i + 1].min(min_tokens(i));
+            let bounds: Vec<usize> = (0..len).map(&min_tokens).collect();
+            let mut suffix = vec![usize::MAX; len + 1];
+            for (i, b) in bounds.iter().enumerate().rev() {
+                suffix[i] = suffix[i + 1].min(*b);
             }
-            v
+            (bounds, suffix)
         }
     };
     for position in 0..len {
@@ -63,11 +64,11 @@ pub(crate) fn pack<E>(
         }
         if let Some(b) = budget_tokens {
             let left = b - packed.tokens_used;
-            if suffix_min[position] > left {
+            if suffix_min.get(position).is_some_and(|&m| m > left) {
                 packed.dropped += len - position;
                 break;
             }
-            if min_tokens(position) > left {
+            if bounds.get(position).is_some_and(|&m| m > left) {
                 packed.dropped += 1;
                 continue;
             }

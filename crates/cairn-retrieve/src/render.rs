@@ -48,18 +48,18 @@ pub(crate) fn render_item(view: &CommitIndexes, ordinal: Ordinal, props: &[Strin
 
 /// The fewest characters the rendering of an item with this id and text can have: its
 /// `id:` line and, for a non-empty text, its `text:` line (labels and properties only add).
-pub(crate) fn min_rendered_chars(id: &str, text: &str, text_cap_chars: usize) -> usize {
+pub(crate) fn min_rendered_chars(id: &str, text_chars: usize, text_cap_chars: usize) -> usize {
     let id_line = 4 + id.chars().count();
-    if text.is_empty() || text_cap_chars == 0 {
+    if text_chars == 0 || text_cap_chars == 0 {
         return id_line;
     }
-    let shown = text.chars().take(text_cap_chars + 1).count();
-    let text_chars = if shown > text_cap_chars {
+    // A cut text shows `text_cap_chars` characters and the `…`.
+    let shown = if text_chars > text_cap_chars {
         text_cap_chars + 1
     } else {
-        shown
+        text_chars
     };
-    id_line + 7 + text_chars
+    id_line + 7 + shown
 }
 
 fn render_parts<'a>(

@@ -5,7 +5,7 @@ mod common;
 
 use std::sync::Arc;
 
-use cairn_core::{Hash, Node, SparseVector, Value};
+use cairn_core::{Node, SparseVector, Value};
 use cairn_index::{CommitIndexes, IndexError, IndexParams};
 use cairn_retrieve::{
     execute_spec, Direction, EmbedError, Embedder, Fusion, GraphExpand, Plugins, RerankCandidate, RerankError,

@@ -40,6 +40,9 @@ const CACHE_CAPACITY_BYTES: u64 = 256 * 1024 * 1024;
 /// that a second open is still reported as [`StoreError::Locked`].
 const SLED_LOCK_MESSAGE: &str = "could not acquire lock";
 
+/// How long [`SledStore::open`] waits for a lock held by this process's last close.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// A [`Store`] kept on disk in a sled database.
 ///
 /// One process, and within it one `SledStore`, may have a database open at a time: a
@@ -92,16 +95,31 @@ impl SledStore {
     /// open after writing those 1M objects took about 5 s (tests/measure.rs).
     ///
     /// Errors: [`StoreError::Locked`] if another process (or another `SledStore` in
-    /// this one) has the database open; [`StoreError::Backend`] for any other failure.
+    /// this one) has the database open — after retrying for a second, since a database
+    /// this process has just closed is released a moment later, when sled's flush thread
+    /// exits; [`StoreError::Backend`] for any other failure.
     pub fn open(path: &Path) -> Result<SledStore, StoreError> {
-        let db = sled::Config::new()
-            .path(path)
-            // HighThroughput: 1M objects of 90 B written in 35 s against 41 s in
-            // LowSpace, with the same space on disk (about 400 MB either way).
-            .mode(sled::Mode::HighThroughput)
-            .cache_capacity(CACHE_CAPACITY_BYTES)
-            .open()
-            .map_err(|e| open_error(path, e))?;
+        // A database this process has just closed stays locked until sled's flush thread
+        // has exited, a moment later: retry for up to `LOCK_WAIT` before reporting it.
+        let started = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_millis(5);
+        let db = loop {
+            let opened = sled::Config::new()
+                .path(path)
+                // HighThroughput: 1M objects of 90 B written in 35 s against 41 s in
+                // LowSpace, with the same space on disk (about 400 MB either way).
+                .mode(sled::Mode::HighThroughput)
+                .cache_capacity(CACHE_CAPACITY_BYTES)
+                .open()
+                .map_err(|e| open_error(path, e));
+            match opened {
+                Err(StoreError::Locked { .. }) if started.elapsed() < LOCK_WAIT => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_millis(100));
+                }
+                other => break other?,
+            }
+        };
         let open_tree = |name: &str| {
             db.open_tree(name)
                 .map_err(|e| StoreError::Backend(format!("opening tree `{name}` of {}: {e}", path.display())))

@@ -16,23 +16,37 @@ pub struct FsckReport {
     pub objects_checked: u64,
     /// Commits reachable from branches and tags.
     pub commits_checked: u64,
-    /// Problems, one line each (empty: the repository is sound).
+    /// Problems with the data, one line each (empty: the data is sound).
     pub problems: Vec<String>,
+    /// Derived entries (index chunks, unit graphs, manifests) read and decoded.
+    pub derived_checked: u64,
+    /// Damaged derived entries, one line each. Never a risk to the data: each is rebuilt
+    /// from the objects on use, or at once by [`Repo::repair_derived`].
+    pub derived_problems: Vec<String>,
 }
 
 impl FsckReport {
-    /// True if nothing is wrong.
+    /// True if the data is sound (derived damage aside: see [`FsckReport::derived_ok`]).
     pub fn is_ok(&self) -> bool {
         self.problems.is_empty()
+    }
+
+    /// True if every stored derived entry decodes under its key.
+    pub fn derived_ok(&self) -> bool {
+        self.derived_problems.is_empty()
     }
 }
 
 impl Repo {
     /// Checks the whole repository: every object's crc (by the store), blake3 hash and
     /// canonical decoding; every commit reachable from a branch or tag, and every tree
-    /// node, node and edge object they reference, is present. O(size of the repository).
+    /// node, node and edge object they reference, is present; and, reported apart, every
+    /// stored derived entry decodes under its key. O(size of the repository).
     pub fn fsck(&self) -> Result<FsckReport> {
         let mut report = FsckReport::default();
+        let (checked, damage) = self.check_derived()?;
+        report.derived_checked = checked;
+        report.derived_problems = damage.iter().map(crate::derived::check::describe).collect();
         let store = self.store();
         for h in store.object_hashes()? {
             report.objects_checked += 1;

@@ -50,7 +50,7 @@ mod view;
 
 pub use cairn_core::{Commit, CommitId, Edge, EdgeKey, Hash, Node, NodeId, SparseVector, Validity, Value};
 pub use cairn_retrieve as retrieve;
-pub use derived::{DenseReport, IndexReport, DEFAULT_CACHE_BYTES};
+pub use derived::{DenseReport, IndexReport, IndexStats, DEFAULT_CACHE_BYTES};
 pub use diff::{ChangeKind, Diff, EdgeChange, NodeChange};
 pub use error::{Error, Result};
 pub use fsck::FsckReport;

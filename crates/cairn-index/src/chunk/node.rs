@@ -28,6 +28,8 @@ pub struct NodeChunk {
     /// Node texts, concatenated; node `i`'s is `text[text_end[i-1]..text_end[i]]`.
     pub(crate) text: String,
     pub(crate) text_end: Vec<u32>,
+    /// Each text's length in characters (Unicode scalar values).
+    pub(crate) text_chars: Vec<u32>,
     /// Dense models with vectors in this chunk: model → (dimension, rows).
     pub(crate) dense_models: BTreeMap<String, (u32, u32)>,
     /// Sparse models with vectors in this chunk: model → rows.
@@ -66,10 +68,21 @@ impl NodeChunk {
                     }
                 }
             }
-            c.text.push_str(&node.text);
-            c.text_end.push(c.text.len() as u32);
+            c.push_text(&node.text);
         }
         c
+    }
+
+    /// Appends a node's text.
+    pub(crate) fn push_text(&mut self, text: &str) {
+        self.text.push_str(text);
+        self.text_end.push(self.text.len() as u32);
+        self.text_chars.push(text.chars().count() as u32);
+    }
+
+    /// The length of node `local`'s text in characters.
+    pub fn text_chars(&self, local: Local) -> usize {
+        self.text_chars[local as usize] as usize
     }
 
     /// Number of nodes.

@@ -14,8 +14,15 @@ use crate::fast_hash::FastMap;
 /// included).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TextChunk {
-    /// Terms in byte order.
-    pub(crate) terms: Vec<Box<str>>,
+    /// Terms in byte order, concatenated: term `i` is `term_bytes[term_end[i-1]..term_end[i]]`.
+    pub(crate) term_bytes: String,
+    pub(crate) term_end: Vec<u32>,
+    /// An open-addressing table over the terms: slot `term_hash & mask` onwards (linear
+    /// probing) holds `(hash's top 12 bits) << 20 | (term index + 1)`, 0 for empty. A
+    /// lookup for a term the chunk lacks usually costs one cache line; a match is confirmed
+    /// on the term's bytes, so collisions cost time, never correctness. Built in memory,
+    /// never stored; empty (binary search instead) for chunks of 2²⁰ − 1 terms or more.
+    pub(crate) table: Vec<u32>,
     /// Term `i`'s postings are `posts[starts[i]..starts[i + 1]]`.
     pub(crate) starts: Vec<u32>,
     pub(crate) posts: Vec<(Local, u32)>,
@@ -28,11 +35,13 @@ pub struct TextChunk {
 /// Entries kept in a thread's token cache before it is cleared (bounds its memory).
 const TOKEN_CACHE_ENTRIES: usize = 200_000;
 
+/// Lowercased token → its term (`None`: a stopword).
+type TokenTerms = FastMap<Box<str>, Option<Box<str>>>;
+
 thread_local! {
     /// Lowercased token → term (`None`: stopword), per stemming setting. Stemming is a pure
     /// function of the token, so the cache changes speed, never output.
-    static TOKEN_CACHE: RefCell<[FastMap<Box<str>, Option<Box<str>>>; 2]> =
-        RefCell::new([FastMap::default(), FastMap::default()]);
+    static TOKEN_CACHE: RefCell<[TokenTerms; 2]> = RefCell::new([TokenTerms::default(), TokenTerms::default()]);
 }
 
 impl TextChunk {
@@ -93,18 +102,89 @@ impl TextChunk {
         };
         out.starts.push(0);
         for (term, id) in terms {
-            out.terms.push(term);
+            out.push_term(&term);
             out.posts.extend_from_slice(&lists[id as usize]);
             out.starts.push(out.posts.len() as u32);
         }
+        out.index_terms();
         out
+    }
+
+    /// Builds the lookup table over the terms (after the last [`TextChunk::push_term`]).
+    pub(crate) fn index_terms(&mut self) {
+        let n = self.term_end.len();
+        if n >= TABLE_MAX_TERMS {
+            self.table = Vec::new();
+            return;
+        }
+        // Load factor at most 3/4.
+        let size = (n * 4 / 3 + 1).next_power_of_two().max(8);
+        let mask = size - 1;
+        let mut table = vec![0u32; size];
+        for i in 0..n {
+            let h = term_hash(self.term(i));
+            let mut slot = (h as usize) & mask;
+            while table[slot] != 0 {
+                slot = (slot + 1) & mask;
+            }
+            table[slot] = tag_of(h) | (i as u32 + 1);
+        }
+        self.table = table;
+    }
+
+    /// Appends a term (greater than every term so far).
+    pub(crate) fn push_term(&mut self, term: &str) {
+        self.term_bytes.push_str(term);
+        self.term_end.push(self.term_bytes.len() as u32);
+    }
+
+    /// Term `i`.
+    pub(crate) fn term(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.term_end[i - 1] as usize };
+        &self.term_bytes[start..self.term_end[i] as usize]
+    }
+
+    /// The postings of term `i`.
+    pub(crate) fn postings_at(&self, i: usize) -> &[(Local, u32)] {
+        &self.posts[self.starts[i] as usize..self.starts[i + 1] as usize]
     }
 
     /// The postings of `term` (an analysed term), empty if absent.
     pub fn postings(&self, term: &str) -> &[(Local, u32)] {
-        match self.terms.binary_search_by(|t| (**t).cmp(term)) {
-            Ok(i) => &self.posts[self.starts[i] as usize..self.starts[i + 1] as usize],
-            Err(_) => &[],
+        self.lookup(term, term_hash(term))
+    }
+
+    /// [`TextChunk::postings`] with the term's hash computed once by the caller.
+    pub(crate) fn lookup(&self, term: &str, hash: u64) -> &[(Local, u32)] {
+        if self.table.is_empty() {
+            // No table (none needed for an empty chunk; too many terms for its encoding).
+            let mut lo = 0;
+            let mut hi = self.term_end.len();
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                match self.term(mid).cmp(term) {
+                    std::cmp::Ordering::Less => lo = mid + 1,
+                    std::cmp::Ordering::Greater => hi = mid,
+                    std::cmp::Ordering::Equal => return self.postings_at(mid),
+                }
+            }
+            return &[];
+        }
+        let mask = self.table.len() - 1;
+        let tag = tag_of(hash);
+        let mut slot = (hash as usize) & mask;
+        loop {
+            let e = self.table[slot];
+            if e == 0 {
+                return &[];
+            }
+            if e & !INDEX_MASK == tag {
+                let i = (e & INDEX_MASK) as usize - 1;
+                if self.term(i) == term {
+                    return self.postings_at(i);
+                }
+            }
+            slot = (slot + 1) & mask;
         }
     }
 
@@ -125,15 +205,41 @@ impl TextChunk {
 
     /// Distinct terms.
     pub fn term_count(&self) -> usize {
-        self.terms.len()
+        self.term_end.len()
     }
 
     /// Approximate heap bytes.
     pub fn heap_bytes(&self) -> usize {
-        self.terms.iter().map(|t| t.len() + 16).sum::<usize>()
+        self.term_bytes.len()
+            + self.term_end.len() * 4
+            + self.table.len() * 4
             + self.starts.len() * 4
             + self.posts.len() * 8
             + self.doc_len.len() * 4
             + 128
     }
+}
+
+/// Bits of a table entry holding the term index plus one.
+const INDEX_MASK: u32 = (1 << 20) - 1;
+/// Chunks with this many terms or more get no table.
+const TABLE_MAX_TERMS: usize = INDEX_MASK as usize;
+
+/// The top 12 bits of a term hash, in place above the index bits.
+fn tag_of(hash: u64) -> u32 {
+    ((hash >> 52) as u32) << 20
+}
+
+/// A fixed 64-bit hash of a term for in-memory lookups: FNV-1a, then murmur3's `fmix64`.
+pub(crate) fn term_hash(term: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in term.as_bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
 }

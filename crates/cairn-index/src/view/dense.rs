@@ -35,7 +35,7 @@ use rayon::prelude::*;
 use crate::chunk::{DenseChunk, Local};
 use crate::dense::int8::QueryCodes;
 use crate::error::IndexError;
-use crate::hit::{top_k, Hit, Ordinal};
+use crate::hit::{top_k_vec, Hit, Ordinal};
 use crate::unit::UnitGraph;
 use crate::view::{CommitIndexes, Filter, FilterPart};
 
@@ -43,7 +43,7 @@ use crate::view::{CommitIndexes, Filter, FilterPart};
 pub const EXACT_SCAN_ROWS: usize = 2048;
 
 /// Rows below which the phases run on the calling thread.
-const PARALLEL_ROWS: usize = 16_384;
+const PARALLEL_ROWS: usize = 4096;
 
 /// Below this many vectors in a unit, its rows are scanned exactly even in ANN mode.
 pub const ANN_MIN_ROWS: usize = 4096;
@@ -153,6 +153,11 @@ impl DenseView {
         self.units.as_ref().map_or(0, Vec::len)
     }
 
+    /// Unit `u`'s graph, if unit graphs are attached.
+    pub fn unit_graph(&self, u: usize) -> Option<&Arc<UnitGraph>> {
+        self.units.as_ref()?.get(u).map(|r| &r.graph)
+    }
+
     /// True if unit graphs are attached.
     pub fn has_units(&self) -> bool {
         self.units.is_some()
@@ -184,23 +189,25 @@ impl DenseView {
     }
 }
 
-/// A row found in phase 1: `(chunk, row, lower, upper)`.
-type Candidate = (u32, u32, f64, f64);
+/// A row of a dense view: `(chunk, row in the chunk's part)`.
+type Row = (u32, u32);
 
-/// The rows of `part` admitted by `filter`, in row order.
-fn rows_in(part: &DenseChunk, filter: Option<&FilterPart>) -> Vec<u32> {
+/// Appends the rows of chunk `c`'s `part` admitted by `filter` to `out`, in row order.
+fn push_rows(c: usize, part: &DenseChunk, filter: Option<&FilterPart>, out: &mut Vec<Row>) {
+    let c = c as u32;
     match filter {
-        None | Some(FilterPart::All) => (0..part.len() as u32).collect(),
+        None | Some(FilterPart::All) => out.extend((0..part.len() as u32).map(|r| (c, r))),
         Some(FilterPart::Some(b)) => {
             if (b.len() as usize).saturating_mul(8) < part.len() {
-                b.iter().filter_map(|l| part.row_of(l).map(|r| r as u32)).collect()
+                out.extend(b.iter().filter_map(|l| part.row_of(l).map(|r| (c, r as u32))));
             } else {
-                part.rows()
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, l)| b.contains(**l))
-                    .map(|(r, _)| r as u32)
-                    .collect()
+                out.extend(
+                    part.rows()
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, l)| b.contains(**l))
+                        .map(|(r, _)| (c, r as u32)),
+                );
             }
         }
     }
@@ -234,40 +241,32 @@ impl CommitIndexes {
         Ok(view)
     }
 
-    /// The rows of each chunk in `filter`, as `(chunk, rows)`; chunks without any are left out.
-    fn filtered_rows(&self, view: &DenseView, filter: Option<&Filter>) -> Vec<(usize, Vec<u32>)> {
-        view.parts
-            .iter()
-            .enumerate()
-            .filter_map(|(c, p)| {
-                let p = p.as_ref()?;
-                let rows = rows_in(p, filter.map(|f| f.part(c)));
-                (!rows.is_empty()).then_some((c, rows))
-            })
-            .collect()
+    /// The rows in `filter`, in chunk and row order.
+    fn filtered_rows(&self, view: &DenseView, filter: Option<&Filter>) -> Vec<Row> {
+        let mut out = Vec::new();
+        for (c, p) in view.parts.iter().enumerate() {
+            if let Some(p) = p {
+                push_rows(c, p, filter.map(|f| f.part(c)), &mut out);
+            }
+        }
+        out
     }
 
-    fn rescore(&self, view: &DenseView, query: &[f32], k: usize, rows: &[(usize, Vec<u32>)]) -> Vec<Hit> {
-        let total: usize = rows.iter().map(|(_, r)| r.len()).sum();
-        let score_chunk = |(c, rs): &(usize, Vec<u32>)| -> Vec<Hit> {
-            let Some(part) = view.part(*c) else {
-                return Vec::new();
-            };
-            let base = self.offset(*c);
-            top_k(
-                rs.iter().map(|&r| Hit {
-                    ordinal: base + part.rows()[r as usize],
-                    score: part.score(query, r as usize),
-                }),
-                k,
-            )
+    /// The `k` best of `rows` by the exact kernel.
+    fn rescore(&self, view: &DenseView, query: &[f32], k: usize, rows: &[Row]) -> Vec<Hit> {
+        let hit = |&(c, r): &Row| -> Option<Hit> {
+            let part = view.part(c as usize)?;
+            Some(Hit {
+                ordinal: self.offset(c as usize) + part.rows()[r as usize],
+                score: part.score(query, r as usize),
+            })
         };
-        let per_chunk: Vec<Vec<Hit>> = if total >= PARALLEL_ROWS {
-            rows.par_iter().map(score_chunk).collect()
+        let hits: Vec<Hit> = if rows.len() >= PARALLEL_ROWS {
+            rows.par_iter().with_min_len(1024).filter_map(hit).collect()
         } else {
-            rows.iter().map(score_chunk).collect()
+            rows.iter().filter_map(hit).collect()
         };
-        top_k(per_chunk.into_iter().flatten(), k)
+        top_k_vec(hits, k)
     }
 
     /// The `k` nodes with the highest dot product with `query` among `filter`, exact
@@ -292,7 +291,7 @@ impl CommitIndexes {
             });
         }
         let rows = self.filtered_rows(view, filter);
-        let total: usize = rows.iter().map(|(_, r)| r.len()).sum();
+        let total = rows.len();
         if total <= k || total <= EXACT_SCAN_ROWS {
             return Ok(DenseSearch {
                 hits: self.rescore(view, query, k, &rows),
@@ -300,41 +299,34 @@ impl CommitIndexes {
                 rescored: total,
             });
         }
-        // Phase 1: bounds.
+        // Phase 1: bounds, in row order.
         let q = QueryCodes::new(query);
-        let bound_chunk = |(c, rs): &(usize, Vec<u32>)| -> Vec<Candidate> {
-            let Some(part) = view.part(*c) else {
-                return Vec::new();
-            };
-            rs.iter()
-                .map(|&r| {
+        let bound = |&(c, r): &Row| -> (f64, f64) {
+            match view.part(c as usize) {
+                Some(part) => {
                     let i = r as usize;
-                    let (lo, hi) = q.bounds(part.codes(i), part.scales[i], part.bound_u[i], part.bound_v[i]);
-                    (*c as u32, r, lo, hi)
-                })
-                .collect()
+                    q.bounds(part.codes(i), part.scales[i], part.bound_u[i], part.bound_v[i])
+                }
+                None => (f64::NEG_INFINITY, f64::NEG_INFINITY),
+            }
         };
-        let cands: Vec<Candidate> = if total >= PARALLEL_ROWS {
-            rows.par_iter().flat_map_iter(bound_chunk).collect()
+        let bounds: Vec<(f64, f64)> = if total >= PARALLEL_ROWS {
+            rows.par_iter().with_min_len(1024).map(bound).collect()
         } else {
-            rows.iter().flat_map(bound_chunk).collect()
+            rows.iter().map(bound).collect()
         };
-        let mut lowers: Vec<f64> = cands.iter().map(|c| c.2).collect();
+        let mut lowers: Vec<f64> = bounds.iter().map(|b| b.0).collect();
         let nth = lowers.len() - k;
         let (_, tau, _) = lowers.select_nth_unstable_by(nth, f64::total_cmp);
         let tau = *tau;
         // Phase 2: rescore what can still enter the top k.
-        let mut kept: Vec<(usize, Vec<u32>)> = Vec::new();
-        for &(c, r, _, hi) in &cands {
-            if hi < tau {
-                continue;
-            }
-            match kept.last_mut() {
-                Some((lc, rs)) if *lc == c as usize => rs.push(r),
-                _ => kept.push((c as usize, vec![r])),
-            }
-        }
-        let rescored = kept.iter().map(|(_, r)| r.len()).sum();
+        let kept: Vec<Row> = rows
+            .iter()
+            .zip(&bounds)
+            .filter(|(_, b)| b.1 >= tau)
+            .map(|(r, _)| *r)
+            .collect();
+        let rescored = kept.len();
         Ok(DenseSearch {
             hits: self.rescore(view, query, k, &kept),
             approximate: false,
@@ -393,80 +385,66 @@ impl CommitIndexes {
         }
         let ef = options.ef.unwrap_or(64).max(k);
         let q = QueryCodes::new(query);
-        let search_unit = |u: &UnitRef| -> (Vec<(usize, Vec<u32>)>, bool) {
-            // The unit's rows: chunk by chunk, in order.
-            let chunks: Vec<usize> = (u.first..u.first + u.count).collect();
-            let mut starts = Vec::with_capacity(chunks.len() + 1);
-            let mut n = 0usize;
-            for &c in &chunks {
-                starts.push(n);
-                n += view.part(c).map_or(0, |p| p.len());
+        let search_unit = |u: &UnitRef| -> (Vec<Row>, bool) {
+            // The unit's rows in the filter: chunk by chunk, in order.
+            let chunks = u.first..u.first + u.count;
+            let mut in_filter: Vec<Row> = Vec::new();
+            for c in chunks.clone() {
+                if let Some(p) = view.part(c) {
+                    push_rows(c, p, filter.map(|f| f.part(c)), &mut in_filter);
+                }
             }
-            starts.push(n);
-            let in_filter: usize = match filter {
-                None => n,
-                Some(f) => chunks
-                    .iter()
-                    .map(|&c| view.part(c).map_or(0, |p| rows_in(p, Some(f.part(c))).len()))
-                    .sum(),
-            };
-            if in_filter == 0 {
-                return (Vec::new(), false);
+            let n = u.graph.len() as usize;
+            if in_filter.is_empty()
+                || n < options.min_unit_rows
+                || in_filter.len() <= 4 * ef
+                || in_filter.len().saturating_mul(16) < n
+            {
+                return (in_filter, false);
             }
-            let exact_rows = || -> Vec<(usize, Vec<u32>)> {
-                chunks
-                    .iter()
-                    .filter_map(|&c| {
-                        let p = view.part(c)?;
-                        let rs = rows_in(p, filter.map(|f| f.part(c)));
-                        (!rs.is_empty()).then_some((c, rs))
-                    })
-                    .collect()
-            };
-            if n < options.min_unit_rows || in_filter <= 4 * ef || in_filter.saturating_mul(16) < n {
-                return (exact_rows(), false);
+            // Graph row `g` of the unit is chunk `chunks[i]`'s row `g - starts[i]`.
+            let mut starts = Vec::with_capacity(u.count + 1);
+            let mut total = 0usize;
+            for c in chunks.clone() {
+                starts.push(total);
+                total += view.part(c).map_or(0, |p| p.len());
             }
-            let locate = |row: u32| -> (usize, usize) {
-                let i = starts.partition_point(|&s| s <= row as usize) - 1;
-                (chunks[i], row as usize - starts[i])
+            starts.push(total);
+            let locate = |g: u32| -> (usize, usize) {
+                let i = starts.partition_point(|&s| s <= g as usize) - 1;
+                (u.first + i, g as usize - starts[i])
             };
-            let accept = |row: u32| {
-                let (c, r) = locate(row);
+            let accept = |g: u32| {
+                let (c, r) = locate(g);
                 match (filter, view.part(c)) {
                     (None, _) => true,
                     (Some(f), Some(p)) => f.part(c).contains(p.rows()[r]),
                     (Some(_), None) => false,
                 }
             };
-            let dist = |row: u32| {
-                let (c, r) = locate(row);
+            let dist = |g: u32| {
+                let (c, r) = locate(g);
                 match view.part(c) {
                     Some(p) => -(crate::dense::int8::dot_i16_i8(&q.codes, p.codes(r)) as f32 * p.scales[r]),
                     None => f32::INFINITY,
                 }
             };
-            let found = u.graph.search(ef, dist, accept);
-            let mut out: Vec<(usize, Vec<u32>)> = Vec::new();
-            let mut found: Vec<(usize, u32)> = found
+            let mut found: Vec<Row> = u
+                .graph
+                .search(ef, dist, accept)
                 .into_iter()
-                .map(|row| {
-                    let (c, r) = locate(row);
-                    (c, r as u32)
+                .map(|g| {
+                    let (c, r) = locate(g);
+                    (c as u32, r as u32)
                 })
                 .collect();
             found.sort_unstable();
-            for (c, r) in found {
-                match out.last_mut() {
-                    Some((lc, rs)) if *lc == c => rs.push(r),
-                    _ => out.push((c, vec![r])),
-                }
-            }
-            (out, true)
+            (found, true)
         };
-        let per_unit: Vec<(Vec<(usize, Vec<u32>)>, bool)> = units.par_iter().map(search_unit).collect();
+        let per_unit: Vec<(Vec<Row>, bool)> = units.par_iter().map(search_unit).collect();
         let approximate = per_unit.iter().any(|(_, a)| *a);
-        let rows: Vec<(usize, Vec<u32>)> = per_unit.into_iter().flat_map(|(r, _)| r).collect();
-        let rescored = rows.iter().map(|(_, r)| r.len()).sum();
+        let rows: Vec<Row> = per_unit.into_iter().flat_map(|(r, _)| r).collect();
+        let rescored = rows.len();
         Ok(DenseSearch {
             hits: self.rescore(view, query, k, &rows),
             approximate,

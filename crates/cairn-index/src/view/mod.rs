@@ -161,6 +161,11 @@ impl CommitIndexes {
         view.set_units(units, self.chunks.len())
     }
 
+    /// Attaches another view's edges (of the same edge trees).
+    pub fn set_edge_view(&mut self, edges: Arc<EdgeView>) {
+        self.edges = Some(edges);
+    }
+
     /// Attaches the edge chunks (out-edges and in-edges, each in key order).
     pub fn set_edges(&mut self, out: Vec<Arc<EdgeChunk>>, inc: Vec<Arc<EdgeChunk>>) {
         self.edges = Some(Arc::new(EdgeView::new(out, inc)));
@@ -240,6 +245,12 @@ impl CommitIndexes {
     pub fn text(&self, ordinal: Ordinal) -> &str {
         let (c, l) = self.locate(ordinal);
         self.chunks[c].text(l)
+    }
+
+    /// The length in characters of the text of the node at `ordinal`.
+    pub fn text_chars(&self, ordinal: Ordinal) -> usize {
+        let (c, l) = self.locate(ordinal);
+        self.chunks[c].text_chars(l)
     }
 
     /// The labels of the node at `ordinal`, sorted.

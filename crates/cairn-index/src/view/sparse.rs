@@ -10,7 +10,7 @@ use cairn_core::SparseVector;
 
 use crate::chunk::Local;
 use crate::error::IndexError;
-use crate::hit::{top_k, Hit};
+use crate::hit::{top_k_vec, Hit};
 use crate::view::{CommitIndexes, Filter};
 
 impl CommitIndexes {
@@ -70,10 +70,10 @@ impl CommitIndexes {
                 ordinal: base + l,
                 score: sums[l as usize] as f32,
             }));
-            if hits.len() > 4 * k.max(256) {
-                hits = top_k(hits, k);
+            if hits.len() > 8 * k + 4096 {
+                hits = top_k_vec(hits, k);
             }
         }
-        Ok(top_k(hits, k))
+        Ok(top_k_vec(hits, k))
     }
 }

@@ -16,8 +16,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::chunk::text::term_hash;
 use crate::chunk::{Local, TextChunk};
-use crate::hit::{top_k, Hit};
+use crate::hit::{top_k_vec, Hit};
 use crate::view::{CommitIndexes, Filter, FilterPart};
 
 /// An `f32` parameter as the `f64` its shortest decimal representation names
@@ -59,15 +60,16 @@ impl CommitIndexes {
         if terms.is_empty() {
             return Vec::new();
         }
-        // Postings per (chunk, term), and the commit's statistics.
-        let lists: Vec<Vec<&[(Local, u32)]>> = parts
-            .iter()
-            .map(|p| terms.iter().map(|(t, _)| p.postings(t)).collect())
-            .collect();
-        let mut df = vec![0u64; terms.len()];
-        for chunk_lists in &lists {
-            for (d, l) in df.iter_mut().zip(chunk_lists) {
-                *d += l.len() as u64;
+        // Postings per (chunk, term), flat, and the commit's statistics.
+        let nt = terms.len();
+        let hashes: Vec<u64> = terms.iter().map(|(t, _)| term_hash(t)).collect();
+        let mut lists: Vec<&[(Local, u32)]> = Vec::with_capacity(parts.len() * nt);
+        let mut df = vec![0u64; nt];
+        for p in parts {
+            for (i, (t, _)) in terms.iter().enumerate() {
+                let l = p.lookup(t, hashes[i]);
+                df[i] += l.len() as u64;
+                lists.push(l);
             }
         }
         let total_len: u64 = parts.iter().map(|p| p.total_len()).sum();
@@ -88,7 +90,7 @@ impl CommitIndexes {
         let mut hits = Vec::new();
         let mut sums: Vec<f64> = Vec::new();
         let mut touched: Vec<Local> = Vec::new();
-        for (c, (part, chunk_lists)) in parts.iter().zip(&lists).enumerate() {
+        for (c, (part, chunk_lists)) in parts.iter().zip(lists.chunks_exact(nt)).enumerate() {
             if chunk_lists.iter().all(|l| l.is_empty()) {
                 continue;
             }
@@ -110,13 +112,11 @@ impl CommitIndexes {
                 ordinal: base + l,
                 score: sums[l as usize] as f32,
             }));
-            hits = if hits.len() > 4 * k.max(256) {
-                top_k(hits, k)
-            } else {
-                hits
-            };
+            if hits.len() > 8 * k + 4096 {
+                hits = top_k_vec(hits, k);
+            }
         }
-        top_k(hits, k)
+        top_k_vec(hits, k)
     }
 }
 

@@ -11,7 +11,7 @@
 //! objects, so the result does not depend on scheduling. A build lock makes two queries
 //! that need the same missing chunks build them once.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use cairn_core::{CommitId, Edge, Hash, Node};
@@ -24,7 +24,7 @@ use parking_lot::Mutex;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::derived::cache::Part;
+use crate::derived::cache::{Part, ViewEntry};
 use crate::derived::keys::{
     graph_store_key, manifest_key, manifest_store_key, part_store_key, unit_key, view_key, TreeKind, TAG_DENSE,
     TAG_EDGES, TAG_NODE_CORE, TAG_SPARSE, TAG_SPLIT, TAG_TEXT,
@@ -55,6 +55,17 @@ pub struct IndexReport {
     pub stored_bytes: u64,
     /// Derived data found damaged or missing and rebuilt.
     pub repaired: Vec<String>,
+}
+
+/// The state of a repository handle's index cache ([`Repo::index_stats`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct IndexStats {
+    /// Bytes of index parts held in memory (estimated).
+    pub cached_bytes: u64,
+    /// Derived values this handle has written to the store.
+    pub stored_values: usize,
+    /// Their bytes.
+    pub stored_bytes: u64,
 }
 
 /// One dense model in an [`IndexReport`].
@@ -91,6 +102,19 @@ impl Ctx {
         if self.persistent {
             self.pending.lock().push((key, value));
         }
+    }
+}
+
+/// A cached view whose parts a new view can take over, with its chunks by key.
+struct Donor {
+    entry: ViewEntry,
+    index: HashMap<Hash, usize>,
+}
+
+impl Donor {
+    fn new(entry: ViewEntry) -> Donor {
+        let index = entry.nodes.iter().enumerate().map(|(i, c)| (c.key, i)).collect();
+        Donor { entry, index }
     }
 }
 
@@ -144,6 +168,16 @@ impl Repo {
         self.inner.derived.cache.set_capacity(bytes);
     }
 
+    /// What the index cache holds and what this handle has stored.
+    pub fn index_stats(&self) -> IndexStats {
+        let (stored_values, stored_bytes) = *self.inner.derived.stored.lock();
+        IndexStats {
+            cached_bytes: self.inner.derived.cache.bytes() as u64,
+            stored_values,
+            stored_bytes,
+        }
+    }
+
     fn ctx(&self) -> Ctx {
         let params = self.index_params().clone();
         Ctx {
@@ -159,32 +193,55 @@ impl Repo {
 
     /// The view of commit `id` with at least the parts `needs` names, and notes about
     /// derived data that was repaired on the way.
+    ///
+    /// A commit's first view takes over, from the most recently used view (usually its
+    /// parent's), every part of every chunk the two share: a small commit's view costs its
+    /// new chunks and a walk of its tree's upper levels, not a lookup per chunk.
     pub(crate) fn index_view(&self, id: &CommitId, needs: &IndexNeeds) -> Result<(Arc<CommitIndexes>, Vec<String>)> {
         let c = self.commit(id)?;
         let cache = &self.inner.derived.cache;
         let fp = self.inner.derived.fingerprint;
         let vkey = view_key(&fp, c.node_root, c.edge_root);
-        if let Some(v) = cache.view(&vkey).filter(|v| v.satisfies(needs)) {
-            return Ok((v, Vec::new()));
+        if let Some(e) = cache.view(&vkey).filter(|e| e.view.satisfies(needs)) {
+            return Ok((e.view, Vec::new()));
         }
         let _building = cache.build.lock();
         let base = cache.view(&vkey);
-        if let Some(v) = base.as_ref().filter(|v| v.satisfies(needs)) {
-            return Ok((Arc::clone(v), Vec::new()));
+        if let Some(e) = base.as_ref().filter(|e| e.view.satisfies(needs)) {
+            return Ok((Arc::clone(&e.view), Vec::new()));
         }
         let ctx = self.ctx();
         self.check_manifest(&ctx, TreeKind::Nodes, c.node_root);
-        let list = self.chunk_list(&ctx, TreeKind::Nodes, c.node_root)?;
-        let mut view = match base {
-            Some(v) => (*v).clone(),
+        let donor = match &base {
+            Some(_) => None,
+            None => cache.recent_view().map(Donor::new),
+        };
+        let list = match &base {
+            Some(e) => Arc::clone(&e.nodes),
+            None => self.chunk_list_with(&ctx, TreeKind::Nodes, c.node_root, donor.as_ref())?,
+        };
+        // Chunk i's position in the donor, if it has the chunk.
+        let from_donor: Vec<Option<usize>> = list
+            .iter()
+            .map(|ch| donor.as_ref().and_then(|d| d.index.get(&ch.key).copied()))
+            .collect();
+        let dv = donor.as_ref().map(|d| &*d.entry.view);
+        let mut view = match &base {
+            Some(e) => (*e.view).clone(),
             None => {
                 let cores: Vec<Arc<NodeChunk>> = list
                     .par_iter()
-                    .map(|ch| match self.part(&ctx, TreeKind::Nodes, ch, TAG_NODE_CORE, None)? {
-                        Part::Core(c) => Ok(c),
-                        _ => Err(Error::Index(IndexError::Inconsistent(
-                            "core part of another kind".into(),
-                        ))),
+                    .zip(&from_donor)
+                    .map(|(ch, d)| {
+                        if let (Some(dv), Some(i)) = (dv, d) {
+                            return Ok(Arc::clone(&dv.chunks()[*i]));
+                        }
+                        match self.part(&ctx, TreeKind::Nodes, ch, TAG_NODE_CORE, None)? {
+                            Part::Core(c) => Ok(c),
+                            _ => Err(Error::Index(IndexError::Inconsistent(
+                                "core part of another kind".into(),
+                            ))),
+                        }
                     })
                     .collect::<Result<_>>()?;
                 CommitIndexes::assemble(vkey, ctx.params.clone(), cores).map_err(inconsistent)?
@@ -193,11 +250,17 @@ impl Repo {
         if needs.text && !view.has_text() {
             let parts = list
                 .par_iter()
-                .map(|ch| match self.part(&ctx, TreeKind::Nodes, ch, TAG_TEXT, None)? {
-                    Part::Text(t) => Ok(t),
-                    _ => Err(Error::Index(IndexError::Inconsistent(
-                        "text part of another kind".into(),
-                    ))),
+                .zip(&from_donor)
+                .map(|(ch, d)| {
+                    if let Some(t) = dv.zip(*d).and_then(|(dv, i)| dv.text_part(i)) {
+                        return Ok(Arc::clone(t));
+                    }
+                    match self.part(&ctx, TreeKind::Nodes, ch, TAG_TEXT, None)? {
+                        Part::Text(t) => Ok(t),
+                        _ => Err(Error::Index(IndexError::Inconsistent(
+                            "text part of another kind".into(),
+                        ))),
+                    }
                 })
                 .collect::<Result<Vec<_>>>()?;
             view.set_text(parts).map_err(inconsistent)?;
@@ -208,10 +271,14 @@ impl Repo {
             }
             let parts = list
                 .par_iter()
+                .zip(&from_donor)
                 .zip(view.chunks().par_iter())
-                .map(|(ch, core)| {
+                .map(|((ch, d), core)| {
                     if !core.sparse_models().contains_key(model) {
                         return Ok(None);
+                    }
+                    if let Some(s) = dv.zip(*d).and_then(|(dv, i)| dv.sparse_part(model, i)) {
+                        return Ok(Some(Arc::clone(s)));
                     }
                     match self.part(&ctx, TreeKind::Nodes, ch, TAG_SPARSE, Some(model))? {
                         Part::Sparse(s) => Ok(Some(s)),
@@ -228,12 +295,17 @@ impl Repo {
             if !view.has_dense_model(model) || view.dense(model).is_some() {
                 continue;
             }
+            let donor_dense = dv.and_then(|dv| dv.dense(model));
             let parts = list
                 .par_iter()
+                .zip(&from_donor)
                 .zip(view.chunks().par_iter())
-                .map(|(ch, core)| {
+                .map(|((ch, d), core)| {
                     if !core.dense_models().contains_key(model.as_str()) {
                         return Ok(None);
+                    }
+                    if let Some(p) = donor_dense.zip(*d).and_then(|(dd, i)| dd.part(i)) {
+                        return Ok(Some(Arc::clone(p)));
                     }
                     match self.part(&ctx, TreeKind::Nodes, ch, TAG_DENSE, Some(model))? {
                         Part::Dense(d) => Ok(Some(d)),
@@ -253,11 +325,20 @@ impl Repo {
             view.set_graphs(model, units).map_err(inconsistent)?;
         }
         if needs.edges && view.edges().is_none() {
-            self.check_manifest(&ctx, TreeKind::Edges, c.edge_root);
-            self.check_manifest(&ctx, TreeKind::EdgesIn, c.edge_in_root);
-            let out = self.edge_parts(&ctx, TreeKind::Edges, c.edge_root)?;
-            let inc = self.edge_parts(&ctx, TreeKind::EdgesIn, c.edge_in_root)?;
-            view.set_edges(out, inc);
+            let same_edges = donor
+                .as_ref()
+                .filter(|d| d.entry.edge_roots == (c.edge_root, c.edge_in_root))
+                .and_then(|d| d.entry.view.edges().cloned());
+            match same_edges {
+                Some(e) => view.set_edge_view(e),
+                None => {
+                    self.check_manifest(&ctx, TreeKind::Edges, c.edge_root);
+                    self.check_manifest(&ctx, TreeKind::EdgesIn, c.edge_in_root);
+                    let out = self.edge_parts(&ctx, TreeKind::Edges, c.edge_root)?;
+                    let inc = self.edge_parts(&ctx, TreeKind::EdgesIn, c.edge_in_root)?;
+                    view.set_edges(out, inc);
+                }
+            }
         }
         self.store_pending(&ctx);
         let mut manifests = vec![(TreeKind::Nodes, c.node_root)];
@@ -267,7 +348,14 @@ impl Repo {
         }
         self.write_manifests(&ctx, &manifests, &list);
         let view = Arc::new(view);
-        cache.put_view(vkey, Arc::clone(&view));
+        cache.put_view(
+            vkey,
+            ViewEntry {
+                view: Arc::clone(&view),
+                nodes: list,
+                edge_roots: (c.edge_root, c.edge_in_root),
+            },
+        );
         let notes = std::mem::take(&mut *ctx.notes.lock());
         Ok((view, notes))
     }
@@ -338,6 +426,22 @@ impl Repo {
         Ok(self.index_view(&id, &needs)?.0)
     }
 
+    /// The keys of the node chunks `rev`'s index is cut into, in key order: a function of
+    /// the commit's nodes and the index parameters alone, the same in every repository
+    /// and history holding those nodes (`storage-format.md` §7.2). Builds what it must.
+    pub fn index_chunk_keys(&self, rev: &str) -> Result<Vec<Hash>> {
+        let id = self.resolve(rev)?;
+        let c = self.commit(&id)?;
+        let ctx = self.ctx();
+        let list = {
+            let _building = self.inner.derived.cache.build.lock();
+            let list = self.chunk_list(&ctx, TreeKind::Nodes, c.node_root)?;
+            self.store_pending(&ctx);
+            list
+        };
+        Ok(list.iter().map(|c| c.key).collect())
+    }
+
     /// The view of commit `id` with every part `needs` names (built, loaded or cached).
     pub fn indexes_at(&self, id: &CommitId, needs: &IndexNeeds) -> Result<Arc<CommitIndexes>> {
         Ok(self.index_view(id, needs)?.0)
@@ -367,6 +471,17 @@ impl Repo {
 
     /// The resolved chunks of a tree (split spans replaced by their pieces), cached by root.
     fn chunk_list(&self, ctx: &Ctx, tree: TreeKind, root: Option<Hash>) -> Result<Arc<ChunkList>> {
+        self.chunk_list_with(ctx, tree, root, None)
+    }
+
+    /// [`Repo::chunk_list`], taking a donor view's chunks as known leaves.
+    fn chunk_list_with(
+        &self,
+        ctx: &Ctx,
+        tree: TreeKind,
+        root: Option<Hash>,
+        donor: Option<&Donor>,
+    ) -> Result<Arc<ChunkList>> {
         let Some(r) = root else {
             return Ok(Arc::new(Vec::new()));
         };
@@ -375,13 +490,20 @@ impl Repo {
             return Ok(l);
         }
         let top = spans::top_spans(self.objects(), root, CHUNK_LEVEL)?;
-        let list = self.resolve_spans(ctx, tree, top)?;
+        let known = donor.filter(|_| tree == TreeKind::Nodes).map(|d| &d.index);
+        let list = self.resolve_spans(ctx, tree, top, known)?;
         let list = Arc::new(list);
         cache.put_list(tree as u8, r, Arc::clone(&list));
         Ok(list)
     }
 
-    fn resolve_spans(&self, ctx: &Ctx, tree: TreeKind, spans: Vec<Span>) -> Result<ChunkList> {
+    fn resolve_spans(
+        &self,
+        ctx: &Ctx,
+        tree: TreeKind,
+        spans: Vec<Span>,
+        known: Option<&HashMap<Hash, usize>>,
+    ) -> Result<ChunkList> {
         let core_tag = if tree == TreeKind::Nodes {
             TAG_NODE_CORE
         } else {
@@ -394,11 +516,14 @@ impl Repo {
                     key: span.key(&ctx.fp, tree),
                     span,
                 };
+                if known.is_some_and(|k| k.contains_key(&ch.key)) {
+                    return Ok(vec![ch]);
+                }
                 match self.lookup(ctx, tree, &ch, core_tag, None)? {
                     Found::Part(_) => Ok(vec![ch]),
                     Found::Split => {
                         let pieces = spans::pieces(self.objects(), &ch.span)?;
-                        self.resolve_spans(ctx, tree, pieces)
+                        self.resolve_spans(ctx, tree, pieces, None)
                     }
                 }
             })

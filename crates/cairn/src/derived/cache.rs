@@ -100,10 +100,19 @@ impl<K: std::hash::Hash + Eq + Clone, V: Clone> Lru<K, V> {
     }
 }
 
+/// An assembled view with what it was assembled from: the node tree's resolved chunk list
+/// and the edge roots (so the next commit's view can take over every part it shares).
+#[derive(Clone)]
+pub(crate) struct ViewEntry {
+    pub(crate) view: Arc<CommitIndexes>,
+    pub(crate) nodes: Arc<ChunkList>,
+    pub(crate) edge_roots: (Option<Hash>, Option<Hash>),
+}
+
 /// The repository's derived-data cache.
 pub(crate) struct DerivedCache {
     parts: Mutex<Lru<Vec<u8>, Part>>,
-    views: Mutex<Lru<Hash, Arc<CommitIndexes>>>,
+    views: Mutex<Lru<Hash, ViewEntry>>,
     lists: Mutex<Lru<(u8, Hash), Arc<ChunkList>>>,
     capacity: Mutex<usize>,
     /// Serialises builds, so two queries needing the same missing chunks build them once.
@@ -135,13 +144,20 @@ impl DerivedCache {
         parts.evict(|bytes, _| bytes <= cap);
     }
 
-    pub(crate) fn view(&self, key: &Hash) -> Option<Arc<CommitIndexes>> {
+    pub(crate) fn view(&self, key: &Hash) -> Option<ViewEntry> {
         self.views.lock().get(key)
     }
 
-    pub(crate) fn put_view(&self, key: Hash, view: Arc<CommitIndexes>) {
+    /// The most recently used view, if any.
+    pub(crate) fn recent_view(&self) -> Option<ViewEntry> {
+        let views = self.views.lock();
+        let (_, k) = views.order.last_key_value()?;
+        views.map.get(k).map(|e| e.0.clone())
+    }
+
+    pub(crate) fn put_view(&self, key: Hash, entry: ViewEntry) {
         let mut views = self.views.lock();
-        views.put(key, view, 0);
+        views.put(key, entry, 0);
         views.evict(|_, n| n <= VIEWS);
     }
 

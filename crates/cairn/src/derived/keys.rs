@@ -44,11 +44,6 @@ impl Space {
         }
     }
 
-    /// The space a key belongs to, if any.
-    pub(crate) fn of(key: &[u8]) -> Option<Space> {
-        SPACES.into_iter().find(|s| key.starts_with(s.prefix()))
-    }
-
     /// The 32-byte derived key a store key of a hashed space (chunk, graph, manifest)
     /// names, if the key has the right shape.
     pub(crate) fn hash_of(self, key: &[u8]) -> Option<Hash> {

@@ -17,12 +17,13 @@
 
 mod build;
 pub(crate) mod cache;
+pub(crate) mod check;
 pub(crate) mod keys;
 mod live;
 mod source;
 pub(crate) mod spans;
 
-pub use build::{DenseReport, IndexReport};
+pub use build::{DenseReport, IndexReport, IndexStats};
 pub use cache::DEFAULT_CACHE_BYTES;
 
 use cairn_core::Hash;

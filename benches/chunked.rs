@@ -1,0 +1,397 @@
+//! The shared-index targets (issue "indexes that share structure across commits"), as a
+//! table: `cargo bench --bench chunked`.
+//!
+//! Corpus: N nodes (100,000; `CAIRN_BENCH_1M=1` for 1,000,000; `CAIRN_BENCH_N` for any),
+//! 10 labels plus `Rare` on 0.1 %, ~50-word texts, one 384-d vector and one hashed sparse
+//! vector each. Vectors are clustered the way text embeddings are (200 topics: a topic
+//! centre plus noise, L2-normalised) and each text draws most words from its topic's
+//! vocabulary; `CAIRN_BENCH_UNIFORM=1` uses uniformly random unit vectors instead. 200
+//! queries (a topic's centre plus noise, four topic words, one of the 10 labels).
+//!
+//! Each store (memory, then sled) runs in a child process of its own, so its peak RSS is
+//! its own: import (one commit), first query (index build included), 1,000 queries exact
+//! and ANN, 20 one-node edits each followed by a query, as-of HEAD~1 in the process that
+//! has HEAD's index; then, for sled, a fresh process opens the repository and times the
+//! cold as-of query. Tests never assert times; this prints them.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use cairn::{Node, NodeId, Repo, SparseVector};
+
+const DIM: usize = 384;
+const TOPICS: usize = 200;
+const LABELS: usize = 10;
+const QUERIES: usize = 200;
+const ROUNDS: usize = 1000;
+const EDITS: usize = 20;
+
+struct Corpus {
+    centres: Vec<Vec<f32>>,
+    topic_words: Vec<Vec<String>>,
+    uniform: bool,
+}
+
+impl Corpus {
+    fn new(uniform: bool) -> Corpus {
+        let mut rng = common::Rng(0x5eed);
+        let centres = (0..TOPICS).map(|_| common::unit_vector(&mut rng, DIM)).collect();
+        let topic_words = (0..TOPICS)
+            .map(|t| {
+                (0..40)
+                    .map(|w| format!("{}{t}x{w}", common::WORDS[w % common::WORDS.len()]))
+                    .collect()
+            })
+            .collect();
+        Corpus {
+            centres,
+            topic_words,
+            uniform,
+        }
+    }
+
+    fn vector(&self, rng: &mut common::Rng, topic: usize, noise: f32) -> Vec<f32> {
+        if self.uniform {
+            return common::unit_vector(rng, DIM);
+        }
+        let mut v: Vec<f32> = self.centres[topic].iter().map(|c| c + noise * rng.unit()).collect();
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter_mut().for_each(|x| *x /= n);
+        v
+    }
+
+    fn text(&self, rng: &mut common::Rng, topic: usize, words: usize) -> String {
+        (0..words)
+            .map(|_| {
+                if rng.next().is_multiple_of(4) {
+                    common::WORDS[(rng.next() % common::WORDS.len() as u64) as usize].to_string()
+                } else {
+                    self.topic_words[topic][(rng.next() % 40) as usize].clone()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    fn node(&self, i: usize, salt: u64) -> Node {
+        let mut rng = common::Rng(0x9e37_79b9 ^ (i as u64).wrapping_mul(0x1000_0001) ^ salt);
+        let topic = (rng.next() % TOPICS as u64) as usize;
+        let text = self.text(&mut rng, topic, 50);
+        let mut sparse: Vec<(u32, f32)> = text
+            .split(' ')
+            .map(|w| {
+                (
+                    cairn::Hash::of(w.as_bytes()).as_bytes()[0] as u32 * 256 + w.len() as u32,
+                    1.0,
+                )
+            })
+            .collect();
+        sparse.sort_by_key(|p| p.0);
+        let mut merged: Vec<(u32, f32)> = Vec::new();
+        for (d, w) in sparse {
+            match merged.last_mut() {
+                Some(l) if l.0 == d => l.1 += w,
+                _ => merged.push((d, w)),
+            }
+        }
+        let mut node = Node::new(NodeId::new(format!("doc-{i:07}")).expect("id"))
+            .with_label(format!("L{}", i % LABELS))
+            .with_text(text)
+            .with_embedding("minilm", self.vector(&mut rng, topic, 0.08))
+            .with_sparse(
+                "kw",
+                SparseVector::new(
+                    merged.iter().map(|p| p.0).collect(),
+                    merged.iter().map(|p| p.1).collect(),
+                ),
+            )
+            .with_prop("topic", topic as i64);
+        if i.is_multiple_of(1000) {
+            node = node.with_label("Rare");
+        }
+        node
+    }
+
+    fn queries(&self) -> Vec<(Vec<f32>, String, String)> {
+        let mut rng = common::Rng(q_seed());
+        (0..QUERIES)
+            .map(|q| {
+                let topic = (rng.next() % TOPICS as u64) as usize;
+                (
+                    self.vector(&mut rng, topic, 0.12),
+                    self.text(&mut rng, topic, 4),
+                    format!("L{}", q % LABELS),
+                )
+            })
+            .collect()
+    }
+}
+
+const fn q_seed() -> u64 {
+    0x51ee_d00d
+}
+
+fn peak_rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn p50(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn query(repo: &Repo, q: &(Vec<f32>, String, String), ann: bool, at: Option<&str>) -> cairn::retrieve::RetrievalResult {
+    let mut r = repo
+        .retrieve()
+        .label(q.2.clone())
+        .vector("minilm", &q.0)
+        .text(q.1.clone())
+        .token_budget(2000)
+        .limit(100);
+    if ann {
+        r = r.approximate(100);
+    }
+    if let Some(at) = at {
+        r = r.at(at);
+    }
+    r.execute().expect("retrieve")
+}
+
+fn row(name: &str, value: String) {
+    println!("| {name} | {value} |");
+}
+
+fn run_store(kind: &str, n: usize) {
+    let corpus = Corpus::new(std::env::var("CAIRN_BENCH_UNIFORM").is_ok());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("repo");
+    let repo = match kind {
+        "sled" => Repo::init(&path).expect("init"),
+        _ => Repo::in_memory().expect("repo"),
+    };
+    println!("\n### {kind} store, {n} nodes\n");
+    println!("| measurement | value |");
+    println!("|---|---|");
+    let t = Instant::now();
+    let mut tx = repo.transaction().expect("tx");
+    for i in 0..n {
+        tx.put_node(corpus.node(i, 0)).expect("put");
+    }
+    tx.commit("bulk").expect("commit");
+    let import = t.elapsed();
+    row("bulk import (one commit)", format!("{:.2} s", import.as_secs_f64()));
+
+    let queries = corpus.queries();
+    let t = Instant::now();
+    query(&repo, &queries[0], false, None);
+    let first = t.elapsed();
+    row(
+        "first retrieve after the bulk commit, index build included (alone / with the commit)",
+        format!("{:.2} s / {:.2} s", first.as_secs_f64(), (first + import).as_secs_f64()),
+    );
+    let stats = repo.index_stats();
+    let (stored_values, stored_bytes) = (stats.stored_values, stats.stored_bytes);
+    row(
+        "index values stored by the build",
+        format!("{stored_values} ({:.1} MiB)", stored_bytes as f64 / 1048576.0),
+    );
+
+    // Exact, warm.
+    let mut lat = Vec::with_capacity(ROUNDS);
+    let mut rescored_sample = None;
+    for i in 0..ROUNDS {
+        let t = Instant::now();
+        let r = query(&repo, &queries[i % QUERIES], false, None);
+        lat.push(ms(t.elapsed()));
+        if i == 0 {
+            rescored_sample = Some(r.items.len());
+        }
+    }
+    row(
+        "vector + text + label, budget 2000, limit 100, p50, exact dense",
+        format!("{:.2} ms ({} items)", p50(lat), rescored_sample.unwrap_or(0)),
+    );
+
+    // ANN: first query builds the unit graphs.
+    let t = Instant::now();
+    query(&repo, &queries[0], true, None);
+    row(
+        "first ANN query (unit graphs built)",
+        format!("{:.2} s", t.elapsed().as_secs_f64()),
+    );
+    let mut lat = Vec::with_capacity(ROUNDS);
+    for i in 0..ROUNDS {
+        let t = Instant::now();
+        query(&repo, &queries[i % QUERIES], true, None);
+        lat.push(ms(t.elapsed()));
+    }
+    // recall@10 of the dense lane in ANN mode against exact, over the queries.
+    let mut overlap = 0.0;
+    for q in &queries {
+        let exact = repo
+            .retrieve()
+            .label(q.2.clone())
+            .vector("minilm", &q.0)
+            .limit(10)
+            .exact()
+            .execute()
+            .expect("r");
+        let ann = repo
+            .retrieve()
+            .label(q.2.clone())
+            .vector("minilm", &q.0)
+            .limit(10)
+            .approximate(100)
+            .execute()
+            .expect("r");
+        overlap += ann
+            .items
+            .iter()
+            .filter(|a| exact.items.iter().any(|e| e.id == a.id))
+            .count() as f64
+            / 10.0;
+    }
+    row(
+        "the same in ANN mode, p50 / dense recall@10 vs exact",
+        format!("{:.2} ms / {:.4}", p50(lat), overlap / QUERIES as f64),
+    );
+
+    // One-node edits, each followed by a query.
+    let mut work = Vec::new();
+    let mut bytes = Vec::new();
+    for e in 0..EDITS {
+        let before = repo.index_stats().stored_bytes;
+        let mut tx = repo.transaction().expect("tx");
+        tx.put_node(corpus.node((e * 7919) % n, 1 + e as u64)).expect("put");
+        tx.commit("edit").expect("commit");
+        let t = Instant::now();
+        query(&repo, &queries[e % QUERIES], false, None);
+        work.push(ms(t.elapsed()));
+        let after = repo.index_stats().stored_bytes;
+        bytes.push((after - before) as f64 / 1024.0);
+    }
+    row(
+        "index work for a 1-node commit + the next query (p50 / max of 20)",
+        format!(
+            "{:.2} ms / {:.2} ms",
+            p50(work.clone()),
+            work.iter().cloned().fold(0.0, f64::max)
+        ),
+    );
+    if kind == "sled" {
+        row(
+            "new stored index bytes per 1-node commit (p50 / max)",
+            format!(
+                "{:.0} KiB / {:.0} KiB",
+                p50(bytes.clone()),
+                bytes.iter().cloned().fold(0.0, f64::max)
+            ),
+        );
+    }
+    // As-of HEAD~1 in a process that has HEAD's index: reset HEAD~1's view by editing.
+    let t = Instant::now();
+    query(&repo, &queries[1], false, Some("HEAD~1"));
+    row(
+        "cold as-of HEAD~1 in a process that has HEAD's index",
+        format!("{:.2} ms", ms(t.elapsed())),
+    );
+    row("peak RSS of the whole run", format!("{:.0} MiB", peak_rss_mib()));
+    if kind == "sled" {
+        drop(repo);
+        let out = std::process::Command::new(std::env::current_exe().expect("exe"))
+            .env("CAIRN_BENCH_CHILD", "asof")
+            .env("CAIRN_BENCH_REPO", &path)
+            .output()
+            .expect("child");
+        print!("{}", String::from_utf8_lossy(&out.stdout));
+        eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+fn child_asof() {
+    let path = std::env::var("CAIRN_BENCH_REPO").expect("repo");
+    let corpus = Corpus::new(std::env::var("CAIRN_BENCH_UNIFORM").is_ok());
+    let queries = corpus.queries();
+    let t = Instant::now();
+    let repo = Repo::open(&path).expect("open");
+    let open = t.elapsed();
+    let t = Instant::now();
+    let r = query(&repo, &queries[1], false, Some("HEAD~1"));
+    let asof = t.elapsed();
+    row(
+        "cold as-of HEAD~1 in a fresh process on sled (open / query)",
+        format!(
+            "{:.0} ms / {:.0} ms ({} warnings)",
+            ms(open),
+            ms(asof),
+            r.warnings.len()
+        ),
+    );
+}
+
+/// `CAIRN_BENCH_PROFILE=1`: import, then loop the exact query (for `perf record`).
+fn profile(n: usize) {
+    let corpus = Corpus::new(false);
+    let repo = Repo::in_memory().expect("repo");
+    let mut tx = repo.transaction().expect("tx");
+    for i in 0..n {
+        tx.put_node(corpus.node(i, 0)).expect("put");
+    }
+    tx.commit("bulk").expect("commit");
+    let queries = corpus.queries();
+    let t = Instant::now();
+    query(&repo, &queries[0], false, None);
+    eprintln!("first query {:?}", t.elapsed());
+    let t = Instant::now();
+    for i in 0..300 {
+        query(&repo, &queries[i % QUERIES], false, None);
+    }
+    eprintln!("300 queries {:?}", t.elapsed());
+}
+
+fn main() {
+    if std::env::var("CAIRN_BENCH_PROFILE").is_ok() {
+        profile(
+            std::env::var("CAIRN_BENCH_N")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(100_000),
+        );
+        return;
+    }
+    if std::env::var("CAIRN_BENCH_CHILD").as_deref() == Ok("asof") {
+        child_asof();
+        return;
+    }
+    let n: usize = std::env::var("CAIRN_BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if std::env::var("CAIRN_BENCH_1M").is_ok() {
+            1_000_000
+        } else {
+            100_000
+        });
+    if let Ok(kind) = std::env::var("CAIRN_BENCH_STORE") {
+        run_store(&kind, n);
+        return;
+    }
+    // `cargo bench` passes `--bench`; each store runs in a process of its own.
+    for kind in ["memory", "sled"] {
+        let status = std::process::Command::new(std::env::current_exe().expect("exe"))
+            .env("CAIRN_BENCH_STORE", kind)
+            .env("CAIRN_BENCH_N", n.to_string())
+            .status()
+            .expect("child");
+        assert!(status.success());
+    }
+}

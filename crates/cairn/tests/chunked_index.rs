@@ -1,0 +1,454 @@
+//! The chunked index of a repository: over random histories it equals a from-scratch
+//! build of the same content, lane by lane; chunk keys do not depend on history; unit
+//! graphs do not depend on the thread count; damaged or deleted chunk parts are detected,
+//! rebuilt and reported, never returned as data.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use cairn::{CommitId, Edge, Hash, Node, NodeId, Repo, SparseVector, Validity};
+use cairn_core::codec::{encode_node, hash_object};
+use cairn_core::level::key_level;
+use cairn_index::{CommitIndexes, IndexNeeds, IndexParams};
+use cairn_store::{MemoryStore, Store};
+use proptest::prelude::*;
+
+const WORDS: [&str; 12] = [
+    "wing", "stall", "lift", "drag", "flow", "shock", "layer", "vortex", "panel", "heat", "nozzle", "jet",
+];
+
+fn id(s: &str) -> NodeId {
+    NodeId::new(s).unwrap()
+}
+
+/// Node `i` in variant `v`: labels, text, props, vectors and validity all follow `v`, with
+/// few distinct values so that scores tie.
+fn node(i: u32, v: u8) -> Node {
+    let mut n = Node::new(id(&format!("n{i:04}")))
+        .with_label(["Doc", "Note", "Fact"][usize::from(v % 3)])
+        .with_text(
+            (0..(3 + v % 5))
+                .map(|k| WORDS[(i as usize + usize::from(v) * 3 + usize::from(k)) % WORDS.len()])
+                .collect::<Vec<_>>()
+                .join(" "),
+        )
+        .with_prop("v", i64::from(v % 4))
+        .with_embedding(
+            "m",
+            (0..8)
+                .map(|k| f32::from((i as u8).wrapping_mul(3).wrapping_add(v).wrapping_add(k) % 5) - 2.0)
+                .collect(),
+        );
+    if v.is_multiple_of(2) {
+        n = n.with_sparse(
+            "s",
+            SparseVector::new(vec![u32::from(v % 3), 7], vec![1.0, 0.5 + f32::from(v % 2)]),
+        );
+    }
+    if v % 4 == 1 {
+        n = n.with_validity(Validity::new(Some(100), Some(200)));
+    }
+    n
+}
+
+fn everything() -> IndexNeeds {
+    IndexNeeds {
+        text: true,
+        dense: ["m".to_string()].into(),
+        sparse: ["s".to_string()].into(),
+        edges: true,
+        graphs: Default::default(),
+    }
+}
+
+/// The commit's index as the repository serves it, and a from-scratch in-memory build of
+/// the commit's content.
+fn served_and_fresh(repo: &Repo, at: &CommitId) -> (Arc<CommitIndexes>, CommitIndexes) {
+    let served = repo.indexes_at(at, &everything()).unwrap();
+    let nodes: Vec<(Hash, Node)> = repo
+        .nodes_at(at, None)
+        .unwrap()
+        .into_iter()
+        .map(|n| (hash_object(&encode_node(&n)), n))
+        .collect();
+    let edges = repo.edges_at(at).unwrap();
+    let fresh = CommitIndexes::build(Hash::ZERO, &IndexParams::default(), &nodes, &edges);
+    (served, fresh)
+}
+
+/// Every lane of `a` and `b` answers a set of queries identically (hits and score bits).
+fn same_answers(a: &CommitIndexes, b: &CommitIndexes) {
+    assert_eq!(a.digest(), b.digest(), "parts differ");
+    assert_eq!(a.node_count(), b.node_count());
+    let labels = a.labels_all_of(&["Doc".to_string()]);
+    let filters = [None, Some(&labels)];
+    for f in filters {
+        for q in ["wing stall", "flow flow layer", "nothing"] {
+            assert_eq!(a.text_search(q, 7, f), b.text_search(q, 7, f), "{q}");
+        }
+        let qv = [1.0f32, -2.0, 0.5, 0.0, 2.0, 1.0, -1.0, 0.25];
+        assert_eq!(
+            a.dense_search("m", &qv, 9, f).ok().map(|r| r.hits),
+            b.dense_search("m", &qv, 9, f).ok().map(|r| r.hits)
+        );
+        let sq = SparseVector::new(vec![0, 2, 7], vec![1.0, 0.5, 2.0]);
+        assert_eq!(
+            a.sparse_search("s", &sq, 9, f).ok(),
+            b.sparse_search("s", &sq, 9, f).ok()
+        );
+    }
+    for t in [150, 250] {
+        assert_eq!(
+            a.valid_at(t).map(|f| f.iter().collect::<Vec<_>>()),
+            b.valid_at(t).map(|f| f.iter().collect())
+        );
+    }
+    for o in (0..a.node_count()).step_by(7) {
+        let (mut ea, mut eb) = (Vec::new(), Vec::new());
+        a.outgoing(o, &mut ea);
+        b.outgoing(o, &mut eb);
+        a.incoming(o, &mut ea);
+        b.incoming(o, &mut eb);
+        assert_eq!(ea, eb);
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Put(u32, u8),
+    Delete(u32),
+    Link(u32, u32),
+    Unlink(u32, u32),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0u32..400, 0u8..8).prop_map(|(i, v)| Op::Put(i, v)),
+        2 => (0u32..400).prop_map(Op::Delete),
+        2 => (0u32..400, 0u32..400).prop_map(|(a, b)| Op::Link(a, b)),
+        1 => (0u32..400, 0u32..400).prop_map(|(a, b)| Op::Unlink(a, b)),
+    ]
+}
+
+fn apply(repo: &Repo, ops: &[Op]) -> Option<CommitId> {
+    let mut tx = repo.transaction().unwrap();
+    for o in ops {
+        match *o {
+            Op::Put(i, v) => tx.put_node(node(i, v)).unwrap(),
+            Op::Delete(i) => {
+                let nid = id(&format!("n{i:04}"));
+                if tx.node(&nid).unwrap().is_some() {
+                    tx.delete_node(&nid).unwrap();
+                }
+            }
+            Op::Link(a, b) | Op::Unlink(a, b) => {
+                let (s, t) = (id(&format!("n{a:04}")), id(&format!("n{b:04}")));
+                if tx.node(&s).unwrap().is_none() || tx.node(&t).unwrap().is_none() {
+                    continue;
+                }
+                if matches!(o, Op::Link(..)) {
+                    tx.put_edge(Edge::new(s, "cites", t)).unwrap();
+                } else {
+                    let _ = tx.delete_edge(&cairn::EdgeKey {
+                        source: s,
+                        kind: "cites".into(),
+                        target: t,
+                    });
+                }
+            }
+        }
+    }
+    tx.commit("ops").ok()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// After every commit of a random history, the served index (chunks shared with the
+    /// commits before it, some loaded back from the store) equals a from-scratch build.
+    #[test]
+    fn served_index_equals_a_fresh_build_over_random_histories(
+        batches in proptest::collection::vec(proptest::collection::vec(op(), 1..60), 1..8),
+        evict in any::<bool>(),
+    ) {
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::keeping_derived());
+        let repo = Repo::with_store(Arc::clone(&store)).unwrap();
+        if evict {
+            // A tiny cache: parts come back from the store (or are rebuilt) all the time.
+            repo.set_index_cache_bytes(64 << 10);
+        }
+        let mut commits = Vec::new();
+        for b in &batches {
+            if let Some(c) = apply(&repo, b) {
+                commits.push(c);
+                let (served, fresh) = served_and_fresh(&repo, &c);
+                same_answers(&served, &fresh);
+            }
+        }
+        // Old commits too, in another order, from a new handle on the same store.
+        let other = Repo::with_store(store).unwrap();
+        for c in commits.iter().rev() {
+            let (served, fresh) = served_and_fresh(&other, c);
+            same_answers(&served, &fresh);
+        }
+    }
+}
+
+/// Ids whose level is below `below` (so they never cut a span at that level).
+fn ids_below_level(below: u8, n: usize, prefix: &str) -> Vec<String> {
+    (0..)
+        .map(|i| format!("{prefix}{i:06}"))
+        .filter(|s| key_level(s.as_bytes()) < below)
+        .take(n)
+        .collect()
+}
+
+/// Splits: more nodes than a chunk holds, or more bytes, between two level-2 keys.
+#[test]
+fn oversize_spans_split_and_still_equal_a_fresh_build() {
+    let repo = Repo::in_memory().unwrap();
+    let mut tx = repo.transaction().unwrap();
+    // 4,200 keys of level < 2: one span, over the 4,096-key limit.
+    for s in ids_below_level(2, 4200, "k") {
+        tx.put_node(
+            Node::new(id(&s))
+                .with_text("wing stall")
+                .with_embedding("m", vec![1.0; 8]),
+        )
+        .unwrap();
+    }
+    // 24 nodes of 200 KB text among them: over the 4 MiB limit as well.
+    for s in ids_below_level(2, 24, "big") {
+        tx.put_node(Node::new(id(&s)).with_text("lift ".repeat(40_000)))
+            .unwrap();
+    }
+    let c = tx.commit("oversize").unwrap();
+    let keys = repo.index_chunk_keys("HEAD").unwrap();
+    assert!(keys.len() > 2, "the oversize span was split into {} chunks", keys.len());
+    let (served, fresh) = served_and_fresh(&repo, &c);
+    assert!(served.chunks().iter().all(|ch| ch.len() <= 4096));
+    same_answers(&served, &fresh);
+    assert_eq!(served.chunks().len(), fresh.chunks().len());
+    // An edit inside: still equal, and most chunks are shared with the parent.
+    let mut tx = repo.transaction().unwrap();
+    tx.put_node(Node::new(id(&ids_below_level(2, 1, "k")[0])).with_text("edited"))
+        .unwrap();
+    let c2 = tx.commit("edit").unwrap();
+    let keys2 = repo.index_chunk_keys("HEAD").unwrap();
+    let shared = keys2.iter().filter(|k| keys.contains(k)).count();
+    assert!(shared + 2 >= keys2.len(), "{shared} of {} chunks shared", keys2.len());
+    let (served, fresh) = served_and_fresh(&repo, &c2);
+    same_answers(&served, &fresh);
+}
+
+/// The same content reached by different histories is cut into the same chunks, whose
+/// keys are pinned here (golden: a change to the chunk rule, the key derivation or the
+/// parameter fingerprint changes them).
+#[test]
+fn chunk_keys_do_not_depend_on_history() {
+    let content: Vec<Node> = (0..600).map(|i| node(i, (i % 8) as u8)).collect();
+    // A: one commit.
+    let a = Repo::in_memory().unwrap();
+    let mut tx = a.transaction().unwrap();
+    for n in &content {
+        tx.put_node(n.clone()).unwrap();
+    }
+    tx.commit("all").unwrap();
+    // B: reverse order in small commits, with detours (extra nodes, other variants).
+    let b = Repo::in_memory().unwrap();
+    for chunk in content.iter().rev().collect::<Vec<_>>().chunks(37) {
+        let mut tx = b.transaction().unwrap();
+        for n in chunk {
+            tx.put_node(node(600 + n.id.as_str().len() as u32, 1)).unwrap();
+            tx.put_node(node(n.id.as_str()[1..].parse().unwrap(), 7)).unwrap();
+        }
+        tx.commit("detour").unwrap();
+        let mut tx = b.transaction().unwrap();
+        for n in chunk {
+            tx.put_node((*n).clone()).unwrap();
+        }
+        tx.delete_node(&id("n0604")).ok();
+        tx.delete_node(&id("n0605")).ok();
+        tx.commit("back").unwrap();
+    }
+    let ka = a.index_chunk_keys("HEAD").unwrap();
+    let kb = b.index_chunk_keys("HEAD").unwrap();
+    assert_eq!(ka, kb);
+    assert_eq!(a.indexes("HEAD").unwrap().digest(), b.indexes("HEAD").unwrap().digest());
+    let all: Vec<u8> = ka.iter().flat_map(|k| k.as_bytes().to_vec()).collect();
+    assert_eq!(
+        (ka.len(), ka[0].to_hex(), Hash::of(&all).to_hex()),
+        (
+            GOLDEN_CHUNKS,
+            GOLDEN_FIRST_CHUNK.to_string(),
+            GOLDEN_ALL_CHUNKS.to_string()
+        ),
+        "golden chunk keys (storage-format.md §7.2)"
+    );
+}
+
+const GOLDEN_CHUNKS: usize = 11;
+const GOLDEN_FIRST_CHUNK: &str = "018286b1a42ea1f4afba93efa1fd62082fa17562f406c7041f122b518f560658";
+const GOLDEN_ALL_CHUNKS: &str = "474f1e627d95df5d2fe14c6fae31a8c164f2713d7b020ecb49ea0fc5dd5b654d";
+
+/// A repository whose node tree has several units (ids of level ≥ 5 cut them).
+fn units_repo(store: Arc<dyn Store>) -> Repo {
+    let repo = Repo::with_store(store).unwrap();
+    let mut tx = repo.transaction().unwrap();
+    for i in 0..3000u32 {
+        tx.put_node(node(i, (i % 8) as u8)).unwrap();
+    }
+    let cuts: Vec<String> = (0..)
+        .map(|i| format!("u{i}"))
+        .filter(|s| key_level(s.as_bytes()) >= 5)
+        .take(3)
+        .collect();
+    for (j, s) in cuts.iter().enumerate() {
+        tx.put_node(Node::new(id(s)).with_embedding("m", vec![j as f32; 8]))
+            .unwrap();
+    }
+    tx.commit("units").unwrap();
+    repo
+}
+
+#[test]
+fn unit_graphs_are_identical_for_any_thread_count() {
+    let mut digests = Vec::new();
+    for threads in [1, 2, 8] {
+        let store: Arc<dyn Store> = Arc::new(MemoryStore::keeping_derived());
+        let repo = units_repo(Arc::clone(&store));
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let report = pool.install(|| repo.build_indexes_with("HEAD", true)).unwrap();
+        assert!(report.dense[0].unit_graphs >= 2, "{report:?}");
+        let graphs: BTreeMap<Vec<u8>, Vec<u8>> = store.scan_derived(b"ug/").unwrap().into_iter().collect();
+        assert_eq!(graphs.len(), report.dense[0].unit_graphs);
+        digests.push(graphs);
+    }
+    assert_eq!(digests[0], digests[1]);
+    assert_eq!(digests[0], digests[2]);
+}
+
+fn query(repo: &Repo) -> cairn::retrieve::RetrievalResult {
+    repo.retrieve()
+        .vector("m", &[1.0, 0.0, -1.0, 2.0, 0.0, 1.0, 1.0, -2.0])
+        .text("wing layer")
+        .expand(cairn::retrieve::GraphExpand::hops(1))
+        .limit(10)
+        .execute()
+        .unwrap()
+}
+
+#[test]
+fn damaged_and_deleted_parts_are_rebuilt_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r");
+    let repo = Repo::init(&path).unwrap();
+    let mut tx = repo.transaction().unwrap();
+    for i in 0..400u32 {
+        tx.put_node(node(i, (i % 8) as u8)).unwrap();
+    }
+    for i in 0..399u32 {
+        tx.put_edge(Edge::new(
+            id(&format!("n{i:04}")),
+            "cites",
+            id(&format!("n{:04}", i + 1)),
+        ))
+        .unwrap();
+    }
+    tx.commit("data").unwrap();
+    repo.build_indexes("HEAD").unwrap();
+    let want = query(&repo);
+    assert!(want
+        .warnings
+        .iter()
+        .all(|w| w.code != cairn::retrieve::WarningCode::DerivedRebuilt));
+    drop(repo);
+
+    let reopen = || Repo::open(&path).unwrap();
+    let repo = reopen();
+    let keys = repo.store().derived_keys(b"ck/").unwrap();
+    let dense: Vec<&Vec<u8>> = keys.iter().filter(|k| k.len() > 36 && k[35] == 0xC4).collect();
+    let core: Vec<&Vec<u8>> = keys.iter().filter(|k| k.len() == 36 && k[35] == 0xC1).collect();
+    // A deleted dense part (of a third chunk), a core part holding a hostile length, and
+    // garbage.
+    let other = dense
+        .iter()
+        .find(|k| k[3..35] != core[0][3..35] && k[3..35] != core[1][3..35])
+        .unwrap();
+    repo.store().delete_derived(&[(*other).clone()]).unwrap();
+    let mut hostile = repo.store().get_derived(core[0]).unwrap().unwrap();
+    hostile.truncate(33);
+    hostile.extend_from_slice(&u32::MAX.to_le_bytes());
+    hostile.extend_from_slice(&[0xff; 64]);
+    repo.store()
+        .put_derived(&[(core[0].clone(), hostile), (core[1].clone(), b"garbage".to_vec())])
+        .unwrap();
+    let report = repo.fsck().unwrap();
+    assert!(
+        report.is_ok(),
+        "derived damage is not data damage: {:?}",
+        report.problems
+    );
+    assert_eq!(report.derived_problems.len(), 2, "{:?}", report.derived_problems);
+    drop(repo);
+
+    // A fresh process-like handle: the same answer, with warnings naming the repairs.
+    let repo = reopen();
+    let got = query(&repo);
+    assert_eq!(got.items, want.items);
+    let notes: Vec<&str> = got
+        .warnings
+        .iter()
+        .filter(|w| w.code == cairn::retrieve::WarningCode::DerivedRebuilt)
+        .map(|w| w.message.as_str())
+        .collect();
+    assert_eq!(notes.len(), 3, "{notes:?}");
+    assert!(notes.iter().any(|n| n.contains("missing")));
+    assert_eq!(notes.iter().filter(|n| n.contains("damaged")).count(), 2);
+    // Rebuilt parts were stored again: a new handle finds everything whole.
+    drop(repo);
+    let repo = reopen();
+    let again = query(&repo);
+    assert!(again
+        .warnings
+        .iter()
+        .all(|w| w.code != cairn::retrieve::WarningCode::DerivedRebuilt));
+    assert!(repo.fsck().unwrap().derived_ok());
+
+    // Repair deletes damaged entries at once.
+    let k = repo.store().derived_keys(b"ck/").unwrap()[0].clone();
+    repo.store().put_derived(&[(k.clone(), vec![0xC1; 40])]).unwrap();
+    assert_eq!(repo.repair_derived().unwrap().len(), 1);
+    assert!(repo.store().get_derived(&k).unwrap().is_none());
+    assert!(repo.fsck().unwrap().derived_ok());
+    assert_eq!(query(&repo).items, want.items);
+}
+
+#[test]
+fn a_one_node_commit_rebuilds_one_chunk_and_shares_the_rest() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::keeping_derived());
+    let repo = Repo::with_store(store).unwrap();
+    let mut tx = repo.transaction().unwrap();
+    for i in 0..2000u32 {
+        tx.put_node(node(i, (i % 8) as u8)).unwrap();
+    }
+    tx.commit("bulk").unwrap();
+    let before = repo.index_chunk_keys("HEAD").unwrap();
+    repo.build_indexes("HEAD").unwrap();
+    let mut tx = repo.transaction().unwrap();
+    tx.put_node(node(1234, 3)).unwrap();
+    tx.commit("one").unwrap();
+    let stored = repo.index_stats().stored_values;
+    let report = repo.build_indexes("HEAD").unwrap();
+    let after = repo.index_chunk_keys("HEAD").unwrap();
+    assert_eq!(before.len(), after.len());
+    assert_eq!(before.iter().zip(&after).filter(|(a, b)| a != b).count(), 1);
+    // One chunk's parts (core, text, dense, maybe sparse) and a manifest, nothing else.
+    assert!(report.stored_values <= 4, "{report:?}");
+    assert!(repo.index_stats().stored_values - stored <= 5);
+    // And an edge-only commit touches no node chunk.
+    let mut tx = repo.transaction().unwrap();
+    tx.put_edge(Edge::new(id("n0001"), "cites", id("n0002"))).unwrap();
+    tx.commit("edge").unwrap();
+    assert_eq!(repo.index_chunk_keys("HEAD").unwrap(), after);
+}
