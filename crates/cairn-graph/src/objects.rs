@@ -196,7 +196,7 @@ impl PendingWrites {
             return Ok(());
         }
         let batch: Vec<(Hash, Vec<u8>)> = self.objects.into_iter().collect();
-        store.put_batch(&batch)?;
+        store.put_batch_owned(batch)?;
         Ok(())
     }
 }

@@ -170,6 +170,7 @@ fn graph_options(ef: usize) -> AnnOptions {
     AnnOptions {
         ef: Some(ef),
         min_unit_rows: 0,
+        exact_scan_factor: 0,
     }
 }
 

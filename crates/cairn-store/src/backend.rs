@@ -63,9 +63,18 @@ pub trait Store: Send + Sync + 'static {
     /// True if the object is present (does not verify its checksum).
     fn contains(&self, hash: &Hash) -> Result<bool, StoreError>;
 
-    /// Writes objects in one batch (one backend write, not one per object). Objects
-    /// already present are left as they are. Not durable until [`Store::flush`].
+    /// Writes objects in batches (a few backend writes, not one per object; not atomic as a
+    /// whole: after a crash some may be stored and others not, which is harmless, as nothing
+    /// names an object until a ref moves after a flush). Objects already present are left
+    /// as they are. Not durable until [`Store::flush`].
     fn put_batch(&self, objects: &[(Hash, Vec<u8>)]) -> Result<(), StoreError>;
+
+    /// [`Store::put_batch`] taking ownership of the bytes, so a store that keeps them in
+    /// memory can release each buffer as it stores it (a bulk commit then never holds its
+    /// objects twice). The default lends them to [`Store::put_batch`].
+    fn put_batch_owned(&self, objects: Vec<(Hash, Vec<u8>)>) -> Result<(), StoreError> {
+        self.put_batch(&objects)
+    }
 
     /// Lists every object hash, in hash order (used by `fsck` and `gc`).
     fn object_hashes(&self) -> Result<Vec<Hash>, StoreError>;

@@ -79,6 +79,15 @@ impl Store for MemoryStore {
         Ok(())
     }
 
+    fn put_batch_owned(&self, objects: Vec<(Hash, Vec<u8>)>) -> Result<(), StoreError> {
+        let mut map = self.objects.write();
+        for (hash, bytes) in objects {
+            // Each buffer is freed as soon as its copy is stored.
+            map.entry(hash).or_insert_with(|| Arc::from(bytes.as_slice()));
+        }
+        Ok(())
+    }
+
     fn object_hashes(&self) -> Result<Vec<Hash>, StoreError> {
         Ok(self.objects.read().keys().copied().collect())
     }

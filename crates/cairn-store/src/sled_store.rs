@@ -40,6 +40,9 @@ const CACHE_CAPACITY_BYTES: u64 = 256 * 1024 * 1024;
 /// that a second open is still reported as [`StoreError::Locked`].
 const SLED_LOCK_MESSAGE: &str = "could not acquire lock";
 
+/// Bytes of objects per sled batch in a bulk write (bounds the framed copies held at once).
+const SUB_BATCH_BYTES: usize = 8 << 20;
+
 /// How long [`SledStore::open`] waits for a lock held by this process's last close.
 const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -201,6 +204,47 @@ fn unframe_ref(name: &str, value: &[u8]) -> Result<Vec<u8>, StoreError> {
         .map_err(|detail| StoreError::corrupt_ref(name, detail))
 }
 
+impl SledStore {
+    /// Writes objects in sled batches of at most [`SUB_BATCH_BYTES`], skipping present ones.
+    /// Objects need no atomicity among themselves (nothing names them until a ref moves,
+    /// after a flush), so a bulk write never holds more than one sub-batch of framed copies.
+    fn put_objects<'a>(&self, objects: impl Iterator<Item = (Hash, &'a [u8])>) -> Result<(), StoreError> {
+        let mut batch = sled::Batch::default();
+        let mut pending = 0usize;
+        let mut pending_bytes = 0usize;
+        for (hash, bytes) in objects {
+            // Rewriting a present object would be harmless (same bytes), but every sled
+            // write appends to its log. Measured (tests/measure.rs, 100k objects of 90 B):
+            // the lookups add nothing visible to a batch of new objects (1.4-1.5 s either
+            // way), and a re-put of present objects costs 0.3 s of lookups instead of
+            // 0.3-0.7 s of writes that also leave pages for sled to consolidate later.
+            if self
+                .objects
+                .contains_key(hash.as_bytes())
+                .map_err(|e| keyed_error(e, "object", hash.to_hex()))?
+            {
+                continue;
+            }
+            batch.insert(&hash.as_bytes()[..], frame(bytes));
+            pending += 1;
+            pending_bytes += bytes.len();
+            if pending_bytes >= SUB_BATCH_BYTES {
+                self.objects
+                    .apply_batch(std::mem::take(&mut batch))
+                    .map_err(|e| bulk_error(e, &format!("writing a batch of {pending} objects")))?;
+                pending = 0;
+                pending_bytes = 0;
+            }
+        }
+        if pending == 0 {
+            return Ok(());
+        }
+        self.objects
+            .apply_batch(batch)
+            .map_err(|e| bulk_error(e, &format!("writing a batch of {pending} objects")))
+    }
+}
+
 impl Store for SledStore {
     fn get(&self, hash: &Hash) -> Result<Option<Arc<[u8]>>, StoreError> {
         let Some(value) = self
@@ -221,32 +265,24 @@ impl Store for SledStore {
     }
 
     fn put_batch(&self, objects: &[(Hash, Vec<u8>)]) -> Result<(), StoreError> {
-        let mut batch = sled::Batch::default();
-        let mut pending = 0usize;
-        for (hash, bytes) in objects {
-            // Rewriting a present object would be harmless (same bytes), but every sled
-            // write appends to its log. Measured (tests/measure.rs, 100k objects of 90 B):
-            // the lookups add nothing visible to a batch of new objects (1.4-1.5 s either
-            // way), and a re-put of present objects costs 0.3 s of lookups instead of
-            // 0.3-0.7 s of writes that also leave pages for sled to consolidate later.
-            if self
-                .objects
-                .contains_key(hash.as_bytes())
-                .map_err(|e| keyed_error(e, "object", hash.to_hex()))?
-            {
-                continue;
-            }
-            batch.insert(&hash.as_bytes()[..], frame(bytes));
-            pending += 1;
-        }
-        if pending == 0 {
-            return Ok(());
-        }
-        self.objects
-            .apply_batch(batch)
-            .map_err(|e| bulk_error(e, &format!("writing a batch of {pending} objects")))
+        self.put_objects(objects.iter().map(|(h, b)| (*h, b.as_slice())))
     }
 
+    fn put_batch_owned(&self, objects: Vec<(Hash, Vec<u8>)>) -> Result<(), StoreError> {
+        // Each buffer is dropped once framed into the current sub-batch.
+        let mut batch = Vec::new();
+        let mut bytes = 0usize;
+        for (hash, body) in objects {
+            bytes += body.len();
+            batch.push((hash, body));
+            if bytes >= SUB_BATCH_BYTES {
+                self.put_objects(batch.iter().map(|(h, b)| (*h, b.as_slice())))?;
+                batch.clear();
+                bytes = 0;
+            }
+        }
+        self.put_objects(batch.iter().map(|(h, b)| (*h, b.as_slice())))
+    }
     fn object_hashes(&self) -> Result<Vec<Hash>, StoreError> {
         self.objects
             .iter()

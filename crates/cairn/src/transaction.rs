@@ -3,12 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use cairn_core::codec::{edge_key_prefix, edge_tree_key, encode_node, hash_object, split_edge_tree_key};
+use cairn_core::codec::{decode_node, edge_key_prefix, edge_tree_key, encode_node, hash_object, split_edge_tree_key};
 use cairn_core::limits::MAX_MESSAGE_BYTES;
 use cairn_core::{Commit, CommitId, Edge, EdgeKey, Hash, Node, NodeId, Subject, ValidationError};
 use cairn_graph::refs::BranchName;
 use cairn_graph::{mst, Mutation, PendingWrites};
-use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::repo::Repo;
@@ -27,10 +26,13 @@ pub struct Transaction<'r> {
     branch: BranchName,
     base: Option<CommitId>,
     base_commit: Option<Commit>,
-    nodes: BTreeMap<NodeId, Option<Node>>,
+    /// Pending node changes: the put node's canonical encoding and hash (encoded at put
+    /// time, so a bulk transaction holds its nodes once, as bytes), or a deletion.
+    nodes: BTreeMap<NodeId, Option<Encoded>>,
     edges: BTreeMap<EdgeKey, Option<Edge>>,
     /// Dimensions registered by this transaction (written as repo metadata on commit).
-    new_dims: BTreeMap<String, usize>,
+    /// With the first node put with the model (named if the registration fails).
+    new_dims: BTreeMap<String, (usize, NodeId)>,
     /// Dimensions already registered in the repo, read once per model.
     known_dims: BTreeMap<String, Option<usize>>,
     author: String,
@@ -113,7 +115,16 @@ impl<'r> Transaction<'r> {
     /// The node `id` as this transaction sees it (pending changes over the base).
     pub fn node(&self, id: &NodeId) -> Result<Option<Node>> {
         if let Some(pending) = self.nodes.get(id) {
-            return Ok(pending.clone());
+            return match pending {
+                None => Ok(None),
+                Some((h, bytes)) => decode_node(bytes).map(Some).map_err(|e| {
+                    Error::Graph(cairn_graph::GraphError::Corrupt {
+                        kind: "node",
+                        hash: *h,
+                        detail: format!("a pending node does not decode: {e}"),
+                    })
+                }),
+            };
         }
         self.repo.node_in_root(self.base_node_root(), id)
     }
@@ -140,7 +151,7 @@ impl<'r> Transaction<'r> {
         let mut fresh = Vec::new();
         for (model, v) in &node.embeddings {
             let expected = match self.new_dims.get(model) {
-                Some(d) => Some(*d),
+                Some((d, _)) => Some(*d),
                 None => match self.known_dims.get(model) {
                     Some(d) => *d,
                     None => {
@@ -151,11 +162,13 @@ impl<'r> Transaction<'r> {
                 },
             };
             if !check_dimension(&node.id, model, expected, v.len())? {
-                fresh.push((model.clone(), v.len()));
+                fresh.push((model.clone(), (v.len(), node.id.clone())));
             }
         }
         self.new_dims.extend(fresh);
-        self.nodes.insert(node.id.clone(), Some(node));
+        let bytes = encode_node(&node);
+        let hash = hash_object(&bytes);
+        self.nodes.insert(node.id, Some((hash, bytes)));
         Ok(())
     }
 
@@ -236,7 +249,7 @@ impl<'r> Transaction<'r> {
 
     /// Commits with an explicit timestamp (ms since the epoch). Refused with
     /// [`Error::TimestampBeforeParent`] if it is earlier than the parent's.
-    pub fn commit_at(self, message: &str, timestamp_ms: i64) -> Result<CommitId> {
+    pub fn commit_at(mut self, message: &str, timestamp_ms: i64) -> Result<CommitId> {
         if message.len() > MAX_MESSAGE_BYTES {
             return Err(Error::InvalidArgument("commit message is over 64 KiB".into()));
         }
@@ -259,19 +272,8 @@ impl<'r> Transaction<'r> {
         };
         let mut out = PendingWrites::new();
 
-        // Nodes. Encoding and hashing are pure functions of each node, so they run in
-        // parallel; results are collected in key order, so nothing depends on scheduling.
-        let encoded: Vec<(&NodeId, Option<Encoded>)> = self
-            .nodes
-            .par_iter()
-            .map(|(id, change)| {
-                let enc = change.as_ref().map(|n| {
-                    let bytes = encode_node(n);
-                    (hash_object(&bytes), bytes)
-                });
-                (id, enc)
-            })
-            .collect();
+        // Nodes, encoded when they were put.
+        let encoded = std::mem::take(&mut self.nodes);
         let mut node_muts = BTreeMap::new();
         let mut node_count = node_count as i64;
         for (id, enc) in encoded {
@@ -343,22 +345,15 @@ impl<'r> Transaction<'r> {
         out.flush_to(store.as_ref())?;
         store.flush()?;
         let refs = self.repo.refs();
-        for (model, dim) in &self.new_dims {
+        for (model, (dim, introduced_by)) in &self.new_dims {
             let stored = refs.set_meta_once(&format!("dense-dim/{model}"), &(*dim as u32).to_le_bytes())?;
             let stored_dim = <[u8; 4]>::try_from(stored.as_slice())
                 .map(u32::from_le_bytes)
                 .unwrap_or(0) as usize;
             if stored_dim != *dim {
                 // A concurrent writer registered another dimension first.
-                let node = self
-                    .nodes
-                    .values()
-                    .flatten()
-                    .find(|n| n.embeddings.get(model).is_some_and(|v| v.len() == *dim))
-                    .map(|n| n.id.clone())
-                    .unwrap_or_else(|| NodeId::new("?").expect("valid literal id"));
                 return Err(ValidationError::DimensionMismatch {
-                    subject: Subject::Node(node),
+                    subject: Subject::Node(introduced_by.clone()),
                     model: model.clone(),
                     expected: stored_dim,
                     got: *dim,

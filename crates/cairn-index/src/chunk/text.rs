@@ -32,53 +32,96 @@ pub struct TextChunk {
     pub(crate) total_len: u64,
 }
 
-/// Entries kept in a thread's token cache before it is cleared (bounds its memory).
-const TOKEN_CACHE_ENTRIES: usize = 200_000;
+/// Tokens a thread's vocabulary holds before it is cleared (bounds its memory).
+const VOCABULARY_TOKENS: usize = 200_000;
 
-/// Lowercased token → its term (`None`: a stopword).
-type TokenTerms = FastMap<Box<str>, Option<Box<str>>>;
+/// Marks a stopword in a vocabulary.
+const STOP: u32 = u32::MAX;
+
+/// A thread's analysis memo for one analyzer setting: each token met maps to an interned
+/// term id, so a token costs one hash lookup. Stemming is a pure function of the token, so
+/// the memo changes speed, never output.
+#[derive(Default)]
+struct Vocabulary {
+    /// Lowercased token → term id ([`STOP`] for a stopword).
+    token_term: FastMap<Box<str>, u32>,
+    /// Term string → term id.
+    term_ids: FastMap<Box<str>, u32>,
+    /// Term id → term.
+    terms: Vec<Box<str>>,
+    /// Term id → (chunk build it was last seen in, its chunk-local id there).
+    seen: Vec<(u32, u32)>,
+    /// The current chunk build (starts at 1: 0 marks "never").
+    epoch: u32,
+}
+
+impl Vocabulary {
+    /// The term id of `token`, analysing it on first sight.
+    fn term_id(&mut self, stemmer: Option<&rust_stemmers::Stemmer>, token: &str) -> u32 {
+        if let Some(&id) = self.token_term.get(token) {
+            return id;
+        }
+        let id = match term_of(stemmer, token) {
+            None => STOP,
+            Some(term) => match self.term_ids.get(term.as_ref()) {
+                Some(&id) => id,
+                None => {
+                    let id = self.terms.len() as u32;
+                    self.terms.push(term.as_ref().into());
+                    self.term_ids.insert(term.into_owned().into_boxed_str(), id);
+                    self.seen.push((0, 0));
+                    id
+                }
+            },
+        };
+        self.token_term.insert(token.into(), id);
+        id
+    }
+}
 
 thread_local! {
-    /// Lowercased token → term (`None`: stopword), per stemming setting. Stemming is a pure
-    /// function of the token, so the cache changes speed, never output.
-    static TOKEN_CACHE: RefCell<[TokenTerms; 2]> = RefCell::new([TokenTerms::default(), TokenTerms::default()]);
+    /// One vocabulary per stemming setting.
+    static VOCABULARY: RefCell<[Vocabulary; 2]> = RefCell::new([Vocabulary::default(), Vocabulary::default()]);
 }
 
 impl TextChunk {
     /// Analyses `texts` (local order) with `analyzer`.
     pub(crate) fn build<'a>(analyzer: Analyzer, texts: impl IntoIterator<Item = &'a str>) -> TextChunk {
         let stemmer = analyzer.stemmer();
-        // Chunk-local term ids, their postings, and the current document's counts.
-        let mut term_ids: FastMap<Box<str>, u32> = FastMap::default();
+        // Chunk-local postings by local term id, and each local id's vocabulary id.
         let mut lists: Vec<Vec<(Local, u32)>> = Vec::new();
         let mut last_doc: Vec<Local> = Vec::new();
+        let mut local_terms: Vec<u32> = Vec::new();
         let mut doc_len = Vec::new();
-        TOKEN_CACHE.with(|cache| {
-            let mut cache = cache.borrow_mut();
-            let cache = &mut cache[usize::from(analyzer.stem)];
+        let mut terms: Vec<(Box<str>, u32)> = Vec::new();
+        VOCABULARY.with(|vocab| {
+            let mut vocab = vocab.borrow_mut();
+            let v = &mut vocab[usize::from(analyzer.stem)];
+            if v.token_term.len() >= VOCABULARY_TOKENS || v.epoch == u32::MAX {
+                *v = Vocabulary::default();
+            }
+            v.epoch += 1;
+            let epoch = v.epoch;
             for (local, text) in texts.into_iter().enumerate() {
                 let local = local as Local;
                 let lower = text.to_lowercase();
                 let mut len = 0u32;
                 for token in tokens(&lower) {
-                    if !cache.contains_key(token) {
-                        if cache.len() >= TOKEN_CACHE_ENTRIES {
-                            cache.clear();
-                        }
-                        let t: Option<Box<str>> = term_of(stemmer.as_ref(), token).map(|t| t.into());
-                        cache.insert(token.into(), t);
+                    let gid = v.term_id(stemmer.as_ref(), token);
+                    if gid == STOP {
+                        continue;
                     }
-                    let Some(Some(term)) = cache.get(token) else { continue };
                     len += 1;
-                    let id = match term_ids.get(&**term) {
-                        Some(&id) => id,
-                        None => {
-                            let id = lists.len() as u32;
-                            term_ids.insert(term.clone(), id);
-                            lists.push(Vec::new());
-                            last_doc.push(Local::MAX);
-                            id
-                        }
+                    let (e, lid) = v.seen[gid as usize];
+                    let id = if e == epoch {
+                        lid
+                    } else {
+                        let lid = lists.len() as u32;
+                        v.seen[gid as usize] = (epoch, lid);
+                        lists.push(Vec::new());
+                        last_doc.push(Local::MAX);
+                        local_terms.push(gid);
+                        lid
                     };
                     let list = &mut lists[id as usize];
                     if last_doc[id as usize] == local {
@@ -92,8 +135,12 @@ impl TextChunk {
                 }
                 doc_len.push(len);
             }
+            terms = local_terms
+                .iter()
+                .enumerate()
+                .map(|(lid, &gid)| (v.terms[gid as usize].clone(), lid as u32))
+                .collect();
         });
-        let mut terms: Vec<(Box<str>, u32)> = term_ids.into_iter().collect();
         terms.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let mut out = TextChunk {
             total_len: doc_len.iter().map(|&l| u64::from(l)).sum(),

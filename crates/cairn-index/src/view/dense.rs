@@ -23,10 +23,10 @@
 //! Each unit (a content-defined run of chunks, `unit.rs`) has an HNSW graph over its
 //! vectors; the search asks every unit's graph for its `ef = max(k, 64)` best rows in the
 //! filter, rescores them with the exact kernel and keeps the best `k`. A unit is scanned
-//! exactly instead when it has fewer than [`ANN_MIN_ROWS`] vectors, when the filter keeps at
-//! most `4·ef` of its rows, or less than a sixteenth of them (a filtered graph walk would
-//! then visit mostly rejected rows) — decisions that depend only on counts, never on what
-//! happens to be cached.
+//! exactly instead when it has fewer than [`ANN_MIN_ROWS`] vectors or when the filter
+//! keeps at most `64·ef` of its rows (a filtered walk visits about `ef / selectivity`
+//! rows, more than such a scan reads) — decisions that depend only on counts, never on
+//! what happens to be cached.
 
 use std::sync::Arc;
 
@@ -55,6 +55,9 @@ pub struct AnnOptions {
     pub ef: Option<usize>,
     /// Units with fewer vectors are scanned exactly ([`ANN_MIN_ROWS`] by default).
     pub min_unit_rows: usize,
+    /// A unit whose filtered rows are at most this many times `ef` is scanned exactly
+    /// (64 by default; 0 always walks the graph).
+    pub exact_scan_factor: usize,
 }
 
 impl Default for AnnOptions {
@@ -62,6 +65,7 @@ impl Default for AnnOptions {
         AnnOptions {
             ef: None,
             min_unit_rows: ANN_MIN_ROWS,
+            exact_scan_factor: 64,
         }
     }
 }
@@ -83,6 +87,8 @@ pub(crate) struct UnitRef {
     pub(crate) first: usize,
     pub(crate) count: usize,
     pub(crate) graph: Arc<UnitGraph>,
+    /// Graph row → `(chunk, row)` of the view.
+    pub(crate) rows: Arc<[Row]>,
 }
 
 /// The dense parts of one model, aligned with a view's chunks.
@@ -139,10 +145,24 @@ impl DenseView {
                 self.model
             )));
         }
+        let parts = &self.parts;
         self.units = Some(
             units
                 .into_iter()
-                .map(|(first, count, graph)| UnitRef { first, count, graph })
+                .map(|(first, count, graph)| {
+                    let rows: Vec<Row> = (first..first + count)
+                        .flat_map(|c| {
+                            let n = parts[c].as_ref().map_or(0, |p| p.len() as u32);
+                            (0..n).map(move |r| (c as u32, r))
+                        })
+                        .collect();
+                    UnitRef {
+                        first,
+                        count,
+                        graph,
+                        rows: rows.into(),
+                    }
+                })
                 .collect(),
         );
         Ok(())
@@ -395,49 +415,35 @@ impl CommitIndexes {
                 }
             }
             let n = u.graph.len() as usize;
+            // Exact when it is cheap or the graph would be slow: a small unit, a filter
+            // keeping few rows (a filtered walk visits about ef/selectivity rows; scanning
+            // the filter's rows is cheaper below ~64·ef of them).
             if in_filter.is_empty()
                 || n < options.min_unit_rows
-                || in_filter.len() <= 4 * ef
-                || in_filter.len().saturating_mul(16) < n
+                || in_filter.len() <= options.exact_scan_factor.saturating_mul(ef)
             {
                 return (in_filter, false);
             }
-            // Graph row `g` of the unit is chunk `chunks[i]`'s row `g - starts[i]`.
-            let mut starts = Vec::with_capacity(u.count + 1);
-            let mut total = 0usize;
-            for c in chunks.clone() {
-                starts.push(total);
-                total += view.part(c).map_or(0, |p| p.len());
-            }
-            starts.push(total);
-            let locate = |g: u32| -> (usize, usize) {
-                let i = starts.partition_point(|&s| s <= g as usize) - 1;
-                (u.first + i, g as usize - starts[i])
-            };
+            let locate = |g: u32| u.rows[g as usize];
             let accept = |g: u32| {
                 let (c, r) = locate(g);
-                match (filter, view.part(c)) {
+                match (filter, view.part(c as usize)) {
                     (None, _) => true,
-                    (Some(f), Some(p)) => f.part(c).contains(p.rows()[r]),
+                    (Some(f), Some(p)) => f.part(c as usize).contains(p.rows()[r as usize]),
                     (Some(_), None) => false,
                 }
             };
             let dist = |g: u32| {
                 let (c, r) = locate(g);
-                match view.part(c) {
-                    Some(p) => -(crate::dense::int8::dot_i16_i8(&q.codes, p.codes(r)) as f32 * p.scales[r]),
+                match view.part(c as usize) {
+                    Some(p) => {
+                        let r = r as usize;
+                        -(crate::dense::int8::dot_i16_i8(&q.codes, p.codes(r)) as f32 * p.scales[r])
+                    }
                     None => f32::INFINITY,
                 }
             };
-            let mut found: Vec<Row> = u
-                .graph
-                .search(ef, dist, accept)
-                .into_iter()
-                .map(|g| {
-                    let (c, r) = locate(g);
-                    (c as u32, r as u32)
-                })
-                .collect();
+            let mut found: Vec<Row> = u.graph.search(ef, dist, accept).into_iter().map(locate).collect();
             found.sort_unstable();
             (found, true)
         };

@@ -98,8 +98,11 @@ impl Ctx {
         self.notes.lock().push(what);
     }
 
-    fn persist(&self, key: Vec<u8>, value: Vec<u8>) {
+    /// Queues `value()` for storage under `key` (only computed if the store keeps derived
+    /// data).
+    fn persist(&self, key: Vec<u8>, value: impl FnOnce() -> Vec<u8>) {
         if self.persistent {
+            let value = value();
             self.pending.lock().push((key, value));
         }
     }
@@ -603,7 +606,7 @@ impl Repo {
         let entries = spans::entries(objs, &ch.span)?;
         let split = |cache: &crate::derived::cache::DerivedCache| {
             let k = part_store_key(&ch.key, TAG_SPLIT, None);
-            ctx.persist(k.clone(), persist::encode_split(&ch.key));
+            ctx.persist(k.clone(), || persist::encode_split(&ch.key));
             cache.put_part(k, Part::Split);
         };
         if entries.len() > MAX_CHUNK_KEYS && ch.span.gap.is_some() {
@@ -635,18 +638,18 @@ impl Repo {
                 let n = parts.core.len() as u32;
                 let key = &ch.key;
                 let core_key = part_store_key(key, TAG_NODE_CORE, None);
-                ctx.persist(core_key.clone(), persist::encode_node_core(key, &parts.core));
+                ctx.persist(core_key.clone(), || persist::encode_node_core(key, &parts.core));
                 let text_key = part_store_key(key, TAG_TEXT, None);
-                ctx.persist(text_key.clone(), persist::encode_text(key, &parts.text));
-                for (m, s) in &parts.sparse {
-                    let k = part_store_key(key, TAG_SPARSE, Some(m));
-                    ctx.persist(k.clone(), persist::encode_sparse(key, m, n, s));
-                    cache.put_part(k, Part::Sparse(Arc::new(s.clone())));
+                ctx.persist(text_key.clone(), || persist::encode_text(key, &parts.text));
+                for (m, s) in parts.sparse {
+                    let k = part_store_key(key, TAG_SPARSE, Some(&m));
+                    ctx.persist(k.clone(), || persist::encode_sparse(key, &m, n, &s));
+                    cache.put_part(k, Part::Sparse(Arc::new(s)));
                 }
-                for (m, d) in &parts.dense {
-                    let k = part_store_key(key, TAG_DENSE, Some(m));
-                    ctx.persist(k.clone(), persist::encode_dense(key, m, n, d));
-                    cache.put_part(k, Part::Dense(Arc::new(d.clone())));
+                for (m, d) in parts.dense {
+                    let k = part_store_key(key, TAG_DENSE, Some(&m));
+                    ctx.persist(k.clone(), || persist::encode_dense(key, &m, n, &d));
+                    cache.put_part(k, Part::Dense(Arc::new(d)));
                 }
                 cache.put_part(text_key, Part::Text(Arc::new(parts.text)));
                 cache.put_part(core_key, Part::Core(Arc::new(parts.core)));
@@ -670,7 +673,7 @@ impl Repo {
                 };
                 let chunk = EdgeChunk::build(direction, &edges);
                 let k = part_store_key(&ch.key, TAG_EDGES, None);
-                ctx.persist(k.clone(), persist::encode_edges(&ch.key, direction, &chunk));
+                ctx.persist(k.clone(), || persist::encode_edges(&ch.key, direction, &chunk));
                 cache.put_part(k, Part::Edges(Arc::new(chunk)));
             }
         }
@@ -757,7 +760,7 @@ impl Repo {
                             Some(g) => g,
                             None => {
                                 let g = build_unit_graph(&parts, &ctx.params.graph, unit_seed(&ctx.params.graph, &key));
-                                ctx.persist(skey.clone(), persist::encode_unit_graph(&key, model, &g));
+                                ctx.persist(skey.clone(), || persist::encode_unit_graph(&key, model, &g));
                                 Arc::new(g)
                             }
                         };
@@ -784,7 +787,9 @@ impl Repo {
             if batch.is_empty() {
                 return;
             }
-            match self.store().put_derived(batch) {
+            // Flushing each batch keeps a large build from piling up unwritten values in
+            // the store's memory (sled held ~2 GiB extra across a 325 MiB build without it).
+            match self.store().put_derived(batch).and_then(|()| self.store().flush()) {
                 Ok(()) => {
                     written.0 += batch.len();
                     written.1 += *size as u64;
