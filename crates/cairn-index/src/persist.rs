@@ -253,7 +253,7 @@ pub fn decode_node_core(bytes: &[u8], key: &Hash) -> Result<NodeChunk, IndexErro
             return Err(bad("labels out of order"));
         }
         let b = r.locals(n as u32)?;
-        c.labels.insert(label, b);
+        c.labels.insert(label, std::sync::Arc::new(b));
     }
     for _ in 0..n {
         let (f, u) = (r.i64()?, r.i64()?);

@@ -223,7 +223,9 @@ pub(crate) struct Fused {
 pub(crate) fn fuse(lanes: &[LaneHits], method: FusionMethod, k: f64, weights: &[f64]) -> Vec<Fused> {
     debug_assert!(lanes.windows(2).all(|w| w[0].name < w[1].name));
     debug_assert_eq!(lanes.len(), weights.len());
-    let mut by_node: BTreeMap<Ordinal, Fused> = BTreeMap::new();
+    // Every (ordinal, lane) contribution, in lane order; a stable sort by ordinal then
+    // groups each node's contributions, still in lane order (the sum's fixed order).
+    let mut entries: Vec<(Ordinal, f64, LanePlace)> = Vec::with_capacity(lanes.iter().map(|l| l.hits.len()).sum());
     for (li, lane) in lanes.iter().enumerate() {
         let w = match method {
             FusionMethod::Rrf => 1.0,
@@ -248,20 +250,31 @@ pub(crate) fn fuse(lanes: &[LaneHits], method: FusionMethod, k: f64, weights: &[
                     w * normalised
                 }
             };
-            let entry = by_node.entry(hit.ordinal).or_insert_with(|| Fused {
-                ordinal: hit.ordinal,
-                score: 0.0,
-                lanes: Vec::new(),
-            });
-            entry.score += contribution;
-            entry.lanes.push(LanePlace {
-                lane: li,
-                rank,
-                score: hit.score,
-            });
+            entries.push((
+                hit.ordinal,
+                contribution,
+                LanePlace {
+                    lane: li,
+                    rank,
+                    score: hit.score,
+                },
+            ));
         }
     }
-    let mut fused: Vec<Fused> = by_node.into_values().collect();
+    entries.sort_by_key(|e| e.0);
+    let mut fused: Vec<Fused> = Vec::with_capacity(entries.len());
+    for group in entries.chunk_by(|a, b| a.0 == b.0) {
+        let mut f = Fused {
+            ordinal: group[0].0,
+            score: 0.0,
+            lanes: Vec::with_capacity(group.len()),
+        };
+        for (_, contribution, place) in group {
+            f.score += contribution;
+            f.lanes.push(*place);
+        }
+        fused.push(f);
+    }
     fused.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.ordinal.cmp(&b.ordinal)));
     fused
 }

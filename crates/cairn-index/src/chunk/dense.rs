@@ -18,6 +18,9 @@ pub struct DenseChunk {
     /// Bound terms per row (`dense/int8.rs`).
     pub(crate) bound_u: Vec<f32>,
     pub(crate) bound_v: Vec<f32>,
+    /// True if row `r` is local ordinal `r` for every row (every node of the chunk has a
+    /// vector up to the last row): rows are then found without a search.
+    pub(crate) identity: bool,
 }
 
 /// Bitwise equality of the stored content (rows and vector bits; the rest is derived).
@@ -54,6 +57,7 @@ impl DenseChunk {
                 bound_v.push(w);
             }
         }
+        let identity = rows.iter().enumerate().all(|(r, &l)| r as Local == l);
         DenseChunk {
             dim,
             rows,
@@ -62,6 +66,7 @@ impl DenseChunk {
             scales,
             bound_u,
             bound_v,
+            identity,
         }
     }
 
@@ -97,6 +102,9 @@ impl DenseChunk {
 
     /// The row of local ordinal `local`, if it has a vector.
     pub fn row_of(&self, local: Local) -> Option<usize> {
+        if self.identity {
+            return ((local as usize) < self.rows.len()).then_some(local as usize);
+        }
         self.rows.binary_search(&local).ok()
     }
 

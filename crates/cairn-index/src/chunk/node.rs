@@ -2,6 +2,7 @@
 //! the text column — everything gates and rendering read, and no vector.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use cairn_core::{Hash, Node, NodeId, Value};
 use roaring::RoaringBitmap;
@@ -18,7 +19,7 @@ pub struct NodeChunk {
     pub(crate) ids: Vec<NodeId>,
     pub(crate) hashes: Vec<Hash>,
     /// Label → local ordinals.
-    pub(crate) labels: BTreeMap<String, RoaringBitmap>,
+    pub(crate) labels: BTreeMap<String, Arc<RoaringBitmap>>,
     /// `(from, until)` per node; open ends as `i64::MIN` / `i64::MAX`.
     pub(crate) validity: Vec<(i64, i64)>,
     /// True if every node is valid at every time (the validity gate can skip the chunk).
@@ -50,10 +51,11 @@ impl NodeChunk {
             for label in &node.labels {
                 match c.labels.get_mut(label.as_str()) {
                     Some(b) => {
-                        b.push(local);
+                        Arc::make_mut(b).push(local);
                     }
                     None => {
-                        c.labels.insert(label.clone(), RoaringBitmap::from_iter([local]));
+                        c.labels
+                            .insert(label.clone(), Arc::new(RoaringBitmap::from_iter([local])));
                     }
                 }
             }
@@ -153,7 +155,7 @@ impl NodeChunk {
     }
 
     /// Local ordinals carrying `label` (`None` if none does).
-    pub fn label(&self, label: &str) -> Option<&RoaringBitmap> {
+    pub fn label(&self, label: &str) -> Option<&Arc<RoaringBitmap>> {
         self.labels.get(label)
     }
 

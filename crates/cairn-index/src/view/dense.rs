@@ -218,7 +218,10 @@ fn push_rows(c: usize, part: &DenseChunk, filter: Option<&FilterPart>, out: &mut
     match filter {
         None | Some(FilterPart::All) => out.extend((0..part.len() as u32).map(|r| (c, r))),
         Some(FilterPart::Some(b)) => {
-            if (b.len() as usize).saturating_mul(8) < part.len() {
+            if part.identity {
+                let n = part.len() as u32;
+                out.extend(b.iter().take_while(|&l| l < n).map(|l| (c, l)));
+            } else if (b.len() as usize).saturating_mul(8) < part.len() {
                 out.extend(b.iter().filter_map(|l| part.row_of(l).map(|r| (c, r as u32))));
             } else {
                 out.extend(

@@ -13,8 +13,9 @@ use crate::hit::Ordinal;
 pub enum FilterPart {
     /// Every node of the chunk.
     All,
-    /// These local ordinals (possibly none).
-    Some(RoaringBitmap),
+    /// These local ordinals (possibly none), shared with the chunk where they come from
+    /// one of its columns unchanged.
+    Some(Arc<RoaringBitmap>),
 }
 
 impl FilterPart {
@@ -34,8 +35,8 @@ impl FilterPart {
     fn intersect(&mut self, other: &FilterPart) {
         match (&mut *self, other) {
             (_, FilterPart::All) => {}
-            (FilterPart::All, FilterPart::Some(b)) => *self = FilterPart::Some(b.clone()),
-            (FilterPart::Some(a), FilterPart::Some(b)) => *a &= b,
+            (FilterPart::All, FilterPart::Some(b)) => *self = FilterPart::Some(Arc::clone(b)),
+            (FilterPart::Some(a), FilterPart::Some(b)) => *Arc::make_mut(a) &= &**b,
         }
     }
 }
@@ -77,7 +78,7 @@ impl Filter {
         }
         Filter {
             offsets,
-            parts: parts.into_iter().map(FilterPart::Some).collect(),
+            parts: parts.into_iter().map(|p| FilterPart::Some(Arc::new(p))).collect(),
         }
     }
 

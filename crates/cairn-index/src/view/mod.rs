@@ -298,12 +298,12 @@ impl CommitIndexes {
             return self.all();
         }
         self.filter_by(|c| {
-            let mut acc: Option<roaring::RoaringBitmap> = None;
+            let mut acc: Option<Arc<roaring::RoaringBitmap>> = None;
             for l in labels {
                 match (c.label(l), &mut acc) {
-                    (None, _) => return FilterPart::Some(roaring::RoaringBitmap::new()),
-                    (Some(b), None) => acc = Some(b.clone()),
-                    (Some(b), Some(a)) => *a &= b,
+                    (None, _) => return FilterPart::Some(Arc::default()),
+                    (Some(b), None) => acc = Some(Arc::clone(b)),
+                    (Some(b), Some(a)) => *Arc::make_mut(a) &= &**b,
                 }
             }
             FilterPart::Some(acc.unwrap_or_default())
@@ -316,16 +316,16 @@ impl CommitIndexes {
             let mut acc = roaring::RoaringBitmap::new();
             for l in labels {
                 if let Some(b) = c.label(l) {
-                    acc |= b;
+                    acc |= &**b;
                 }
             }
-            FilterPart::Some(acc)
+            FilterPart::Some(Arc::new(acc))
         })
     }
 
     /// Nodes whose property `key` satisfies `pred`.
     pub fn prop_filter(&self, key: &str, pred: &PropertyPredicate) -> Filter {
-        self.filter_by(|c| FilterPart::Some(c.filter_prop(key, pred)))
+        self.filter_by(|c| FilterPart::Some(Arc::new(c.filter_prop(key, pred))))
     }
 
     /// Nodes valid at `t_ms`, or `None` if every node is always valid.
@@ -335,7 +335,7 @@ impl CommitIndexes {
         }
         Some(self.filter_by(|c| match c.valid_at(t_ms) {
             None => FilterPart::All,
-            Some(b) => FilterPart::Some(b),
+            Some(b) => FilterPart::Some(Arc::new(b)),
         }))
     }
 
