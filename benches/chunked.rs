@@ -160,9 +160,7 @@ fn query(repo: &Repo, q: &(Vec<f32>, String, String), ann: bool, at: Option<&str
         .text(q.1.clone())
         .token_budget(2000)
         .limit(100);
-    if ann {
-        r = r.approximate(100);
-    }
+    r = if ann { r.approximate(100) } else { r.exact() };
     if let Some(at) = at {
         r = r.at(at);
     }

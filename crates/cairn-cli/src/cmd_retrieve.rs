@@ -109,7 +109,7 @@ pub struct Args {
     /// then stored); every candidate is rescored exactly.
     #[arg(long, group = "query", conflicts_with = "exact")]
     ann: bool,
-    /// Search the dense lane exactly (the default below a million vectors of the model).
+    /// Search the dense lane exactly (the default below two million vectors of the model).
     #[arg(long, group = "query")]
     exact: bool,
     /// Render this property into each item (repeatable, in this order).

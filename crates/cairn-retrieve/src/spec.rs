@@ -133,12 +133,14 @@ pub struct RetrieveSpec {
 
 /// From this many vectors of a dense model, a spec without `ann` searches approximately.
 ///
-/// Measured at 100,000 and 1,000,000 384-d vectors (`cargo bench --bench chunked`): the
-/// exact lane (int8 scan with a proven bound, exact rescoring) stays within a few
-/// milliseconds up to several hundred thousand vectors, while the graphs cost a build of
-/// seconds per 32k-vector unit after every change to the unit. Above a million vectors the
-/// scan's memory traffic dominates and the graphs pay for themselves.
-pub const ANN_DEFAULT_MIN_VECTORS: usize = 1_000_000;
+/// Measured (`cargo bench --bench chunked`, 384-d, 2 cores): the exact lane (an int8 scan
+/// with a proven bound, then exact rescoring) costs about 40 ns per scanned vector, so a
+/// few milliseconds at 100,000 vectors and ~20 ms unfiltered at 1,000,000; the graphs cut
+/// that to about a millisecond, but a unit's graph (~32k vectors) is rebuilt after any
+/// change to the unit, ~3 s on this machine — paid by the first approximate query after a
+/// commit. Agents commit every turn, so exact stays the default until the scan itself
+/// grows past ~40 ms: 2,000,000 vectors.
+pub const ANN_DEFAULT_MIN_VECTORS: usize = 2_000_000;
 
 impl RetrieveSpec {
     /// Parses one JSON spec.

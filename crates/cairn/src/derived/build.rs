@@ -91,6 +91,10 @@ struct Ctx {
     /// Trees whose manifest is stored (a missing part under them is damage).
     manifests: Mutex<BTreeSet<(u8, Hash)>>,
     stored_values: Mutex<(usize, u64)>,
+    /// Every part built or loaded by this assembly, by store key: the assembly reads them
+    /// from here, so a part the byte-bounded cache has already evicted again (a view larger
+    /// than the cache) is never built twice.
+    seen: Mutex<HashMap<Vec<u8>, Part>>,
 }
 
 impl Ctx {
@@ -191,6 +195,7 @@ impl Repo {
             pending: Mutex::new(Vec::new()),
             manifests: Mutex::new(BTreeSet::new()),
             stored_values: Mutex::new((0, 0)),
+            seen: Mutex::new(HashMap::new()),
         }
     }
 
@@ -554,6 +559,15 @@ impl Repo {
         let skey = part_store_key(&ch.key, tag, model);
         let is_core = matches!(tag, TAG_NODE_CORE | TAG_EDGES);
         let split_key = part_store_key(&ch.key, TAG_SPLIT, None);
+        {
+            let seen = ctx.seen.lock();
+            if let Some(p) = seen.get(&skey) {
+                return Ok(Found::Part(p.clone()));
+            }
+            if is_core && seen.contains_key(&split_key) {
+                return Ok(Found::Split);
+            }
+        }
         if let Some(p) = cache.part(&skey) {
             return Ok(Found::Part(p));
         }
@@ -565,7 +579,7 @@ impl Repo {
             match self.store().get_derived(&skey) {
                 Ok(Some(bytes)) => match decode_part(tag, &bytes, &ch.key) {
                     Ok(p) => {
-                        cache.put_part(skey, p.clone());
+                        self.remember(ctx, skey, p.clone());
                         return Ok(Found::Part(p));
                     }
                     Err(e) => ctx.note(format!("the stored {} is damaged ({e}); rebuilt", what())),
@@ -574,7 +588,7 @@ impl Repo {
                     if is_core {
                         if let Ok(Some(bytes)) = self.store().get_derived(&split_key) {
                             if persist::decode_split(&bytes, &ch.key).is_ok() {
-                                cache.put_part(split_key, Part::Split);
+                                self.remember(ctx, split_key, Part::Split);
                                 return Ok(Found::Split);
                             }
                         }
@@ -590,8 +604,12 @@ impl Repo {
         if is_core && cache.part(&split_key).is_some() {
             return Ok(Found::Split);
         }
-        match cache.part(&skey) {
-            Some(p) => Ok(Found::Part(p)),
+        let seen = ctx.seen.lock();
+        if is_core && seen.contains_key(&split_key) {
+            return Ok(Found::Split);
+        }
+        match seen.get(&skey) {
+            Some(p) => Ok(Found::Part(p.clone())),
             None => Err(Error::Index(IndexError::Inconsistent(format!(
                 "{} was not produced by its build",
                 what()
@@ -599,18 +617,23 @@ impl Repo {
         }
     }
 
+    /// Caches a part, and keeps it for the rest of this assembly.
+    fn remember(&self, ctx: &Ctx, key: Vec<u8>, part: Part) {
+        ctx.seen.lock().insert(key.clone(), part.clone());
+        self.inner.derived.cache.put_part(key, part);
+    }
+
     /// Builds every part of one chunk from its span's objects (or records it as split).
     fn build_chunk(&self, ctx: &Ctx, tree: TreeKind, ch: &ChunkRef) -> Result<()> {
-        let cache = &self.inner.derived.cache;
         let objs = self.objects();
         let entries = spans::entries(objs, &ch.span)?;
-        let split = |cache: &crate::derived::cache::DerivedCache| {
+        let split = || {
             let k = part_store_key(&ch.key, TAG_SPLIT, None);
             ctx.persist(k.clone(), || persist::encode_split(&ch.key));
-            cache.put_part(k, Part::Split);
+            self.remember(ctx, k, Part::Split);
         };
         if entries.len() > MAX_CHUNK_KEYS && ch.span.gap.is_some() {
-            split(cache);
+            split();
             return Ok(());
         }
         match tree {
@@ -630,7 +653,7 @@ impl Repo {
                     nodes.push((*h, node));
                 }
                 if bytes > MAX_CHUNK_BYTES && ch.span.gap.is_some() {
-                    split(cache);
+                    split();
                     return Ok(());
                 }
                 let refs: Vec<(Hash, &Node)> = nodes.iter().map(|(h, n)| (*h, n)).collect();
@@ -644,15 +667,15 @@ impl Repo {
                 for (m, s) in parts.sparse {
                     let k = part_store_key(key, TAG_SPARSE, Some(&m));
                     ctx.persist(k.clone(), || persist::encode_sparse(key, &m, n, &s));
-                    cache.put_part(k, Part::Sparse(Arc::new(s)));
+                    self.remember(ctx, k, Part::Sparse(Arc::new(s)));
                 }
                 for (m, d) in parts.dense {
                     let k = part_store_key(key, TAG_DENSE, Some(&m));
                     ctx.persist(k.clone(), || persist::encode_dense(key, &m, n, &d));
-                    cache.put_part(k, Part::Dense(Arc::new(d)));
+                    self.remember(ctx, k, Part::Dense(Arc::new(d)));
                 }
-                cache.put_part(text_key, Part::Text(Arc::new(parts.text)));
-                cache.put_part(core_key, Part::Core(Arc::new(parts.core)));
+                self.remember(ctx, text_key, Part::Text(Arc::new(parts.text)));
+                self.remember(ctx, core_key, Part::Core(Arc::new(parts.core)));
             }
             TreeKind::Edges | TreeKind::EdgesIn => {
                 let mut edges: Vec<Edge> = Vec::with_capacity(entries.len());
@@ -663,7 +686,7 @@ impl Repo {
                     edges.push(edge);
                 }
                 if bytes > MAX_CHUNK_BYTES && ch.span.gap.is_some() {
-                    split(cache);
+                    split();
                     return Ok(());
                 }
                 let direction = if tree == TreeKind::Edges {
@@ -674,7 +697,7 @@ impl Repo {
                 let chunk = EdgeChunk::build(direction, &edges);
                 let k = part_store_key(&ch.key, TAG_EDGES, None);
                 ctx.persist(k.clone(), || persist::encode_edges(&ch.key, direction, &chunk));
-                cache.put_part(k, Part::Edges(Arc::new(chunk)));
+                self.remember(ctx, k, Part::Edges(Arc::new(chunk)));
             }
         }
         Ok(())
