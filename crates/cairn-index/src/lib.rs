@@ -14,7 +14,7 @@
 //!   Every lane runs per chunk and merges exactly: label, property and validity gates as
 //!   per-chunk [`Filter`]s; BM25 with the commit's statistics summed over chunks; sparse
 //!   dot products; the dense lane exact by default (an int8 scan with a proven bound, then
-//!   exact rescoring) and approximate on request (HNSW graphs per [`unit`]).
+//!   exact rescoring) and approximate on request (HNSW graphs per [unit](mod@unit)).
 //! * [`persist`] — the bytes of every stored part, read by one bounded reader.
 //!
 //! Every ranked list is `(score desc, ordinal asc)` with exact scores.

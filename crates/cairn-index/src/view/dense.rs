@@ -71,7 +71,7 @@ impl Default for AnnOptions {
 }
 
 /// The result of a dense search.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct DenseSearch {
     /// Hits with exact dot-product scores, `(score desc, ordinal asc)`.
     pub hits: Vec<Hit>,
@@ -307,11 +307,7 @@ impl CommitIndexes {
     ) -> Result<DenseSearch, IndexError> {
         let view = self.dense_view_for(model, query)?;
         if k == 0 {
-            return Ok(DenseSearch {
-                hits: Vec::new(),
-                approximate: false,
-                rescored: 0,
-            });
+            return Ok(DenseSearch::default());
         }
         let rows = self.filtered_rows(view, filter);
         let total = rows.len();
@@ -400,11 +396,7 @@ impl CommitIndexes {
             .as_ref()
             .ok_or_else(|| IndexError::NotLoaded(format!("unit graphs of dense:{model}")))?;
         if k == 0 {
-            return Ok(DenseSearch {
-                hits: Vec::new(),
-                approximate: false,
-                rescored: 0,
-            });
+            return Ok(DenseSearch::default());
         }
         let ef = options.ef.unwrap_or(64).max(k);
         let q = QueryCodes::new(query);

@@ -29,7 +29,7 @@ pub use filter::{Filter, FilterPart};
 use crate::chunk::{ChunkParts, DenseChunk, EdgeChunk, EdgeDirection, Local, NodeChunk, SparseChunk, TextChunk};
 use crate::chunking::{spans, SplitRule};
 use crate::error::IndexError;
-use crate::hit::Ordinal;
+use crate::hit::{Hit, Ordinal};
 use crate::params::{IndexParams, CHUNK_LEVEL, MAX_CHUNK_BYTES, MAX_CHUNK_KEYS};
 use crate::props::PropertyPredicate;
 use crate::unit::UnitGraph;
@@ -537,6 +537,19 @@ impl CommitIndexes {
         let inc = edge_chunks(&kept, EdgeDirection::In);
         ix.set_edges(out, inc);
         ix
+    }
+}
+
+/// Moves one chunk's touched documents (local ordinals, increasing) with their `f64` sums
+/// into `hits` at the chunk's offset `base`, each sum rounded to `f32` once; keeps `hits`
+/// bounded by pruning to the best `k` when it grows large.
+pub(crate) fn push_chunk_hits(hits: &mut Vec<Hit>, base: Ordinal, touched: &mut Vec<Local>, sums: &[f64], k: usize) {
+    hits.extend(touched.drain(..).map(|l| Hit {
+        ordinal: base + l,
+        score: sums[l as usize] as f32,
+    }));
+    if hits.len() > 8 * k + 4096 {
+        *hits = crate::hit::top_k_vec(std::mem::take(hits), k);
     }
 }
 

@@ -11,6 +11,7 @@ use cairn_core::SparseVector;
 use crate::chunk::Local;
 use crate::error::IndexError;
 use crate::hit::{top_k_vec, Hit};
+use crate::view::push_chunk_hits;
 use crate::view::{CommitIndexes, Filter};
 
 impl CommitIndexes {
@@ -65,14 +66,7 @@ impl CommitIndexes {
                 }
             }
             touched.sort_unstable();
-            let base = self.offset(c);
-            hits.extend(touched.drain(..).map(|l| Hit {
-                ordinal: base + l,
-                score: sums[l as usize] as f32,
-            }));
-            if hits.len() > 8 * k + 4096 {
-                hits = top_k_vec(hits, k);
-            }
+            push_chunk_hits(&mut hits, self.offset(c), &mut touched, &sums, k);
         }
         Ok(top_k_vec(hits, k))
     }

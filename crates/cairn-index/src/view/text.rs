@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use crate::chunk::text::term_hash;
 use crate::chunk::{Local, TextChunk};
 use crate::hit::{top_k_vec, Hit};
+use crate::view::push_chunk_hits;
 use crate::view::{CommitIndexes, Filter, FilterPart};
 
 /// An `f32` parameter as the `f64` its shortest decimal representation names
@@ -63,11 +64,18 @@ impl CommitIndexes {
         // Postings per (chunk, term), flat, and the commit's statistics.
         let nt = terms.len();
         let hashes: Vec<u64> = terms.iter().map(|(t, _)| term_hash(t)).collect();
+        // Two passes, so that cache misses overlap: first every (chunk, term) home slot (all
+        // independent loads; an empty slot settles most chunks that lack the term), then
+        // the full lookups of the rest, whose lines are now warm.
+        let mut home: Vec<u32> = Vec::with_capacity(parts.len() * nt);
+        for p in parts {
+            home.extend(hashes.iter().map(|&h| p.home_entry(h)));
+        }
         let mut lists: Vec<&[(Local, u32)]> = Vec::with_capacity(parts.len() * nt);
         let mut df = vec![0u64; nt];
-        for p in parts {
+        for (p, homes) in parts.iter().zip(home.chunks_exact(nt)) {
             for (i, (t, _)) in terms.iter().enumerate() {
-                let l = p.lookup(t, hashes[i]);
+                let l = if homes[i] == 0 { &[][..] } else { p.lookup(t, hashes[i]) };
                 df[i] += l.len() as u64;
                 lists.push(l);
             }
@@ -107,14 +115,7 @@ impl CommitIndexes {
                 &mut sums,
                 &mut touched,
             );
-            let base = self.offset(c);
-            hits.extend(touched.drain(..).map(|l| Hit {
-                ordinal: base + l,
-                score: sums[l as usize] as f32,
-            }));
-            if hits.len() > 8 * k + 4096 {
-                hits = top_k_vec(hits, k);
-            }
+            push_chunk_hits(&mut hits, self.offset(c), &mut touched, &sums, k);
         }
         top_k_vec(hits, k)
     }
