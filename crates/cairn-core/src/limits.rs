@@ -26,5 +26,8 @@ pub const MAX_OBJECT_BYTES: usize = 16 << 20;
 pub const MAX_AUTHOR_BYTES: usize = 1 << 10;
 /// Commit message cap.
 pub const MAX_MESSAGE_BYTES: usize = 64 << 10;
+/// One line of the JSON Lines import format: at most 64 MiB (the largest node the other
+/// caps allow takes about half that as JSON).
+pub const MAX_IMPORT_LINE_BYTES: usize = 64 << 20;
 /// A commit has at most 16 parents.
 pub const MAX_PARENTS: usize = 16;

@@ -539,8 +539,9 @@ fn check_props(subject: impl Fn() -> Subject, props: &BTreeMap<String, Value>) -
     let mut approx_bytes = 0usize;
     for (k, v) in props {
         check_name(&subject, "property key", k)?;
-        // Depth counts from the property itself: a top-level list is depth 1.
-        v.check(MAX_VALUE_DEPTH - 1).map_err(|(path, problem)| match problem {
+        // Depth counts from the property itself: a top-level list is depth 1, so lists
+        // and maps may sit at `check`'s depths 0..MAX_VALUE_DEPTH.
+        v.check(MAX_VALUE_DEPTH).map_err(|(path, problem)| match problem {
             ValueProblem::NonFinite => ValidationError::NonFinite {
                 subject: subject(),
                 field: format!("props.{k}{path}"),

@@ -13,12 +13,23 @@
 //! 1.0). Times are integer ms since the epoch or RFC 3339 strings. Blank lines are
 //! skipped. A whole file is one commit: on any bad line the import stops with
 //! [`Error::Import`] naming the line, and nothing is committed.
+//!
+//! A line is at most [`MAX_IMPORT_LINE_BYTES`] long (the largest node the caps allow,
+//! written as JSON, is about half that). Lists and maps are read only up to their caps
+//! (labels, dimensions, sparse entries, models, property bytes and nesting), so a line
+//! far over a cap is refused while being read, in memory bounded by the line's length.
 
-use std::collections::BTreeMap;
-use std::io::BufRead;
+mod capped;
 
-use cairn_core::{CommitId, Edge, EdgeKey, Node, NodeId, SparseVector, Validity, Value};
+use std::io::{BufRead, Read};
+
+use cairn_core::limits::{
+    MAX_EMBEDDING_DIM, MAX_IMPORT_LINE_BYTES, MAX_LABELS, MAX_MODELS_PER_NODE, MAX_SPARSE_NNZ,
+};
+use cairn_core::{CommitId, Edge, EdgeKey, Node, NodeId, SparseVector, Validity};
 use serde::Deserialize;
+
+use self::capped::{Capped, CappedMap, Props};
 
 use crate::error::{Error, Result};
 use crate::repo::Repo;
@@ -45,8 +56,8 @@ impl TimeSpec {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SparseSpec {
-    indices: Vec<u32>,
-    values: Vec<f32>,
+    indices: Capped<u32, MAX_SPARSE_NNZ>,
+    values: Capped<f32, MAX_SPARSE_NNZ>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -54,15 +65,15 @@ struct SparseSpec {
 struct NodeSpec {
     id: String,
     #[serde(default)]
-    labels: Vec<String>,
+    labels: Capped<String, MAX_LABELS>,
     #[serde(default)]
     text: String,
     #[serde(default)]
-    props: BTreeMap<String, Value>,
+    props: Props,
     #[serde(default)]
-    embeddings: BTreeMap<String, Vec<f32>>,
+    embeddings: CappedMap<Capped<f32, MAX_EMBEDDING_DIM>, MAX_MODELS_PER_NODE>,
     #[serde(default)]
-    sparse: BTreeMap<String, SparseSpec>,
+    sparse: CappedMap<SparseSpec, MAX_MODELS_PER_NODE>,
     valid_from: Option<TimeSpec>,
     valid_until: Option<TimeSpec>,
 }
@@ -75,7 +86,7 @@ struct EdgeSpec {
     kind: String,
     weight: Option<f64>,
     #[serde(default)]
-    props: BTreeMap<String, Value>,
+    props: Props,
     valid_from: Option<TimeSpec>,
     valid_until: Option<TimeSpec>,
 }
@@ -133,25 +144,51 @@ pub fn parse_line(line: &str) -> std::result::Result<ImportOp, String> {
         }
     })?;
     Ok(match parsed {
-        Line::Node(n) => ImportOp::PutNode(Node {
-            id: node_id(n.id)?,
-            labels: n.labels.into_iter().collect(),
-            props: n.props,
-            text: n.text,
-            embeddings: n.embeddings,
-            sparse: n
-                .sparse
-                .into_iter()
-                .map(|(m, s)| (m, SparseVector::new(s.indices, s.values)))
-                .collect(),
-            validity: validity(n.valid_from, n.valid_until)?,
-        }),
+        Line::Node(n) => {
+            let labels = n
+                .labels
+                .within()
+                .map_err(|len| format!("`labels` has {len} entries, the limit is {MAX_LABELS}"))?;
+            let models = |field: &str, total: usize| {
+                format!("`{field}` has {total} models, the limit is {MAX_MODELS_PER_NODE}")
+            };
+            if n.embeddings.total > MAX_MODELS_PER_NODE {
+                return Err(models("embeddings", n.embeddings.total));
+            }
+            if n.sparse.total > MAX_MODELS_PER_NODE {
+                return Err(models("sparse", n.sparse.total));
+            }
+            let mut embeddings = std::collections::BTreeMap::new();
+            for (model, vector) in n.embeddings.entries {
+                let vector = vector.within().map_err(|dim| {
+                    format!("embedding `{model}` has {dim} dimensions (allowed 1..={MAX_EMBEDDING_DIM})")
+                })?;
+                embeddings.insert(model, vector);
+            }
+            let mut sparse = std::collections::BTreeMap::new();
+            for (model, s) in n.sparse.entries {
+                let over =
+                    |len: usize| format!("sparse vector `{model}` has {len} entries, the limit is {MAX_SPARSE_NNZ}");
+                let indices = s.indices.within().map_err(over)?;
+                let values = s.values.within().map_err(over)?;
+                sparse.insert(model, SparseVector::new(indices, values));
+            }
+            ImportOp::PutNode(Node {
+                id: node_id(n.id)?,
+                labels: labels.into_iter().collect(),
+                props: n.props.0,
+                text: n.text,
+                embeddings,
+                sparse,
+                validity: validity(n.valid_from, n.valid_until)?,
+            })
+        }
         Line::Edge(e) => ImportOp::PutEdge(Edge {
             source: node_id(e.source)?,
             kind: e.kind,
             target: node_id(e.target)?,
             weight: e.weight.unwrap_or(1.0),
-            props: e.props,
+            props: e.props.0,
             validity: validity(e.valid_from, e.valid_until)?,
         }),
         Line::DeleteNode(id) => ImportOp::DeleteNode(node_id(id)?),
@@ -196,12 +233,14 @@ impl Transaction<'_> {
     pub fn import_jsonl(&mut self, reader: impl BufRead, progress: &mut dyn FnMut(u64)) -> Result<u64> {
         let mut operations = 0u64;
         let mut bytes = 0u64;
-        for (i, line) in reader.lines().enumerate() {
-            let lineno = i + 1;
-            let line = line.map_err(|e| Error::Import {
-                line: lineno,
-                detail: format!("cannot read: {e}"),
-            })?;
+        let mut reader = reader;
+        let mut buf = Vec::new();
+        for lineno in 1usize.. {
+            let line = match read_line(&mut reader, &mut buf) {
+                Ok(Some(line)) => line,
+                Ok(None) => break,
+                Err(detail) => return Err(Error::Import { line: lineno, detail }),
+            };
             bytes += line.len() as u64 + 1;
             if lineno % 1024 == 0 {
                 progress(bytes);
@@ -225,6 +264,33 @@ impl Transaction<'_> {
         progress(bytes);
         Ok(operations)
     }
+}
+
+/// Reads one line into `buf` (cleared first) and returns it without its `\n` or `\r\n`;
+/// `None` at the end of input. A line longer than [`MAX_IMPORT_LINE_BYTES`] is refused
+/// after reading one byte past the cap, so its tail is never held in memory.
+fn read_line<'b>(reader: &mut impl BufRead, buf: &'b mut Vec<u8>) -> std::result::Result<Option<&'b str>, String> {
+    buf.clear();
+    let cap = MAX_IMPORT_LINE_BYTES as u64;
+    let read = reader
+        .by_ref()
+        .take(cap + 1)
+        .read_until(b'\n', buf)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if read == 0 {
+        return Ok(None);
+    }
+    let mut line: &[u8] = buf;
+    if let Some(rest) = line.strip_suffix(b"\n") {
+        line = rest.strip_suffix(b"\r").unwrap_or(rest);
+    } else if read as u64 > cap {
+        return Err(format!(
+            "the line is longer than {MAX_IMPORT_LINE_BYTES} bytes, the limit for one import line"
+        ));
+    }
+    std::str::from_utf8(line)
+        .map(Some)
+        .map_err(|e| format!("the line is not UTF-8 ({e})"))
 }
 
 #[cfg(test)]
