@@ -35,6 +35,21 @@ pub enum GraphError {
         /// What is wrong.
         detail: String,
     },
+    /// A write would store an object over the decoder's limit, so it could never be read
+    /// back. Only a tree node can get there: the keys of one level between two keys of a
+    /// higher level share one tree node, and ids chosen to share a level can fill it.
+    #[error(
+        "a {kind} would be {bytes} bytes, over the {max}-byte object limit: too many keys share one \
+         level of the tree between two keys of a higher level (ids chosen adversarially?); nothing was written"
+    )]
+    TooLarge {
+        /// Object kind.
+        kind: &'static str,
+        /// Its encoded size.
+        bytes: usize,
+        /// The limit (`MAX_OBJECT_BYTES`).
+        max: usize,
+    },
     /// An invalid branch name.
     #[error("invalid branch name {name:?}: {detail}")]
     BadBranchName {

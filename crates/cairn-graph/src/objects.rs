@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use cairn_core::codec::{self, ObjectKind};
+use cairn_core::limits::MAX_OBJECT_BYTES;
 use cairn_core::{Commit, CommitId, Edge, Hash, Node, TreeNode};
 use cairn_store::Store;
 use parking_lot::Mutex;
@@ -133,6 +134,9 @@ impl Objects {
 #[derive(Default)]
 pub struct PendingWrites {
     objects: BTreeMap<Hash, Vec<u8>>,
+    /// The first object added over `MAX_OBJECT_BYTES` (kind, size): reported by
+    /// [`PendingWrites::flush_to`] before anything is written.
+    oversize: Option<(&'static str, usize)>,
 }
 
 impl PendingWrites {
@@ -167,7 +171,11 @@ impl PendingWrites {
 
     /// Encodes and adds a tree node.
     pub fn add_tree(&mut self, t: &TreeNode) -> Hash {
-        self.add(codec::encode_tree(t))
+        let bytes = codec::encode_tree(t);
+        if bytes.len() > MAX_OBJECT_BYTES && self.oversize.is_none() {
+            self.oversize = Some(("tree node", bytes.len()));
+        }
+        self.add(bytes)
     }
 
     /// Encodes and adds a commit.
@@ -190,8 +198,16 @@ impl PendingWrites {
         self.objects.values().map(Vec::len).sum()
     }
 
-    /// Writes everything to the store as one batch (not flushed).
+    /// Writes everything to the store as one batch (not flushed). Refused with
+    /// [`GraphError::TooLarge`], writing nothing, if a tree node is over the object limit.
     pub fn flush_to(self, store: &dyn Store) -> Result<(), GraphError> {
+        if let Some((kind, bytes)) = self.oversize {
+            return Err(GraphError::TooLarge {
+                kind,
+                bytes,
+                max: MAX_OBJECT_BYTES,
+            });
+        }
         if self.objects.is_empty() {
             return Ok(());
         }

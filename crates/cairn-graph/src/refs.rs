@@ -188,18 +188,25 @@ impl<'a> Refs<'a> {
         Ok(self.store.get_ref(&format!("meta/{key}"))?)
     }
 
-    /// Sets a metadata value if it is absent; returns the value now stored (the given one
-    /// if it was set, or the one a concurrent writer set first).
-    pub fn set_meta_once(&self, key: &str, value: &[u8]) -> Result<Vec<u8>, GraphError> {
+    /// Sets a metadata value if it is absent. `None` if this call set it; otherwise the
+    /// value already stored (possibly set by a concurrent writer), left as it is.
+    pub fn register_meta(&self, key: &str, value: &[u8]) -> Result<Option<Vec<u8>>, GraphError> {
         let name = format!("meta/{key}");
         match self.store.cas_ref(&name, None, Some(value))? {
-            CasOutcome::Swapped => Ok(value.to_vec()),
-            CasOutcome::Conflict { current: Some(v) } => Ok(v),
+            CasOutcome::Swapped => Ok(None),
+            CasOutcome::Conflict { current: Some(v) } => Ok(Some(v)),
             CasOutcome::Conflict { current: None } => Err(GraphError::BadRef {
                 name,
                 detail: "compare-and-swap conflict on an absent ref".into(),
             }),
         }
+    }
+
+    /// Removes a metadata value if it still holds `value` (taking back a registration).
+    /// True if it was removed.
+    pub fn remove_meta_if(&self, key: &str, value: &[u8]) -> Result<bool, GraphError> {
+        let name = format!("meta/{key}");
+        Ok(matches!(self.store.cas_ref(&name, Some(value), None)?, CasOutcome::Swapped))
     }
 
     /// All metadata entries under `meta/<prefix>`, keys without the `meta/` part.

@@ -47,6 +47,7 @@ pub mod rev;
 mod time_index;
 mod transaction;
 mod view;
+mod writer;
 
 pub use cairn_core::{Commit, CommitId, Edge, EdgeKey, Hash, Node, NodeId, SparseVector, Validity, Value};
 pub use cairn_retrieve as retrieve;

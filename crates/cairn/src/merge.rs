@@ -36,16 +36,16 @@
 
 use std::collections::BTreeMap;
 
-use cairn_core::codec::{edge_key_prefix, edge_tree_key, split_edge_tree_key};
-use cairn_core::limits::MAX_MESSAGE_BYTES;
-use cairn_core::{Commit, CommitId, Edge, EdgeKey, Hash, Node, NodeId, Subject, ValidationError};
+use cairn_core::codec::{edge_key_prefix, split_edge_tree_key};
+use cairn_core::{CommitId, Edge, EdgeKey, Hash, Node, NodeId, Subject, ValidationError};
 use cairn_graph::refs::BranchName;
-use cairn_graph::{history, mst, Change, GraphError, Mutation, PendingWrites};
+use cairn_graph::{history, mst, Change, GraphError, PendingWrites};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::repo::Repo;
 use crate::transaction::check_dimension;
+use crate::writer::{self, ChangeSet, CommitHeader};
 
 /// What kind of merge [`Repo::merge`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -226,13 +226,6 @@ fn edge_key_of(key: &[u8]) -> Result<EdgeKey> {
     let (source, kind, target) =
         split_edge_tree_key(key).ok_or_else(|| Error::InvalidArgument("edge tree holds a malformed key".into()))?;
     Ok(EdgeKey { source, kind, target })
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 impl Repo {
@@ -436,11 +429,7 @@ impl MergeOutcome {
 
     /// Sets the merge commit's author (default `cairn`).
     pub fn set_author(&mut self, author: impl Into<String>) -> Result<()> {
-        let author = author.into();
-        if author.len() > cairn_core::limits::MAX_AUTHOR_BYTES {
-            return Err(Error::InvalidArgument("author is over 1 KiB".into()));
-        }
-        self.author = author;
+        self.author = writer::checked_author(author.into())?;
         Ok(())
     }
 
@@ -653,7 +642,7 @@ impl MergeOutcome {
     /// Commits the merge with the current time as timestamp (clamped to be no earlier
     /// than either parent's). See [`MergeOutcome::commit_at`].
     pub fn commit(&self, message: &str) -> Result<CommitId> {
-        let mut ts = now_ms();
+        let mut ts = writer::now_ms();
         for c in self.ours.iter().chain([&self.theirs]) {
             ts = ts.max(self.repo.commit(c)?.timestamp_ms);
         }
@@ -672,16 +661,14 @@ impl MergeOutcome {
     /// The branch moves by compare-and-swap from the head the merge started at:
     /// [`Error::Conflict`] if another writer moved it since (merge again).
     pub fn commit_at(&self, message: &str, timestamp_ms: i64) -> Result<CommitId> {
-        if message.len() > MAX_MESSAGE_BYTES {
-            return Err(Error::InvalidArgument("commit message is over 64 KiB".into()));
-        }
+        writer::check_message(message)?;
         match self.kind {
             MergeKind::UpToDate => Ok(self.ours.expect("an up-to-date merge has ours' head")),
             MergeKind::FastForward => {
                 let _publishing = self.repo.inner.gc_lock.read();
                 self.ensure_present(self.theirs)?;
                 let c = self.repo.commit(&self.theirs)?;
-                self.publish(self.theirs, &c)
+                writer::move_branch(&self.repo, &self.branch, self.ours, self.theirs, &c, &BTreeMap::new())
             }
             MergeKind::ThreeWay => self.commit_three_way(message, timestamp_ms),
         }
@@ -702,21 +689,6 @@ impl MergeOutcome {
         }
     }
 
-    fn publish(&self, id: CommitId, c: &Commit) -> Result<CommitId> {
-        match self.repo.refs().cas_branch(&self.branch, self.ours, Some(id))? {
-            Ok(()) => {
-                // Derived data: a failure is repaired on next use (as in transactions).
-                let _ = self.repo.record_head(self.branch.as_str(), &id, c);
-                Ok(id)
-            }
-            Err(actual) => Err(Error::Conflict {
-                branch: self.branch.to_string(),
-                expected: self.ours.map_or("none".into(), |c| c.to_hex()),
-                actual: actual.map_or("none".into(), |c| c.to_hex()),
-            }),
-        }
-    }
-
     fn commit_three_way(&self, message: &str, timestamp_ms: i64) -> Result<CommitId> {
         let unresolved = self.unresolved();
         if unresolved > 0 {
@@ -733,91 +705,31 @@ impl MergeOutcome {
                 parent_ms,
             });
         }
-        let new_dims = self.new_dims()?;
+        let dims = self.resolution_dims()?;
 
         // Held until the ref has moved: gc never collects the objects of a commit being
         // published (see gc.rs).
-        let _publishing = repo.inner.gc_lock.read();
+        let publishing = repo.inner.gc_lock.read();
         self.ensure_present(self.theirs)?;
         if let Some(b) = self.base {
             self.ensure_present(b)?;
         }
-        let objs = repo.objects();
-        let Plan {
-            nodes, edges, mut out, ..
-        } = self.plan()?;
-
-        let mut node_muts = BTreeMap::new();
-        let mut node_count = oc.node_count as i64;
-        for (id, after) in &nodes {
-            let before = mst::get(objs, oc.node_root, id.as_bytes())?;
-            if before != *after {
-                node_count += after.is_some() as i64 - before.is_some() as i64;
-            }
-            node_muts.insert(id.as_bytes().to_vec(), after.map_or(Mutation::Delete, Mutation::Put));
-        }
-        let node_count = node_count.max(0) as u64;
-        let node_root = mst::apply(objs, oc.node_root, &node_muts, Some(oc.node_count), &mut out)?;
-
-        let mut fwd = BTreeMap::new();
-        let mut rev = BTreeMap::new();
-        let mut edge_count = oc.edge_count as i64;
-        for (key, after) in &edges {
-            let k = edge_tree_key(&key.source, &key.kind, &key.target);
-            let before = mst::get(objs, oc.edge_root, &k)?;
-            edge_count += after.is_some() as i64 - before.is_some() as i64;
-            let m = after.map_or(Mutation::Delete, Mutation::Put);
-            rev.insert(Repo::in_key(key), m);
-            fwd.insert(k, m);
-        }
-        let edge_count = edge_count.max(0) as u64;
-        let edge_root = mst::apply(objs, oc.edge_root, &fwd, Some(oc.edge_count), &mut out)?;
-        let edge_in_root = mst::apply(objs, oc.edge_in_root, &rev, Some(oc.edge_count), &mut out)?;
-
-        let commit = Commit {
+        let Plan { nodes, edges, out, .. } = self.plan()?;
+        let change = ChangeSet { nodes, edges, dims };
+        let header = CommitHeader {
             parents: vec![ours_id, self.theirs],
-            node_root,
-            edge_root,
-            edge_in_root,
-            node_count,
-            edge_count,
-            author: self.author.clone(),
-            message: message.to_string(),
+            base: Some(&oc),
+            author: &self.author,
+            message,
             timestamp_ms,
-            generation: oc.generation + 1,
-            // Retired with index format 1 (storage-format.md §3.4): always None / 0.
-            index_base: None,
-            changes_since_base: 0,
         };
-        let id = out.add_commit(&commit);
-
-        // Durability order, as in transactions: objects, flush, metadata, then the ref.
-        let store = repo.store();
-        out.flush_to(store.as_ref())?;
-        store.flush()?;
-        let refs = repo.refs();
-        for (model, (dim, node)) in &new_dims {
-            let stored = refs.set_meta_once(&format!("dense-dim/{model}"), &(*dim as u32).to_le_bytes())?;
-            let stored_dim = <[u8; 4]>::try_from(stored.as_slice())
-                .map(u32::from_le_bytes)
-                .unwrap_or(0) as usize;
-            if stored_dim != *dim {
-                return Err(ValidationError::DimensionMismatch {
-                    subject: Subject::Node(node.clone()),
-                    model: model.clone(),
-                    expected: stored_dim,
-                    got: *dim,
-                }
-                .into());
-            }
-        }
-        self.publish(id, &commit)
+        writer::write_commit(repo, &publishing, &self.branch, &change, out, header)
     }
 
-    /// Dense models the resolution values introduce to the repository: model →
-    /// (dimension, a node carrying it). Re-checked here: the registry may have changed
-    /// since `resolve`.
-    fn new_dims(&self) -> Result<BTreeMap<String, (usize, NodeId)>> {
+    /// Dense models the resolution values carry: model → (dimension, a node carrying
+    /// it), registered on commit. Checked against the registry again here: it may have
+    /// changed since `resolve`.
+    fn resolution_dims(&self) -> Result<BTreeMap<String, (usize, NodeId)>> {
         let mut dims: BTreeMap<String, (usize, NodeId)> = BTreeMap::new();
         for slot in &self.slots {
             let Some(Resolution::Node(Some(n))) = &slot.resolution else {
@@ -828,9 +740,8 @@ impl MergeOutcome {
                     Some(d) => Some(d),
                     None => dims.get(model).map(|(d, _)| *d),
                 };
-                if !check_dimension(&n.id, model, expected, v.len())? {
-                    dims.insert(model.clone(), (v.len(), n.id.clone()));
-                }
+                check_dimension(&n.id, model, expected, v.len())?;
+                dims.entry(model.clone()).or_insert((v.len(), n.id.clone()));
             }
         }
         Ok(dims)

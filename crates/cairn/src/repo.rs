@@ -50,6 +50,10 @@ pub(crate) struct Inner {
     /// until its ref has moved, and for writing by `gc` while it marks and sweeps: an
     /// object of an unpublished commit is never collected (see `gc.rs`).
     pub(crate) gc_lock: parking_lot::RwLock<()>,
+    /// Held by every writer while it registers dense dimensions and moves its branch, so
+    /// a registration taken back after a lost swap was seen by no commit that landed
+    /// (see `writer.rs`).
+    pub(crate) dims_lock: parking_lot::Mutex<()>,
 }
 
 impl std::fmt::Debug for Repo {
@@ -141,7 +145,7 @@ impl Repo {
 
     fn initialize(store: &dyn Store) -> Result<()> {
         let refs = Refs::new(store);
-        refs.set_meta_once(FORMAT_META, FORMAT_VALUE)?;
+        refs.register_meta(FORMAT_META, FORMAT_VALUE)?;
         refs.set_current_branch(&BranchName::new(DEFAULT_BRANCH)?)?;
         store.flush()?;
         Ok(())
@@ -155,6 +159,7 @@ impl Repo {
                 path,
                 derived: Derived::default(),
                 gc_lock: parking_lot::RwLock::new(()),
+                dims_lock: parking_lot::Mutex::new(()),
             }),
         }
     }

@@ -4,13 +4,13 @@
 use std::collections::BTreeMap;
 
 use cairn_core::codec::{decode_node, edge_key_prefix, edge_tree_key, encode_node, hash_object, split_edge_tree_key};
-use cairn_core::limits::MAX_MESSAGE_BYTES;
 use cairn_core::{Commit, CommitId, Edge, EdgeKey, Hash, Node, NodeId, Subject, ValidationError};
 use cairn_graph::refs::BranchName;
-use cairn_graph::{mst, Mutation, PendingWrites};
+use cairn_graph::{mst, PendingWrites};
 
 use crate::error::{Error, Result};
 use crate::repo::Repo;
+use crate::writer::{self, ChangeSet, CommitHeader};
 
 /// A set of changes to one branch.
 ///
@@ -30,9 +30,9 @@ pub struct Transaction<'r> {
     /// time, so a bulk transaction holds its nodes once, as bytes), or a deletion.
     nodes: BTreeMap<NodeId, Option<Encoded>>,
     edges: BTreeMap<EdgeKey, Option<Edge>>,
-    /// Dimensions registered by this transaction (written as repo metadata on commit).
-    /// With the first node put with the model (named if the registration fails).
-    new_dims: BTreeMap<String, (usize, NodeId)>,
+    /// The dimension of every dense model the put nodes carry, with the first node put
+    /// with it (named if the registration fails): registered on commit (`writer.rs`).
+    dims: BTreeMap<String, (usize, NodeId)>,
     /// Dimensions already registered in the repo, read once per model.
     known_dims: BTreeMap<String, Option<usize>>,
     author: String,
@@ -59,13 +59,6 @@ pub(crate) fn check_dimension(id: &NodeId, model: &str, expected: Option<usize>,
 /// An encoded object and its hash.
 type Encoded = (Hash, Vec<u8>);
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
 impl<'r> Transaction<'r> {
     pub(crate) fn begin(repo: &'r Repo, branch: BranchName) -> Result<Transaction<'r>> {
         let base = repo.refs().branch(&branch)?;
@@ -77,7 +70,7 @@ impl<'r> Transaction<'r> {
             base_commit,
             nodes: BTreeMap::new(),
             edges: BTreeMap::new(),
-            new_dims: BTreeMap::new(),
+            dims: BTreeMap::new(),
             known_dims: BTreeMap::new(),
             author: "cairn".into(),
         })
@@ -90,11 +83,7 @@ impl<'r> Transaction<'r> {
 
     /// Sets the commit author (default `cairn`).
     pub fn set_author(&mut self, author: impl Into<String>) -> Result<()> {
-        let author = author.into();
-        if author.len() > cairn_core::limits::MAX_AUTHOR_BYTES {
-            return Err(Error::InvalidArgument("author is over 1 KiB".into()));
-        }
-        self.author = author;
+        self.author = writer::checked_author(author.into())?;
         Ok(())
     }
 
@@ -150,7 +139,7 @@ impl<'r> Transaction<'r> {
         node.validate()?;
         let mut fresh = Vec::new();
         for (model, v) in &node.embeddings {
-            let expected = match self.new_dims.get(model) {
+            let expected = match self.dims.get(model) {
                 Some((d, _)) => Some(*d),
                 None => match self.known_dims.get(model) {
                     Some(d) => *d,
@@ -161,11 +150,13 @@ impl<'r> Transaction<'r> {
                     }
                 },
             };
-            if !check_dimension(&node.id, model, expected, v.len())? {
+            check_dimension(&node.id, model, expected, v.len())?;
+            if !self.dims.contains_key(model) {
                 fresh.push((model.clone(), (v.len(), node.id.clone())));
             }
         }
-        self.new_dims.extend(fresh);
+        // Only once every model has passed: a refused put leaves the transaction as it was.
+        self.dims.extend(fresh);
         let bytes = encode_node(&node);
         let hash = hash_object(&bytes);
         self.nodes.insert(node.id, Some((hash, bytes)));
@@ -243,16 +234,14 @@ impl<'r> Transaction<'r> {
     /// the clock is behind it, so timestamps on a branch never go backwards.
     pub fn commit(self, message: &str) -> Result<CommitId> {
         let parent_ms = self.base_commit.as_ref().map_or(i64::MIN, |c| c.timestamp_ms);
-        let ts = now_ms().max(parent_ms);
+        let ts = writer::now_ms().max(parent_ms);
         self.commit_at(message, ts)
     }
 
     /// Commits with an explicit timestamp (ms since the epoch). Refused with
     /// [`Error::TimestampBeforeParent`] if it is earlier than the parent's.
     pub fn commit_at(mut self, message: &str, timestamp_ms: i64) -> Result<CommitId> {
-        if message.len() > MAX_MESSAGE_BYTES {
-            return Err(Error::InvalidArgument("commit message is over 64 KiB".into()));
-        }
+        writer::check_message(message)?;
         if let Some(p) = &self.base_commit {
             if timestamp_ms < p.timestamp_ms {
                 return Err(Error::TimestampBeforeParent {
@@ -263,116 +252,30 @@ impl<'r> Transaction<'r> {
         }
         // Held until the ref has moved: gc never collects the objects of a commit being
         // published (see gc.rs).
-        let _publishing = self.repo.inner.gc_lock.read();
-        let objs = self.repo.objects();
-        let base = self.base_commit.clone();
-        let (node_root, edge_root, edge_in_root, node_count, edge_count) = match &base {
-            Some(c) => (c.node_root, c.edge_root, c.edge_in_root, c.node_count, c.edge_count),
-            None => (None, None, None, 0, 0),
-        };
+        let publishing = self.repo.inner.gc_lock.read();
         let mut out = PendingWrites::new();
-
-        // Nodes, encoded when they were put.
-        let encoded = std::mem::take(&mut self.nodes);
-        let mut node_muts = BTreeMap::new();
-        let mut node_count = node_count as i64;
-        for (id, enc) in encoded {
-            let before = match node_root {
-                Some(_) => mst::get(objs, node_root, id.as_bytes())?,
-                None => None,
-            };
-            let m = match enc {
-                Some((h, bytes)) => {
-                    out.add_encoded(h, bytes);
-                    Mutation::Put(h)
-                }
-                None => Mutation::Delete,
-            };
-            let after = match m {
-                Mutation::Put(h) => Some(h),
-                Mutation::Delete => None,
-            };
-            if before != after {
-                node_count += after.is_some() as i64 - before.is_some() as i64;
-            }
-            node_muts.insert(id.as_bytes().to_vec(), m);
-        }
-        let new_node_root = mst::apply(objs, node_root, &node_muts, Some(node_count.max(0) as u64), &mut out)?;
-
-        // Edges: the forward and reverse trees map to the same edge objects.
-        let mut fwd = BTreeMap::new();
-        let mut rev = BTreeMap::new();
-        let mut edge_count = edge_count as i64;
-        for (key, change) in &self.edges {
-            let k = edge_tree_key(&key.source, &key.kind, &key.target);
-            let before = mst::get(objs, edge_root, &k)?;
-            let m = match change {
-                Some(e) => Mutation::Put(out.add_edge(e)),
-                None => Mutation::Delete,
-            };
-            let after = match m {
-                Mutation::Put(h) => Some(h),
-                Mutation::Delete => None,
-            };
-            edge_count += after.is_some() as i64 - before.is_some() as i64;
-            rev.insert(Repo::in_key(key), m);
-            fwd.insert(k, m);
-        }
-        let new_edge_root = mst::apply(objs, edge_root, &fwd, Some(edge_count.max(0) as u64), &mut out)?;
-        let new_edge_in_root = mst::apply(objs, edge_in_root, &rev, Some(edge_count.max(0) as u64), &mut out)?;
-
-        let node_count = node_count.max(0) as u64;
-
-        let commit = Commit {
-            parents: self.base.into_iter().collect(),
-            node_root: new_node_root,
-            edge_root: new_edge_root,
-            edge_in_root: new_edge_in_root,
-            node_count,
-            edge_count: edge_count.max(0) as u64,
-            author: self.author.clone(),
-            message: message.to_string(),
-            timestamp_ms,
-            generation: base.as_ref().map_or(0, |c| c.generation + 1),
-            // Retired with index format 1 (storage-format.md §3.4): always None / 0.
-            index_base: None,
-            changes_since_base: 0,
+        let mut change = ChangeSet {
+            dims: std::mem::take(&mut self.dims),
+            ..ChangeSet::default()
         };
-        let id = out.add_commit(&commit);
-
-        // Durability order: objects, flush, then the ref (the CAS flushes).
-        let store = self.repo.store();
-        out.flush_to(store.as_ref())?;
-        store.flush()?;
-        let refs = self.repo.refs();
-        for (model, (dim, introduced_by)) in &self.new_dims {
-            let stored = refs.set_meta_once(&format!("dense-dim/{model}"), &(*dim as u32).to_le_bytes())?;
-            let stored_dim = <[u8; 4]>::try_from(stored.as_slice())
-                .map(u32::from_le_bytes)
-                .unwrap_or(0) as usize;
-            if stored_dim != *dim {
-                // A concurrent writer registered another dimension first.
-                return Err(ValidationError::DimensionMismatch {
-                    subject: Subject::Node(introduced_by.clone()),
-                    model: model.clone(),
-                    expected: stored_dim,
-                    got: *dim,
-                }
-                .into());
-            }
+        // Nodes, encoded when they were put.
+        for (id, encoded) in std::mem::take(&mut self.nodes) {
+            let after = encoded.map(|(hash, bytes)| {
+                out.add_encoded(hash, bytes);
+                hash
+            });
+            change.nodes.insert(id, after);
         }
-        match refs.cas_branch(&self.branch, self.base, Some(id))? {
-            Ok(()) => {
-                // The time index is derived data: if recording fails, it is rebuilt from
-                // the chain on next use, so the (already durable) commit still stands.
-                let _ = self.repo.record_head(self.branch.as_str(), &id, &commit);
-                Ok(id)
-            }
-            Err(actual) => Err(Error::Conflict {
-                branch: self.branch.to_string(),
-                expected: self.base.map_or("none".into(), |c| c.to_hex()),
-                actual: actual.map_or("none".into(), |c| c.to_hex()),
-            }),
+        for (key, edge) in &self.edges {
+            change.edges.insert(key.clone(), edge.as_ref().map(|e| out.add_edge(e)));
         }
+        let header = CommitHeader {
+            parents: self.base.into_iter().collect(),
+            base: self.base_commit.as_ref(),
+            author: &self.author,
+            message,
+            timestamp_ms,
+        };
+        writer::write_commit(self.repo, &publishing, &self.branch, &change, out, header)
     }
 }

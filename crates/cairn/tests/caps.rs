@@ -243,3 +243,34 @@ fn an_import_line_may_be_exactly_the_line_cap_long() {
     }
     assert_eq!(repo.head().unwrap(), before);
 }
+
+#[test]
+fn ids_chosen_to_share_one_tree_node_are_refused_before_anything_is_written() {
+    // Ids of 256 bytes that all have level 0 share the root tree node: 60,000 of them
+    // would make it ~17.8 MB, over the object limit the decoder enforces.
+    let ids: Vec<NodeId> = (0u32..)
+        .map(|i| format!("{i:0>256}"))
+        .filter(|s| cairn_core::level::key_level(s.as_bytes()) == 0)
+        .take(60_000)
+        .map(|s| NodeId::new(s).unwrap())
+        .collect();
+    let repo = Repo::in_memory().unwrap();
+    let mut tx = repo.transaction().unwrap();
+    tx.put_node(Node::new(id("seed"))).unwrap();
+    tx.commit("seed").unwrap();
+    let head = repo.head().unwrap();
+    let objects = repo.store().stats().unwrap().objects;
+
+    let mut tx = repo.transaction().unwrap();
+    for id in &ids {
+        tx.put_node(Node::new(id.clone())).unwrap();
+    }
+    match tx.commit("adversarial") {
+        Err(Error::Graph(cairn_graph::GraphError::TooLarge { kind: "tree node", bytes, max })) => {
+            assert!(bytes > max, "{bytes} <= {max}");
+        }
+        other => panic!("expected TooLarge, got {other:?}"),
+    }
+    assert_eq!(repo.head().unwrap(), head);
+    assert_eq!(repo.store().stats().unwrap().objects, objects, "objects were written");
+}

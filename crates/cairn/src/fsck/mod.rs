@@ -1,13 +1,17 @@
 //! `fsck`: verify every stored object and every reachable reference.
 
-use std::collections::BTreeSet;
+mod trees;
 
-use cairn_core::codec;
-use cairn_core::{CommitId, Hash};
+use std::collections::{BTreeSet, HashMap};
+
+use cairn_core::codec::{self, Object};
+use cairn_core::CommitId;
 use serde::Serialize;
 
 use crate::error::Result;
 use crate::repo::Repo;
+
+use self::trees::{TreeChecker, ValueKeys};
 
 /// What [`Repo::fsck`] found.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -40,14 +44,19 @@ impl FsckReport {
 impl Repo {
     /// Checks the whole repository: every object's crc (by the store), blake3 hash and
     /// canonical decoding; every commit reachable from a branch or tag, and every tree
-    /// node, node and edge object they reference, is present; and, reported apart, every
-    /// stored derived entry decodes under its key. O(size of the repository).
+    /// node, node and edge object they reference, is present; the trees keep the Merkle
+    /// search tree invariants (key levels, order, gaps, keys matching their values, the
+    /// reverse edge tree mirroring the forward one, counts matching the commit); and,
+    /// reported apart, every stored derived entry decodes under its key. O(size of the
+    /// repository): each distinct tree node is checked once, however many commits share it.
     pub fn fsck(&self) -> Result<FsckReport> {
         let mut report = FsckReport::default();
         let (checked, damage) = self.check_derived()?;
         report.derived_checked = checked;
         report.derived_problems = damage.iter().map(crate::derived::check::describe).collect();
         let store = self.store();
+        // The keys every readable node and edge must be stored under in the trees.
+        let mut values = HashMap::new();
         for h in store.object_hashes()? {
             report.objects_checked += 1;
             match store.get(&h) {
@@ -56,8 +65,19 @@ impl Repo {
                         report
                             .problems
                             .push(format!("object {h}: content does not match its blake3 hash"));
-                    } else if let Err(e) = codec::decode_object(&bytes) {
-                        report.problems.push(format!("object {h}: {e}"));
+                    } else {
+                        match codec::decode_object(&bytes) {
+                            Ok(Object::Node(n)) => {
+                                values.insert(h, ValueKeys::Node(n.id.as_bytes().to_vec()));
+                            }
+                            Ok(Object::Edge(e)) => {
+                                let forward = codec::edge_tree_key(&e.source, &e.kind, &e.target);
+                                let reverse = codec::edge_in_tree_key(&e.source, &e.kind, &e.target);
+                                values.insert(h, ValueKeys::Edge { forward, reverse });
+                            }
+                            Ok(Object::Tree(_) | Object::Commit(_)) => {}
+                            Err(e) => report.problems.push(format!("object {h}: {e}")),
+                        }
                     }
                 }
                 Ok(None) => report.problems.push(format!("object {h}: listed but unreadable")),
@@ -72,7 +92,7 @@ impl Repo {
             .collect();
         heads.extend(refs.tags()?.into_iter().map(|(t, c)| (format!("tag {t}"), c)));
         let mut seen_commits = BTreeSet::new();
-        let mut seen_trees: BTreeSet<Hash> = BTreeSet::new();
+        let mut trees = TreeChecker::new(self, &values);
         let mut stack: Vec<(String, CommitId)> = heads;
         while let Some((from, id)) = stack.pop() {
             if !seen_commits.insert(id) {
@@ -88,40 +108,11 @@ impl Repo {
                     continue;
                 }
             };
-            for root in [c.node_root, c.edge_root, c.edge_in_root].into_iter().flatten() {
-                self.check_tree(root, &mut seen_trees, &mut report);
-            }
+            trees.check_commit(&format!("{id} (reachable from {from})"), &c, &mut report.problems);
             for p in c.parents {
                 stack.push((from.clone(), p));
             }
         }
         Ok(report)
-    }
-
-    fn check_tree(&self, root: Hash, seen: &mut BTreeSet<Hash>, report: &mut FsckReport) {
-        let mut stack = vec![root];
-        while let Some(h) = stack.pop() {
-            if !seen.insert(h) {
-                continue;
-            }
-            match self.objects().tree(&h) {
-                Ok(t) => {
-                    stack.extend(t.left);
-                    for e in &t.entries {
-                        stack.extend(e.right);
-                        if seen.insert(e.value) {
-                            match self.store().contains(&e.value) {
-                                Ok(true) => {}
-                                Ok(false) => report
-                                    .problems
-                                    .push(format!("object {} (in tree {h}) is missing", e.value)),
-                                Err(err) => report.problems.push(format!("object {}: {err}", e.value)),
-                            }
-                        }
-                    }
-                }
-                Err(e) => report.problems.push(format!("tree {h}: {e}")),
-            }
-        }
     }
 }

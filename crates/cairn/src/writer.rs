@@ -1,0 +1,221 @@
+//! The commit writer: the one path by which a commit is written and a branch moved.
+//!
+//! Transactions and merges describe what they change — node and edge ids mapped to a new
+//! value hash or to removal, with the new objects already in a [`PendingWrites`] — and
+//! call [`write_commit`]. It applies the change to the first parent's trees, writes the
+//! objects in durability order (objects, flush, then the ref), registers the dense
+//! dimensions the commit relies on, and moves the branch by compare-and-swap.
+//! Fast-forward merges, which write no commit, move the branch with [`move_branch`].
+//!
+//! Dense dimensions are repository metadata (`meta/dense-dim/<model>`), registered once
+//! per model. A writer registers them just before its compare-and-swap, under a lock
+//! that every writer of the repository takes, and takes back the registrations it made
+//! if the swap is lost, so a commit that never lands leaves no dimension behind. Because
+//! another transaction may have read a registration that is later taken back, every
+//! commit re-registers every dimension its new nodes rely on, not only those it
+//! introduced.
+
+use std::collections::BTreeMap;
+
+use cairn_core::codec::edge_tree_key;
+use cairn_core::limits::{MAX_AUTHOR_BYTES, MAX_MESSAGE_BYTES};
+use cairn_core::{Commit, CommitId, EdgeKey, Hash, NodeId, Subject, ValidationError};
+use cairn_graph::refs::BranchName;
+use cairn_graph::{mst, Mutation, PendingWrites};
+
+use crate::error::{Error, Result};
+use crate::repo::Repo;
+
+/// The current time in ms since the epoch (0 if the clock is before it).
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// An author, checked against its cap.
+pub(crate) fn checked_author(author: String) -> Result<String> {
+    if author.len() > MAX_AUTHOR_BYTES {
+        return Err(Error::InvalidArgument("author is over 1 KiB".into()));
+    }
+    Ok(author)
+}
+
+/// Refuses a commit message over its cap.
+pub(crate) fn check_message(message: &str) -> Result<()> {
+    if message.len() > MAX_MESSAGE_BYTES {
+        return Err(Error::InvalidArgument("commit message is over 64 KiB".into()));
+    }
+    Ok(())
+}
+
+/// What a commit changes relative to its first parent.
+#[derive(Debug, Default)]
+pub(crate) struct ChangeSet {
+    /// Node id → the new node object's hash, or `None` to remove the node.
+    pub nodes: BTreeMap<NodeId, Option<Hash>>,
+    /// Edge key → the new edge object's hash, or `None` to remove the edge. The forward
+    /// and reverse edge trees both change.
+    pub edges: BTreeMap<EdgeKey, Option<Hash>>,
+    /// Dense models the new nodes carry: model → (dimension, a node carrying it, named if
+    /// the dimension is refused).
+    pub dims: BTreeMap<String, (usize, NodeId)>,
+}
+
+/// The parts of a new commit that are not its trees.
+pub(crate) struct CommitHeader<'a> {
+    /// Every parent, the first one being the commit the change applies to (the branch's
+    /// head when the writer started); empty for a branch's first commit.
+    pub parents: Vec<CommitId>,
+    /// The first parent's commit, if any.
+    pub base: Option<&'a Commit>,
+    pub author: &'a str,
+    pub message: &'a str,
+    pub timestamp_ms: i64,
+}
+
+/// Proof that the caller holds the repository's gc lock for reading, from the moment it
+/// started building the commit's objects until the ref has moved (see `gc.rs`).
+pub(crate) type Publishing<'a> = parking_lot::RwLockReadGuard<'a, ()>;
+
+/// Writes a commit applying `change` to `header.base`'s trees, with the objects already in
+/// `out`, and moves `branch` from `header.parents[0]` (or from absent) to it.
+///
+/// Errors: [`Error::Conflict`] if the branch moved since (nothing registered, the
+/// objects written are unreferenced until gc); a [`ValidationError::DimensionMismatch`]
+/// if another writer registered another dimension for a model first; store errors.
+pub(crate) fn write_commit(
+    repo: &Repo,
+    _publishing: &Publishing<'_>,
+    branch: &BranchName,
+    change: &ChangeSet,
+    mut out: PendingWrites,
+    header: CommitHeader<'_>,
+) -> Result<CommitId> {
+    let objs = repo.objects();
+    let base = header.base;
+    debug_assert_eq!(base.is_some(), !header.parents.is_empty());
+    let (node_root, edge_root, edge_in_root, node_count, edge_count) = match base {
+        Some(c) => (c.node_root, c.edge_root, c.edge_in_root, c.node_count, c.edge_count),
+        None => (None, None, None, 0, 0),
+    };
+
+    let mut node_muts = BTreeMap::new();
+    let mut new_node_count = node_count as i64;
+    for (id, after) in &change.nodes {
+        let before = match node_root {
+            Some(_) => mst::get(objs, node_root, id.as_bytes())?,
+            None => None,
+        };
+        if before != *after {
+            new_node_count += after.is_some() as i64 - before.is_some() as i64;
+        }
+        node_muts.insert(id.as_bytes().to_vec(), after.map_or(Mutation::Delete, Mutation::Put));
+    }
+    let new_node_root = mst::apply(objs, node_root, &node_muts, Some(node_count), &mut out)?;
+
+    let mut fwd = BTreeMap::new();
+    let mut rev = BTreeMap::new();
+    let mut new_edge_count = edge_count as i64;
+    for (key, after) in &change.edges {
+        let k = edge_tree_key(&key.source, &key.kind, &key.target);
+        let before = match edge_root {
+            Some(_) => mst::get(objs, edge_root, &k)?,
+            None => None,
+        };
+        new_edge_count += after.is_some() as i64 - before.is_some() as i64;
+        let m = after.map_or(Mutation::Delete, Mutation::Put);
+        rev.insert(Repo::in_key(key), m);
+        fwd.insert(k, m);
+    }
+    let new_edge_root = mst::apply(objs, edge_root, &fwd, Some(edge_count), &mut out)?;
+    let new_edge_in_root = mst::apply(objs, edge_in_root, &rev, Some(edge_count), &mut out)?;
+
+    let commit = Commit {
+        parents: header.parents,
+        node_root: new_node_root,
+        edge_root: new_edge_root,
+        edge_in_root: new_edge_in_root,
+        node_count: new_node_count.max(0) as u64,
+        edge_count: new_edge_count.max(0) as u64,
+        author: header.author.to_owned(),
+        message: header.message.to_owned(),
+        timestamp_ms: header.timestamp_ms,
+        generation: base.map_or(0, |c| c.generation + 1),
+        // Retired with index format 1 (storage-format.md §3.4): always None / 0.
+        index_base: None,
+        changes_since_base: 0,
+    };
+    let id = out.add_commit(&commit);
+
+    // Durability order: objects, flush, then the ref (the compare-and-swap flushes).
+    let store = repo.store();
+    out.flush_to(store.as_ref())?;
+    store.flush()?;
+    let expected = commit.parents.first().copied();
+    move_branch(repo, branch, expected, id, &commit, &change.dims)
+}
+
+/// Moves `branch` from `expected` to `id` (whose commit is `commit` and whose objects are
+/// durable), registering `dims` first and taking back the registrations it made if the
+/// swap is lost. Records the new head in the time index.
+pub(crate) fn move_branch(
+    repo: &Repo,
+    branch: &BranchName,
+    expected: Option<CommitId>,
+    id: CommitId,
+    commit: &Commit,
+    dims: &BTreeMap<String, (usize, NodeId)>,
+) -> Result<CommitId> {
+    let refs = repo.refs();
+    let _writers = repo.inner.dims_lock.lock();
+    let mut registered = Vec::new();
+    let undo = |registered: &[(String, [u8; 4])]| {
+        for (key, value) in registered {
+            // Best effort: a registration left behind only reserves the model's dimension.
+            let _ = refs.remove_meta_if(key, value);
+        }
+    };
+    for (model, (dim, node)) in dims {
+        let key = format!("dense-dim/{model}");
+        let value = (*dim as u32).to_le_bytes();
+        match refs.register_meta(&key, &value) {
+            Ok(None) => registered.push((key, value)),
+            Ok(Some(stored)) if stored == value => {}
+            Ok(Some(stored)) => {
+                undo(&registered);
+                let stored_dim = <[u8; 4]>::try_from(stored.as_slice()).map_or(0, u32::from_le_bytes) as usize;
+                return Err(ValidationError::DimensionMismatch {
+                    subject: Subject::Node(node.clone()),
+                    model: model.clone(),
+                    expected: stored_dim,
+                    got: *dim,
+                }
+                .into());
+            }
+            Err(e) => {
+                undo(&registered);
+                return Err(e.into());
+            }
+        }
+    }
+    // On a store error the swap may or may not have lasted (storage contract), so the
+    // registrations stay: taking one back could orphan a commit that landed.
+    match refs.cas_branch(branch, expected, Some(id))? {
+        Ok(()) => {
+            // The time index is derived data: if recording fails, it is rebuilt from the
+            // chain on next use, so the (already durable) commit still stands.
+            let _ = repo.record_head(branch.as_str(), &id, commit);
+            Ok(id)
+        }
+        Err(actual) => {
+            undo(&registered);
+            Err(Error::Conflict {
+                branch: branch.to_string(),
+                expected: expected.map_or("none".into(), |c| c.to_hex()),
+                actual: actual.map_or("none".into(), |c| c.to_hex()),
+            })
+        }
+    }
+}
