@@ -18,6 +18,15 @@ pub enum StoreError {
     /// The backend failed (I/O error, database error).
     #[error("storage backend error: {0}")]
     Backend(String),
+    /// The disk (or quota) has no room for a write. The write did not happen: the store
+    /// is as it was before it, and works again once space is freed.
+    #[error("no space left on the device holding {path}: {detail} (free some space and retry; nothing was changed)")]
+    NoSpace {
+        /// The store's directory.
+        path: String,
+        /// The operation that needed the space.
+        detail: String,
+    },
     /// The database is locked by another process.
     #[error("repository at {path} is in use by another process")]
     Locked {
@@ -27,6 +36,13 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// True if `e` says the device (or a quota) is full.
+    pub fn is_no_space(e: &std::io::Error) -> bool {
+        // ENOSPC (28) and EDQUOT (122 on Linux) are what a full disk or quota gives.
+        matches!(e.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded)
+            || matches!(e.raw_os_error(), Some(28 | 122))
+    }
+
     /// A corruption error for the object `hash`.
     pub fn corrupt_object(hash: &Hash, detail: impl Into<String>) -> StoreError {
         StoreError::Corrupt {
