@@ -399,7 +399,7 @@ fn eval_on_a_few_cisi_queries() {
             assert!(v > 0.0 && v <= 1.0, "{metric} {v}");
         }
     }
-    assert!(s.repo().join("conf").is_file());
+    assert!(s.repo().join("CAIRN-STORE").is_file());
     let node = s.json(&["show", "1", "--json"]);
     assert_eq!(node["labels"], serde_json::json!(["Document"]));
     assert!(node["props"]["author"].is_string());

@@ -206,7 +206,10 @@ impl<'a> Refs<'a> {
     /// True if it was removed.
     pub fn remove_meta_if(&self, key: &str, value: &[u8]) -> Result<bool, GraphError> {
         let name = format!("meta/{key}");
-        Ok(matches!(self.store.cas_ref(&name, Some(value), None)?, CasOutcome::Swapped))
+        Ok(matches!(
+            self.store.cas_ref(&name, Some(value), None)?,
+            CasOutcome::Swapped
+        ))
     }
 
     /// All metadata entries under `meta/<prefix>`, keys without the `meta/` part.

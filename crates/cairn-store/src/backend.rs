@@ -22,6 +22,16 @@ pub enum CasOutcome {
 /// tuple is the same type.
 pub type DerivedEntry = (Vec<u8>, Vec<u8>);
 
+/// Damage a backend found in its own files (at open), apart from any one key's read:
+/// bytes that held no readable record, derived data set aside. One line each.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoreDamage {
+    /// Damage that may have cost objects or refs (reported by `fsck` as a problem).
+    pub data: Vec<String>,
+    /// Damage to derived data only (a cache: rebuilt on use).
+    pub derived: Vec<String>,
+}
+
 /// Counts reported by [`Store::stats`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StoreStats {
@@ -129,5 +139,11 @@ pub trait Store: Send + Sync + 'static {
     /// in-memory cache is the only copy worth keeping.
     fn is_persistent(&self) -> bool {
         true
+    }
+
+    /// Damage the backend found in its own files, beyond what reading a key reports
+    /// (default: none found).
+    fn damage(&self) -> StoreDamage {
+        StoreDamage::default()
     }
 }

@@ -39,8 +39,10 @@ impl StoreError {
     /// True if `e` says the device (or a quota) is full.
     pub fn is_no_space(e: &std::io::Error) -> bool {
         // ENOSPC (28) and EDQUOT (122 on Linux) are what a full disk or quota gives.
-        matches!(e.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded)
-            || matches!(e.raw_os_error(), Some(28 | 122))
+        matches!(
+            e.kind(),
+            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+        ) || matches!(e.raw_os_error(), Some(28 | 122))
     }
 
     /// A corruption error for the object `hash`.

@@ -15,10 +15,12 @@ mod error;
 mod frame;
 mod memory;
 mod range;
+mod segment;
 mod sled_store;
 
-pub use backend::{CasOutcome, DerivedEntry, Store, StoreStats};
+pub use backend::{CasOutcome, DerivedEntry, Store, StoreDamage, StoreStats};
 pub use error::StoreError;
 pub use frame::{frame, unframe};
 pub use memory::MemoryStore;
+pub use segment::SegmentStore;
 pub use sled_store::SledStore;

@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 
 use cairn_core::Hash;
-use cairn_store::{CasOutcome, MemoryStore, SledStore, Store, StoreStats};
+use cairn_store::{CasOutcome, MemoryStore, SegmentStore, SledStore, Store, StoreStats};
 
 /// An object with its real hash, as the contract requires.
 fn object(text: &str) -> (Hash, Vec<u8>) {
@@ -409,6 +409,31 @@ fn with_sled(check: fn(&dyn Store)) {
     check(&store);
 }
 
+fn with_segment(check: fn(&dyn Store)) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SegmentStore::open(dir.path()).unwrap();
+    check(&store);
+    // Everything the check left behind reads the same after a reopen.
+    let before = snapshot(&store);
+    drop(store);
+    let store = SegmentStore::open(dir.path()).unwrap();
+    assert_eq!(snapshot(&store), before, "a reopen changed what the store holds");
+    assert_eq!(store.damage(), Default::default());
+}
+
+/// Everything a store holds, for comparing across a reopen.
+type Snapshot = (Vec<(Hash, Vec<u8>)>, Vec<(String, Vec<u8>)>, Vec<(Vec<u8>, Vec<u8>)>);
+
+fn snapshot(store: &dyn Store) -> Snapshot {
+    let objects = store
+        .object_hashes()
+        .unwrap()
+        .into_iter()
+        .map(|h| (h, store.get(&h).unwrap().unwrap().to_vec()))
+        .collect();
+    (objects, store.list_refs("").unwrap(), store.scan_derived(b"").unwrap())
+}
+
 macro_rules! conformance {
     ($($backend:ident => $with:ident),* $(,)?) => {$(
         conformance!(@one $backend, $with;
@@ -445,4 +470,4 @@ macro_rules! conformance {
     };
 }
 
-conformance!(memory => with_memory, sled => with_sled);
+conformance!(memory => with_memory, sled => with_sled, segment => with_segment);

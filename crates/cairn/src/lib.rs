@@ -59,6 +59,6 @@ pub use gc::GcReport;
 pub use import::{ImportOp, ImportSummary};
 pub use merge::{Conflict, MergeKind, MergeOutcome, MergeStrategy, Resolution};
 pub use node_history::NodeHistoryEntry;
-pub use repo::{Repo, Stats, DEFAULT_BRANCH};
+pub use repo::{Repo, Stats, StoreKind, DEFAULT_BRANCH};
 pub use transaction::Transaction;
 pub use view::View;

@@ -41,12 +41,7 @@ fn cases() -> Vec<Case> {
     let n = |s: &str| Node::new(id(s));
     let labels = |count: usize| (0..count).fold(n("a"), |node, i| node.with_label(format!("l{i}")));
     let models = |count: usize| (0..count).fold(n("a"), |node, i| node.with_embedding(format!("m{i}"), vec![1.0]));
-    let sparse = |nnz: usize| {
-        n("a").with_sparse(
-            "s",
-            SparseVector::new((0..nnz as u32).collect(), vec![1.0; nnz]),
-        )
-    };
+    let sparse = |nnz: usize| n("a").with_sparse("s", SparseVector::new((0..nnz as u32).collect(), vec![1.0; nnz]));
     vec![
         Case {
             what: "labels",
@@ -149,7 +144,11 @@ fn every_cap_is_accepted_at_the_cap_and_refused_one_past_it() {
         match tx.put_node(case.past_cap.clone()) {
             Err(Error::Validation(e)) => {
                 let msg = e.to_string();
-                assert!(msg.contains(&case.cap.to_string()), "{}: cap not named: {msg}", case.what);
+                assert!(
+                    msg.contains(&case.cap.to_string()),
+                    "{}: cap not named: {msg}",
+                    case.what
+                );
             }
             other => panic!("{}: one past the cap gave {other:?}", case.what),
         }
@@ -166,17 +165,31 @@ fn every_cap_holds_through_import_lines() {
         let line = json_line(&case.at_cap);
         repo.import_jsonl(line.as_bytes(), "at cap", &mut |_| {})
             .unwrap_or_else(|e| panic!("{}: import at the cap refused: {e}", case.what));
-        assert_eq!(repo.node(&id("a")).unwrap().as_ref(), Some(&case.at_cap), "{}", case.what);
+        assert_eq!(
+            repo.node(&id("a")).unwrap().as_ref(),
+            Some(&case.at_cap),
+            "{}",
+            case.what
+        );
 
         let head = repo.head().unwrap();
         let line = json_line(&case.past_cap);
         match repo.import_jsonl(line.as_bytes(), "past cap", &mut |_| {}) {
             Err(Error::Import { line: 1, detail }) => {
-                assert!(detail.contains(&case.cap.to_string()), "{}: cap not named: {detail}", case.what);
+                assert!(
+                    detail.contains(&case.cap.to_string()),
+                    "{}: cap not named: {detail}",
+                    case.what
+                );
             }
             other => panic!("{}: import one past the cap gave {other:?}", case.what),
         }
-        assert_eq!(repo.head().unwrap(), head, "{}: a refused import moved the head", case.what);
+        assert_eq!(
+            repo.head().unwrap(),
+            head,
+            "{}: a refused import moved the head",
+            case.what
+        );
     }
 }
 
@@ -191,7 +204,8 @@ fn edges_names_ids_and_commit_fields_respect_their_caps() {
     let mut tx = repo.transaction().unwrap();
     tx.put_node(Node::new(id("a"))).unwrap();
     // Edge kinds and edge properties.
-    tx.put_edge(Edge::new(id("a"), "k".repeat(MAX_NAME_BYTES), id("a"))).unwrap();
+    tx.put_edge(Edge::new(id("a"), "k".repeat(MAX_NAME_BYTES), id("a")))
+        .unwrap();
     let err = tx
         .put_edge(Edge::new(id("a"), "k".repeat(MAX_NAME_BYTES + 1), id("a")))
         .unwrap_err();
@@ -266,7 +280,11 @@ fn ids_chosen_to_share_one_tree_node_are_refused_before_anything_is_written() {
         tx.put_node(Node::new(id.clone())).unwrap();
     }
     match tx.commit("adversarial") {
-        Err(Error::Graph(cairn_graph::GraphError::TooLarge { kind: "tree node", bytes, max })) => {
+        Err(Error::Graph(cairn_graph::GraphError::TooLarge {
+            kind: "tree node",
+            bytes,
+            max,
+        })) => {
             assert!(bytes > max, "{bytes} <= {max}");
         }
         other => panic!("expected TooLarge, got {other:?}"),

@@ -40,7 +40,9 @@ fn publish(repo: &Repo, name: &str, out: PendingWrites, commit: &Commit) {
     let id = out.add_commit(commit);
     out.flush_to(repo.store().as_ref()).unwrap();
     let refs = Refs::new(repo.store().as_ref());
-    refs.cas_branch(&BranchName::new(name).unwrap(), None, Some(id)).unwrap().unwrap();
+    refs.cas_branch(&BranchName::new(name).unwrap(), None, Some(id))
+        .unwrap()
+        .unwrap();
 }
 
 fn commit(node_root: Option<Hash>, node_count: u64) -> Commit {

@@ -110,18 +110,37 @@ fn huge_lines_are_refused_in_bounded_memory() {
         ("dims", "dimensions"),
     ] {
         let out = Command::new(&exe)
-            .args(["--exact", "huge_lines_are_refused_in_bounded_memory", "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                "huge_lines_are_refused_in_bounded_memory",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(CHILD, kind)
             .output()
             .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{kind}: child failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{kind}: child failed:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let detail = stdout.lines().find_map(|l| l.strip_prefix("DETAIL ")).unwrap();
         assert!(detail.contains(names), "{kind}: {detail}");
-        let peak: u64 = stdout.lines().find_map(|l| l.strip_prefix("PEAK ")).unwrap().parse().unwrap();
+        let peak: u64 = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("PEAK "))
+            .unwrap()
+            .parse()
+            .unwrap();
         let len = line(kind).len() as u64;
         let bound = 4 * len + (256 << 20);
-        eprintln!("{kind}: line {} MiB, peak RSS {} MiB (bound {} MiB)", len >> 20, peak >> 20, bound >> 20);
+        eprintln!(
+            "{kind}: line {} MiB, peak RSS {} MiB (bound {} MiB)",
+            len >> 20,
+            peak >> 20,
+            bound >> 20
+        );
         assert!(peak <= bound, "{kind}: peak RSS {peak} over {bound}");
     }
 }

@@ -48,7 +48,10 @@ fn a_merge_that_loses_its_swap_registers_no_dimension() {
     let mut merge = repo.merge("main", "side").unwrap();
     assert_eq!(merge.conflicts().len(), 1);
     merge
-        .resolve(0, cairn::Resolution::Node(Some(Node::new(id("x")).with_embedding("m", vec![1.0; 4]))))
+        .resolve(
+            0,
+            cairn::Resolution::Node(Some(Node::new(id("x")).with_embedding("m", vec![1.0; 4]))),
+        )
         .unwrap();
     // Another writer moves the branch before the merge commits.
     let mut tx = repo.transaction().unwrap();
@@ -77,5 +80,9 @@ fn a_commit_re_registers_a_dimension_it_read_before_it_was_taken_back() {
     assert_eq!(repo.dense_dim("m").unwrap(), None);
 
     tx.commit("relies on m").unwrap();
-    assert_eq!(repo.dense_dim("m").unwrap(), Some(3), "the commit did not re-register m");
+    assert_eq!(
+        repo.dense_dim("m").unwrap(),
+        Some(3),
+        "the commit did not re-register m"
+    );
 }

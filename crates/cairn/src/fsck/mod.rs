@@ -54,6 +54,10 @@ impl Repo {
         let (checked, damage) = self.check_derived()?;
         report.derived_checked = checked;
         report.derived_problems = damage.iter().map(crate::derived::check::describe).collect();
+        // Damage the store found in its own files (bytes that held no readable record).
+        let store_damage = self.store().damage();
+        report.problems.extend(store_damage.data);
+        report.derived_problems.extend(store_damage.derived);
         let store = self.store();
         // The keys every readable node and edge must be stored under in the trees.
         let mut values = HashMap::new();

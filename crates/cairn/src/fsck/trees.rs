@@ -155,7 +155,10 @@ impl<'a> TreeChecker<'a> {
                 continue;
             };
             if s.level >= node.level {
-                bad(format!("subtree {sub} has level {}, not below {}", s.level, node.level), problems);
+                bad(
+                    format!("subtree {sub} has level {}, not below {}", s.level, node.level),
+                    problems,
+                );
                 sound = false;
             }
             if lo.is_some_and(|lo| s.min <= *lo) || hi.is_some_and(|hi| s.max >= *hi) {
@@ -175,7 +178,11 @@ impl<'a> TreeChecker<'a> {
             let level = key_level(&entry.key);
             if level != node.level {
                 bad(
-                    format!("key {} has level {level}, the node's is {}", hex(&entry.key), node.level),
+                    format!(
+                        "key {} has level {level}, the node's is {}",
+                        hex(&entry.key),
+                        node.level
+                    ),
                     problems,
                 );
                 sound = false;
@@ -194,7 +201,11 @@ impl<'a> TreeChecker<'a> {
                 Some(key) if *key == entry.key => {}
                 Some(_) => {
                     bad(
-                        format!("key {} maps to object {}, stored under another key", hex(&entry.key), entry.value),
+                        format!(
+                            "key {} maps to object {}, stored under another key",
+                            hex(&entry.key),
+                            entry.value
+                        ),
                         problems,
                     );
                     sound = false;
@@ -203,7 +214,11 @@ impl<'a> TreeChecker<'a> {
                     if self.reported_values.insert(entry.value) {
                         let kind = if tree == Tree::Nodes { "node" } else { "edge" };
                         bad(
-                            format!("object {} (key {}) is missing or not a readable {kind}", entry.value, hex(&entry.key)),
+                            format!(
+                                "object {} (key {}) is missing or not a readable {kind}",
+                                entry.value,
+                                hex(&entry.key)
+                            ),
                             problems,
                         );
                     }

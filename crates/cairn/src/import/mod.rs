@@ -23,9 +23,7 @@ mod capped;
 
 use std::io::{BufRead, Read};
 
-use cairn_core::limits::{
-    MAX_EMBEDDING_DIM, MAX_IMPORT_LINE_BYTES, MAX_LABELS, MAX_MODELS_PER_NODE, MAX_SPARSE_NNZ,
-};
+use cairn_core::limits::{MAX_EMBEDDING_DIM, MAX_IMPORT_LINE_BYTES, MAX_LABELS, MAX_MODELS_PER_NODE, MAX_SPARSE_NNZ};
 use cairn_core::{CommitId, Edge, EdgeKey, Node, NodeId, SparseVector, Validity};
 use serde::Deserialize;
 
@@ -149,9 +147,8 @@ pub fn parse_line(line: &str) -> std::result::Result<ImportOp, String> {
                 .labels
                 .within()
                 .map_err(|len| format!("`labels` has {len} entries, the limit is {MAX_LABELS}"))?;
-            let models = |field: &str, total: usize| {
-                format!("`{field}` has {total} models, the limit is {MAX_MODELS_PER_NODE}")
-            };
+            let models =
+                |field: &str, total: usize| format!("`{field}` has {total} models, the limit is {MAX_MODELS_PER_NODE}");
             if n.embeddings.total > MAX_MODELS_PER_NODE {
                 return Err(models("embeddings", n.embeddings.total));
             }
@@ -248,7 +245,7 @@ impl Transaction<'_> {
             if line.trim().is_empty() {
                 continue;
             }
-            let op = parse_line(&line).map_err(|detail| Error::Import { line: lineno, detail })?;
+            let op = parse_line(line).map_err(|detail| Error::Import { line: lineno, detail })?;
             let applied = match op {
                 ImportOp::PutNode(n) => self.put_node(n),
                 ImportOp::PutEdge(e) => self.put_edge(e),

@@ -1,0 +1,367 @@
+//! [`SegmentStore`]: Cairn's own on-disk [`Store`], built so that damage stays where it
+//! lands and a full disk costs only the write that did not fit.
+//!
+//! Layout of a store directory (every byte is described in `storage-format.md` §6.4):
+//!
+//! ```text
+//! CAIRN-STORE        "cairn segment store 1\n": what this directory is
+//! lock               locked (flock) by the process that has the store open
+//! objects/           the object log: NNNNNNNN.seg segments, NNNNNNNN.hint hints
+//! derived/           the derived-data log, same format, separate files
+//! refs/              one file per ref
+//! ```
+//!
+//! Objects and derived data are two [`Log`]s: append-only segment files of checksummed
+//! records with an in-memory index, rebuilt at open from hint files or by scanning. A
+//! damaged byte costs the record it is in — reported by [`Store::damage`] and `fsck`, the
+//! rest readable — never the store. Derived data lives in its own files, so damage to it
+//! can never reach the objects; a derived log that cannot be opened at all is set aside
+//! and started empty (it is a cache). Refs are files replaced atomically.
+
+mod hint;
+mod log;
+mod record;
+mod refs;
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use cairn_core::Hash;
+
+use self::log::{io_error, sync_dir, Log};
+use self::refs::RefFiles;
+use crate::backend::{CasOutcome, DerivedEntry, Store, StoreDamage, StoreStats};
+use crate::error::StoreError;
+use crate::range::{at_or_before_upper, prefix_end};
+
+/// The marker file's name.
+pub const MARKER: &str = "CAIRN-STORE";
+/// The first line of the marker for this version of the layout; the second line is
+/// `crc32 ` and the crc32 of the first line (with its newline) in 8 lowercase hex digits.
+const MARKER_V1: &str = "cairn segment store 1\n";
+
+/// The marker file's content.
+fn marker_bytes() -> Vec<u8> {
+    format!("{MARKER_V1}crc32 {:08x}\n", crc32fast::hash(MARKER_V1.as_bytes())).into_bytes()
+}
+
+/// What a marker file says: `Ok(())` for this version, `Err(Some(line))` for another
+/// version, `Err(None)` if it is damaged (its checksum fails).
+fn read_marker(bytes: &[u8]) -> Result<(), Option<String>> {
+    let text = String::from_utf8_lossy(bytes);
+    let Some((first, rest)) = text.split_once('\n') else {
+        return Err(None);
+    };
+    let line = format!("{first}\n");
+    let sound = rest.trim_end() == format!("crc32 {:08x}", crc32fast::hash(line.as_bytes()));
+    match (sound, line == MARKER_V1) {
+        (true, true) => Ok(()),
+        (true, false) => Err(Some(first.to_owned())),
+        (false, _) => Err(None),
+    }
+}
+
+/// A [`Store`] kept on disk in segment files (see the [module docs](self)).
+///
+/// One process at a time may have a store open: a second [`SegmentStore::open`] of the
+/// same directory, in this process or another, fails with [`StoreError::Locked`].
+/// Share one store between threads (it is `Send + Sync`).
+///
+/// Writes go to the operating system when they return; [`Store::flush`] and a
+/// successful [`Store::cas_ref`] make them durable.
+///
+/// ```
+/// use cairn_core::Hash;
+/// use cairn_store::{SegmentStore, Store};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let bytes = b"an object".to_vec();
+/// let hash = Hash::of(&bytes);
+/// {
+///     let store = SegmentStore::open(dir.path())?;
+///     store.put_batch(&[(hash, bytes.clone())])?;
+///     store.flush()?;
+/// }
+/// let store = SegmentStore::open(dir.path())?;
+/// assert_eq!(store.get(&hash)?.as_deref(), Some(&bytes[..]));
+/// # Ok::<(), cairn_store::StoreError>(())
+/// ```
+pub struct SegmentStore {
+    path: PathBuf,
+    objects: Log<Hash>,
+    derived: Log<DerivedKey>,
+    refs: RefFiles,
+    /// Damage to the store's own files found at open (the marker), one line each.
+    notes: Vec<String>,
+    /// Derived data set aside at open, one line each.
+    derived_notes: Vec<String>,
+    /// Holds the directory's lock while the store is open.
+    _lock: File,
+}
+
+impl std::fmt::Debug for SegmentStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SegmentStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SegmentStore {
+    /// True if `path` holds a segment store: its marker file, or (if the marker was
+    /// lost) its object and ref directories.
+    pub fn is_store(path: &Path) -> bool {
+        path.join(MARKER).is_file() || (path.join("objects").is_dir() && path.join("refs").is_dir())
+    }
+
+    /// Opens the store in directory `path`, creating the directory and an empty store if
+    /// there is none. Opening reads each segment's hint (or scans segments without one)
+    /// and writes nothing to the data, so it works on a full disk.
+    ///
+    /// Errors: [`StoreError::Locked`] if another handle has the store open;
+    /// [`StoreError::Backend`] if `path` holds something else or cannot be read;
+    /// [`StoreError::NoSpace`] if a new store cannot be created for lack of space.
+    pub fn open(path: &Path) -> Result<SegmentStore, StoreError> {
+        Self::open_with_segment_bytes(path, log::SEGMENT_BYTES)
+    }
+
+    /// [`SegmentStore::open`] with segments sealed at `segment_bytes` instead of 64 MiB
+    /// (tests use small segments to exercise sealing and compaction).
+    #[doc(hidden)]
+    pub fn open_with_segment_bytes(path: &Path, segment_bytes: u64) -> Result<SegmentStore, StoreError> {
+        let err = |what: &str, e: io::Error| io_error(path, what, e);
+        if !Self::is_store(path) {
+            Self::create(path)?;
+        }
+        let lock = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path.join("lock"))
+            .map_err(|e| err("opening the lock file", e))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(StoreError::Locked {
+                    path: path.display().to_string(),
+                })
+            }
+            Err(fs::TryLockError::Error(e)) => return Err(err("locking the store", e)),
+        }
+        let mut notes = Vec::new();
+        if !path.join(MARKER).is_file() {
+            // The directories are there: only the marker is missing. Put it back.
+            Self::write_marker(path)?;
+            notes.push(format!("the store marker {MARKER} was missing and was written again"));
+        }
+        let marker = fs::read(path.join(MARKER)).map_err(|e| err("reading the store marker", e))?;
+        match read_marker(&marker) {
+            Ok(()) => {}
+            Err(Some(other)) => {
+                return Err(StoreError::Backend(format!(
+                    "{} holds a store of another version ({other:?}); this build reads {:?}",
+                    path.display(),
+                    MARKER_V1.trim_end()
+                )))
+            }
+            // Version 1 is the only version there has been: read the store as that, put
+            // the marker right (best effort: on a full disk it stays as it is), say so.
+            Err(None) => {
+                let rewritten = Self::write_marker(path).is_ok();
+                notes.push(format!(
+                    "the store marker {MARKER} was damaged; read as {:?}, the only version there is{}",
+                    MARKER_V1.trim_end(),
+                    if rewritten { ", and written again" } else { "" }
+                ));
+            }
+        }
+        let objects = Log::open(&path.join("objects"), "object", segment_bytes)?;
+        let (derived, derived_notes) = Self::open_derived(path, segment_bytes)?;
+        Ok(SegmentStore {
+            path: path.to_path_buf(),
+            objects,
+            derived,
+            refs: RefFiles::new(&path.join("refs")),
+            notes,
+            derived_notes,
+            _lock: lock,
+        })
+    }
+
+    /// Creates an empty store in `path` (which may exist but must be empty of stores).
+    fn create(path: &Path) -> Result<(), StoreError> {
+        let err = |what: &str, e: io::Error| io_error(path, what, e);
+        if path.join("conf").is_file() || path.join("db").is_file() {
+            return Err(StoreError::Backend(format!(
+                "{} holds a sled database, not a segment store",
+                path.display()
+            )));
+        }
+        for dir in ["objects", "derived", "refs"] {
+            fs::create_dir_all(path.join(dir)).map_err(|e| err("creating the store's directories", e))?;
+        }
+        // The marker last: a directory with a marker is a whole store.
+        Self::write_marker(path)
+    }
+
+    /// Writes the marker file atomically (temporary file, sync, rename, sync).
+    fn write_marker(path: &Path) -> Result<(), StoreError> {
+        let err = |e: io::Error| io_error(path, "writing the store marker", e);
+        let mut tmp = tempfile::NamedTempFile::new_in(path).map_err(err)?;
+        tmp.write_all(&marker_bytes())
+            .and_then(|_| tmp.as_file().sync_all())
+            .map_err(err)?;
+        tmp.persist(path.join(MARKER)).map_err(|e| err(e.error))?;
+        sync_dir(path).map_err(err)
+    }
+
+    /// Opens the derived log; if it cannot be read at all, sets its directory aside and
+    /// starts an empty one (derived data is rebuilt from the objects).
+    fn open_derived(path: &Path, segment_bytes: u64) -> Result<(Log<DerivedKey>, Vec<String>), StoreError> {
+        let dir = path.join("derived");
+        if dir.is_dir() {
+            if let Ok(log) = Log::open(&dir, "derived", segment_bytes) {
+                return Ok((log, Vec::new()));
+            }
+        }
+        let mut notes = Vec::new();
+        if dir.exists() {
+            let aside = (1..)
+                .map(|n| path.join(format!("derived.damaged-{n}")))
+                .find(|p| !p.exists())
+                .expect("a free name");
+            fs::rename(&dir, &aside).map_err(|e| io_error(path, "setting damaged derived data aside", e))?;
+            notes.push(format!(
+                "derived data in {} could not be read: moved to {} and started empty (it is rebuilt on use)",
+                dir.display(),
+                aside.display()
+            ));
+        }
+        fs::create_dir_all(&dir).map_err(|e| io_error(path, "creating the derived directory", e))?;
+        Ok((Log::open(&dir, "derived", segment_bytes)?, notes))
+    }
+
+    /// The directory the store lives in.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// A key of the derived log.
+type DerivedKey = Box<[u8]>;
+
+/// The range of derived keys starting with `prefix`.
+fn prefix_range(prefix: &[u8]) -> (Bound<DerivedKey>, Bound<DerivedKey>) {
+    let end = prefix_end(prefix).map_or(Bound::Unbounded, |e| Bound::Excluded(e.into_boxed_slice()));
+    (Bound::Included(prefix.into()), end)
+}
+
+impl Store for SegmentStore {
+    fn get(&self, hash: &Hash) -> Result<Option<Arc<[u8]>>, StoreError> {
+        Ok(self.objects.get(hash)?.map(Arc::from))
+    }
+
+    fn contains(&self, hash: &Hash) -> Result<bool, StoreError> {
+        Ok(self.objects.contains(hash))
+    }
+
+    fn put_batch(&self, objects: &[(Hash, Vec<u8>)]) -> Result<(), StoreError> {
+        self.objects.put(objects.iter().map(|(h, b)| (*h, b.as_slice())), true)
+    }
+
+    fn object_hashes(&self) -> Result<Vec<Hash>, StoreError> {
+        Ok(self.objects.keys(..))
+    }
+
+    fn delete_objects(&self, hashes: &[Hash]) -> Result<(), StoreError> {
+        self.objects.delete(hashes.iter().copied())
+    }
+
+    fn get_ref(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.refs.get(name)
+    }
+
+    fn cas_ref(&self, name: &str, expected: Option<&[u8]>, new: Option<&[u8]>) -> Result<CasOutcome, StoreError> {
+        self.refs.cas(name, expected, new)
+    }
+
+    fn list_refs(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        self.refs.list(prefix)
+    }
+
+    fn get_derived(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        self.derived.get(&Box::from(key))
+    }
+
+    fn put_derived(&self, entries: &[(Vec<u8>, Vec<u8>)]) -> Result<(), StoreError> {
+        self.derived
+            .put(entries.iter().map(|(k, v)| (k.as_slice().into(), v.as_slice())), false)
+    }
+
+    fn delete_derived(&self, keys: &[Vec<u8>]) -> Result<(), StoreError> {
+        self.derived.delete(keys.iter().map(|k| k.as_slice().into()))
+    }
+
+    fn scan_derived(&self, prefix: &[u8]) -> Result<Vec<DerivedEntry>, StoreError> {
+        let mut out = Vec::new();
+        for key in self.derived.keys(prefix_range(prefix)) {
+            // A key deleted since the listing is skipped.
+            if let Some(value) = self.derived.get(&key)? {
+                out.push((key.into_vec(), value));
+            }
+        }
+        Ok(out)
+    }
+
+    fn derived_keys(&self, prefix: &[u8]) -> Result<Vec<Vec<u8>>, StoreError> {
+        Ok(self
+            .derived
+            .keys(prefix_range(prefix))
+            .into_iter()
+            .map(<[u8]>::into_vec)
+            .collect())
+    }
+
+    fn last_derived_at_or_before(&self, prefix: &[u8], upper: &[u8]) -> Result<Option<DerivedEntry>, StoreError> {
+        let Some(end) = at_or_before_upper(prefix, upper) else {
+            return Ok(None);
+        };
+        let end = end.map(Vec::into_boxed_slice);
+        let Some(key) = self.derived.last_key((Bound::Included(Box::from(prefix)), end)) else {
+            return Ok(None);
+        };
+        Ok(self.derived.get(&key)?.map(|value| (key.into_vec(), value)))
+    }
+
+    fn flush(&self) -> Result<(), StoreError> {
+        self.objects.sync()?;
+        self.derived.sync()
+    }
+
+    fn stats(&self) -> Result<StoreStats, StoreError> {
+        let (objects, object_bytes) = self.objects.count();
+        let (derived, derived_bytes) = self.derived.count();
+        Ok(StoreStats {
+            objects,
+            object_bytes,
+            derived,
+            derived_bytes,
+        })
+    }
+
+    fn damage(&self) -> StoreDamage {
+        StoreDamage {
+            data: self.notes.iter().chain(self.objects.problems()).cloned().collect(),
+            derived: self
+                .derived_notes
+                .iter()
+                .chain(self.derived.problems())
+                .cloned()
+                .collect(),
+        }
+    }
+}
