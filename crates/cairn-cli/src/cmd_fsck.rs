@@ -10,8 +10,9 @@ pub struct Args {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
-    /// Delete damaged derived entries (index chunks, unit graphs, manifests); they are
-    /// rebuilt from the data on next use. Never touches the data itself.
+    /// Delete damaged derived entries (index chunks, unit graphs, manifests), which are
+    /// rebuilt from the data on next use, and write a missing or damaged `HEAD` or format
+    /// marker again. Never touches the data itself.
     #[arg(long)]
     repair: bool,
 }
@@ -22,13 +23,18 @@ pub struct Args {
 pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let repo = ctx.open()?;
     let mut report = repo.fsck()?;
-    let repaired = if args.repair && !report.derived_ok() {
-        let gone = repo.repair_derived()?;
-        report.derived_problems.clear();
-        gone
-    } else {
-        Vec::new()
-    };
+    let mut repaired = Vec::new();
+    if args.repair {
+        let written = repo.repair_refs()?;
+        if !written.is_empty() {
+            repaired.extend(written);
+            report = repo.fsck()?;
+        }
+        if !report.derived_ok() {
+            repaired.extend(repo.repair_derived()?.into_iter().map(|p| format!("deleted {p}")));
+            report.derived_problems.clear();
+        }
+    }
     if args.json {
         write_json(ctx.out, &report)?;
     } else {
@@ -41,8 +47,14 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
                 "derived: {p} (rebuilt on use; `cairn fsck --repair` deletes it now)"
             )?;
         }
+        for c in &report.dangling_commits {
+            writeln!(
+                ctx.out,
+                "dangling: commit {c} is reachable from no branch or tag (`cairn branch create <name> --at {c}` keeps it; `cairn gc` collects it)"
+            )?;
+        }
         for p in &repaired {
-            writeln!(ctx.out, "repaired: deleted {p}")?;
+            writeln!(ctx.out, "repaired: {p}")?;
         }
         let verdict = if report.is_ok() { "ok" } else { "damaged" };
         let derived = if report.derived_ok() {

@@ -3,9 +3,31 @@
 use crate::error::CliError;
 use crate::Ctx;
 
+/// Arguments of `cairn init`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The on-disk store: `segment` (the default: checksummed segment files, damage
+    /// confined to the record hit) or `sled` (the earlier default).
+    #[arg(long, value_enum, default_value_t = StoreArg::Segment)]
+    store: StoreArg,
+}
+
+/// The stores `--store` names.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum StoreArg {
+    /// Cairn's segment store.
+    Segment,
+    /// A sled database.
+    Sled,
+}
+
 /// Creates an empty repository at `--repo`; fails if one is already there.
-pub fn run(ctx: &mut Ctx<'_>) -> Result<(), CliError> {
-    let repo = cairn::Repo::init(&ctx.repo_path)?;
+pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
+    let kind = match args.store {
+        StoreArg::Segment => cairn::StoreKind::Segment,
+        StoreArg::Sled => cairn::StoreKind::Sled,
+    };
+    let repo = cairn::Repo::init_with(&ctx.repo_path, kind)?;
     let branch = repo.current_branch()?;
     writeln!(
         ctx.out,

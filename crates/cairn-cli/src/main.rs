@@ -52,7 +52,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Create a new, empty repository (on branch `main`).
-    Init,
+    Init(cmd_init::Args),
     /// Import a JSON Lines file as one commit on the current branch.
     Import(cmd_import::Args),
     /// Show commits, newest first.
@@ -99,7 +99,7 @@ impl Ctx<'_> {
 
 fn dispatch(command: Command, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
     match command {
-        Command::Init => cmd_init::run(ctx),
+        Command::Init(args) => cmd_init::run(ctx, args),
         Command::Import(args) => cmd_import::run(ctx, args),
         Command::Log(args) => cmd_log::run(ctx, args),
         Command::Show(args) => cmd_show::run(ctx, args),

@@ -8,7 +8,7 @@
 use std::fmt;
 
 use cairn_core::{CommitId, Hash};
-use cairn_store::{CasOutcome, Store};
+use cairn_store::{CasOutcome, Store, StoreError};
 
 use crate::error::GraphError;
 
@@ -99,7 +99,18 @@ impl<'a> Refs<'a> {
     pub fn set_current_branch(&self, branch: &BranchName) -> Result<(), GraphError> {
         let new = format!("ref: refs/heads/{branch}");
         loop {
-            let cur = self.store.get_ref(HEAD)?;
+            let cur = match self.store.get_ref(HEAD) {
+                Ok(cur) => cur,
+                // `HEAD` is overwritten whatever it holds, so a damaged one is removed
+                // first (a store that cannot remove it reports the damage).
+                Err(e @ StoreError::Corrupt { .. }) => {
+                    if self.store.remove_damaged_ref(HEAD)? {
+                        continue;
+                    }
+                    return Err(e.into());
+                }
+                Err(e) => return Err(e.into()),
+            };
             match self.store.cas_ref(HEAD, cur.as_deref(), Some(new.as_bytes()))? {
                 CasOutcome::Swapped => return Ok(()),
                 CasOutcome::Conflict { .. } => continue,

@@ -101,6 +101,15 @@ pub trait Store: Send + Sync + 'static {
     /// (say, while flushing), the error is returned and the swap may or may not last.
     fn cas_ref(&self, name: &str, expected: Option<&[u8]>, new: Option<&[u8]>) -> Result<CasOutcome, StoreError>;
 
+    /// Removes ref `name` if its stored bytes fail their checksum, so that it can be set
+    /// again (`true`: it was damaged and is gone). A sound or absent ref is left alone.
+    /// Used by repair: a damaged ref can never be moved by [`Store::cas_ref`], since its
+    /// current value cannot be read.
+    fn remove_damaged_ref(&self, name: &str) -> Result<bool, StoreError> {
+        let _ = name;
+        Ok(false)
+    }
+
     /// Lists refs whose names start with `prefix`, in name order.
     fn list_refs(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError>;
 

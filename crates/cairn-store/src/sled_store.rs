@@ -722,6 +722,28 @@ impl Store for SledStore {
         }
     }
 
+    fn remove_damaged_ref(&self, name: &str) -> Result<bool, StoreError> {
+        let what = format!("removing damaged ref `{name}`");
+        self.check_writable(&what, 0)?;
+        let refs = &self.sled().refs;
+        let stored = refs
+            .get(name.as_bytes())
+            .map_err(|e| self.keyed_error(e, "ref", name.to_owned()))?;
+        let Some(stored) = stored else { return Ok(false) };
+        if unframe(&stored).is_ok() {
+            return Ok(false);
+        }
+        // Only the damaged bytes just read are removed, never a value written since.
+        let outcome = refs
+            .compare_and_swap(name.as_bytes(), Some(stored), None::<&[u8]>)
+            .map_err(|e| self.keyed_error(e, "ref", name.to_owned()))?;
+        if outcome.is_err() {
+            return Ok(false);
+        }
+        self.flush_bounded(&what)?;
+        Ok(true)
+    }
+
     fn list_refs(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
         self.check_usable(|| format!("listing refs under `{prefix}`"))?;
         self.sled()

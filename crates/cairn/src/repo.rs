@@ -16,8 +16,8 @@ use crate::transaction::Transaction;
 
 /// The branch a new repository starts on.
 pub const DEFAULT_BRANCH: &str = "main";
-const FORMAT_META: &str = "format";
-const FORMAT_VALUE: &[u8] = b"cairn/1";
+pub(crate) const FORMAT_META: &str = "format";
+pub(crate) const FORMAT_VALUE: &[u8] = b"cairn/1";
 
 /// A Cairn repository: a versioned property graph with per-commit indexes.
 ///
@@ -120,7 +120,7 @@ impl Repo {
         };
         let store: Arc<dyn Store> = match Self::open_store(path)? {
             Some(store) => {
-                if Refs::new(store.as_ref()).current_branch()?.is_some() {
+                if Self::is_initialised(store.as_ref()) {
                     return Err(already());
                 }
                 store
@@ -132,6 +132,17 @@ impl Repo {
         };
         Self::initialize(store.as_ref())?;
         Ok(Repo::from_store(store, Some(path.to_path_buf())))
+    }
+
+    /// True if a store holds a repository: its initialisation shows in its format marker,
+    /// its `HEAD` or a branch. Damage to one of them (read as an error) counts as present:
+    /// it does not make the others unreadable; `fsck` reports it, and
+    /// [`Repo::current_branch`] falls back.
+    fn is_initialised(store: &dyn Store) -> bool {
+        let refs = Refs::new(store);
+        !matches!(refs.meta(FORMAT_META), Ok(None))
+            || !matches!(refs.current_branch(), Ok(None))
+            || !matches!(store.list_refs("refs/"), Ok(v) if v.is_empty())
     }
 
     /// Opens the store a repository directory holds, of whichever kind (`None`: none).
@@ -163,20 +174,20 @@ impl Repo {
         let Some(store) = Self::open_store(path)? else {
             return Err(not_a_repo());
         };
-        if Refs::new(store.as_ref()).current_branch()?.is_none() {
-            return Err(not_a_repo());
-        }
-        match Refs::new(store.as_ref()).meta(FORMAT_META)? {
-            Some(v) if v == FORMAT_VALUE => {}
-            Some(v) => {
+        let refs = Refs::new(store.as_ref());
+        let format = refs.meta(FORMAT_META);
+        if let Ok(Some(v)) = &format {
+            if v != FORMAT_VALUE {
                 return Err(Error::InvalidArgument(format!(
                     "{} holds repository format {:?}, this build reads {:?}",
                     path.display(),
-                    String::from_utf8_lossy(&v),
+                    String::from_utf8_lossy(v),
                     String::from_utf8_lossy(FORMAT_VALUE)
-                )))
+                )));
             }
-            None => return Err(not_a_repo()),
+        }
+        if !Self::is_initialised(store.as_ref()) {
+            return Err(not_a_repo());
         }
         Ok(Repo::from_store(store, Some(path.to_path_buf())))
     }
@@ -253,11 +264,27 @@ impl Repo {
     // -----------------------------------------------------------------------------------
     // Branches
 
-    /// The current branch (the one `HEAD` names).
+    /// The current branch (the one `HEAD` names). If `HEAD` is missing or damaged, the
+    /// repository stays usable on a stand-in: `main` if it exists, else the first branch
+    /// in name order, else `main` (`fsck` reports the damage; `cairn branch switch` or
+    /// `fsck --repair` sets `HEAD` again).
     pub fn current_branch(&self) -> Result<BranchName> {
-        self.refs()
-            .current_branch()?
-            .ok_or_else(|| Error::UnknownBranch("HEAD".into()))
+        match self.refs().current_branch() {
+            Ok(Some(branch)) => Ok(branch),
+            Ok(None) => self.stand_in_branch(),
+            Err(e) if head_damage(&e) => self.stand_in_branch(),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The branch used while `HEAD` is missing or damaged.
+    pub(crate) fn stand_in_branch(&self) -> Result<BranchName> {
+        let main = BranchName::new(DEFAULT_BRANCH)?;
+        let branches = self.refs().branches()?;
+        if branches.is_empty() || branches.iter().any(|(b, _)| *b == main) {
+            return Ok(main);
+        }
+        Ok(branches[0].0.clone())
     }
 
     /// The head commit of the current branch (`None` before the first commit).
@@ -506,4 +533,16 @@ impl Repo {
     pub(crate) fn in_key(key: &EdgeKey) -> Vec<u8> {
         edge_in_tree_key(&key.source, &key.kind, &key.target)
     }
+}
+
+/// True if reading `HEAD` failed because of what it holds (damaged bytes, a malformed
+/// value) rather than because the store could not be read.
+fn head_damage(e: &cairn_graph::GraphError) -> bool {
+    use cairn_graph::GraphError;
+    matches!(
+        e,
+        GraphError::BadRef { .. }
+            | GraphError::BadBranchName { .. }
+            | GraphError::Store(cairn_store::StoreError::Corrupt { .. })
+    )
 }

@@ -293,6 +293,10 @@ impl Store for SegmentStore {
         self.refs.list(prefix)
     }
 
+    fn remove_damaged_ref(&self, name: &str) -> Result<bool, StoreError> {
+        self.refs.remove_damaged(name)
+    }
+
     fn get_derived(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
         self.derived.get(&Box::from(key))
     }

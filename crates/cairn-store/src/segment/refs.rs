@@ -88,6 +88,21 @@ impl RefFiles {
         Ok(CasOutcome::Swapped)
     }
 
+    /// Removes a ref whose file fails its checksum (`true`: removed).
+    pub(super) fn remove_damaged(&self, name: &str) -> Result<bool, StoreError> {
+        let _swap = self.swap.lock();
+        match self.get(name) {
+            Err(StoreError::Corrupt { .. }) => {
+                let err = |e: io::Error| io_error(&self.dir, &format!("removing damaged ref `{name}`"), e);
+                fs::remove_file(self.path(name)).map_err(err)?;
+                sync_dir(&self.dir).map_err(err)?;
+                Ok(true)
+            }
+            Err(e) => Err(e),
+            Ok(_) => Ok(false),
+        }
+    }
+
     /// Refs whose names start with `prefix`, in name order.
     pub(super) fn list(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
         let err = |e: io::Error| io_error(&self.dir, "listing refs", e);

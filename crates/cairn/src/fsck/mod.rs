@@ -1,8 +1,9 @@
 //! `fsck`: verify every stored object and every reachable reference.
 
+mod refs;
 mod trees;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use cairn_core::codec::{self, Object};
 use cairn_core::CommitId;
@@ -27,6 +28,11 @@ pub struct FsckReport {
     /// Damaged derived entries, one line each. Never a risk to the data: each is rebuilt
     /// from the objects on use, or at once by [`Repo::repair_derived`].
     pub derived_problems: Vec<String>,
+    /// Commits stored but reachable from no branch or tag, newest of each line only
+    /// (none of them is a parent of another): what a deleted branch, or a branch ref lost
+    /// to damage, leaves. Not a problem by itself; `cairn branch create <name> --at <commit>`
+    /// makes one reachable again, and `gc` collects them.
+    pub dangling_commits: Vec<CommitId>,
 }
 
 impl FsckReport {
@@ -61,6 +67,7 @@ impl Repo {
         let store = self.store();
         // The keys every readable node and edge must be stored under in the trees.
         let mut values = HashMap::new();
+        let mut stored_commits: BTreeMap<CommitId, Vec<CommitId>> = BTreeMap::new();
         for h in store.object_hashes()? {
             report.objects_checked += 1;
             match store.get(&h) {
@@ -79,7 +86,10 @@ impl Repo {
                                 let reverse = codec::edge_in_tree_key(&e.source, &e.kind, &e.target);
                                 values.insert(h, ValueKeys::Edge { forward, reverse });
                             }
-                            Ok(Object::Tree(_) | Object::Commit(_)) => {}
+                            Ok(Object::Commit(c)) => {
+                                stored_commits.insert(CommitId(h), c.parents);
+                            }
+                            Ok(Object::Tree(_)) => {}
                             Err(e) => report.problems.push(format!("object {h}: {e}")),
                         }
                     }
@@ -88,13 +98,19 @@ impl Repo {
                 Err(e) => report.problems.push(format!("object {h}: {e}")),
             }
         }
+        self.check_own_refs(&mut report.problems);
         let refs = self.refs();
-        let mut heads: Vec<(String, CommitId)> = refs
-            .branches()?
-            .into_iter()
-            .map(|(b, c)| (format!("branch {b}"), c))
-            .collect();
-        heads.extend(refs.tags()?.into_iter().map(|(t, c)| (format!("tag {t}"), c)));
+        // A damaged branch or tag ref is reported; the commits of the others are still
+        // checked only if the listing itself could be read.
+        let mut heads: Vec<(String, CommitId)> = Vec::new();
+        match refs.branches() {
+            Ok(branches) => heads.extend(branches.into_iter().map(|(b, c)| (format!("branch {b}"), c))),
+            Err(e) => report.problems.push(format!("branches: {e}")),
+        }
+        match refs.tags() {
+            Ok(tags) => heads.extend(tags.into_iter().map(|(t, c)| (format!("tag {t}"), c))),
+            Err(e) => report.problems.push(format!("tags: {e}")),
+        }
         let mut seen_commits = BTreeSet::new();
         let mut trees = TreeChecker::new(self, &values);
         let mut stack: Vec<(String, CommitId)> = heads;
@@ -117,6 +133,12 @@ impl Repo {
                 stack.push((from.clone(), p));
             }
         }
+        let unreachable: BTreeMap<_, _> = stored_commits
+            .into_iter()
+            .filter(|(id, _)| !seen_commits.contains(id))
+            .collect();
+        let parents: BTreeSet<CommitId> = unreachable.values().flatten().copied().collect();
+        report.dangling_commits = unreachable.into_keys().filter(|id| !parents.contains(id)).collect();
         Ok(report)
     }
 }
