@@ -120,7 +120,17 @@ impl Repo {
         };
         let store: Arc<dyn Store> = match Self::open_store(path)? {
             Some(store) => {
-                if Self::is_initialised(store.as_ref()) {
+                // A store whose initialisation was cut short (no branch, no damage, HEAD
+                // or the format marker missing) is initialised again; anything more is a
+                // repository already.
+                let refs = Refs::new(store.as_ref());
+                let (format, head) = (refs.meta(FORMAT_META), refs.current_branch());
+                let no_branch = matches!(store.list_refs("refs/"), Ok(v) if v.is_empty());
+                let half_done = no_branch
+                    && format.is_ok()
+                    && head.is_ok()
+                    && !(matches!(format, Ok(Some(_))) && matches!(head, Ok(Some(_))));
+                if Self::is_initialised(store.as_ref()) && !half_done {
                     return Err(already());
                 }
                 store

@@ -1,4 +1,4 @@
-//! A small soak in one process, on an in-memory and an on-disk (sled) repository: import
+//! A small soak in one process, on an in-memory repository and on each on-disk store: import
 //! 3,000 nodes in three commits, run queries, one-node edits, as-of queries and a gc, and
 //! check after each phase that the answers are still right (a query finds the node it was
 //! built from; as-of sees the old text; after gc every reachable node reads and fsck is
@@ -6,7 +6,7 @@
 //! phase (`--nocapture`), never asserted: the long-run measurement is `cargo bench --bench
 //! soak`.
 
-use cairn::{Node, NodeId, Repo};
+use cairn::{Node, NodeId, Repo, StoreKind};
 
 const NODES: usize = 3_000;
 const BATCHES: usize = 3;
@@ -199,10 +199,19 @@ fn soak_in_memory() {
 }
 
 #[test]
+fn soak_on_segment_store() {
+    soak_on_disk(StoreKind::Segment, "segment");
+}
+
+#[test]
 fn soak_on_sled() {
+    soak_on_disk(StoreKind::Sled, "sled");
+}
+
+fn soak_on_disk(kind: StoreKind, name: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let repo = Repo::init(dir.path().join("repo")).unwrap();
-    soak(&repo, "sled");
+    let repo = Repo::init_with(dir.path().join("repo"), kind).unwrap();
+    soak(&repo, name);
     // And once more after reopening: the same answers from what is on disk.
     drop(repo);
     let repo = Repo::open(dir.path().join("repo")).unwrap();
