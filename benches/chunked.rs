@@ -8,17 +8,17 @@
 //! vocabulary; `CAIRN_BENCH_UNIFORM=1` uses uniformly random unit vectors instead. 200
 //! queries (a topic's centre plus noise, four topic words, one of the 10 labels).
 //!
-//! Each store (memory, then sled) runs in a child process of its own, so its peak RSS is
+//! Each store (memory, segment, then sled; `CAIRN_BENCH_STORE` for one) runs in a child process of its own, so its peak RSS is
 //! its own: import (one commit), first query (index build included), 1,000 queries exact
 //! and ANN, 20 one-node edits each followed by a query, as-of HEAD~1 in the process that
-//! has HEAD's index; then, for sled, a fresh process opens the repository and times the
+//! has HEAD's index; then, for the on-disk stores, a fresh process opens the repository and times the
 //! cold as-of query. Tests never assert times; this prints them.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
-use cairn::{Node, NodeId, Repo, SparseVector};
+use cairn::{Node, NodeId, Repo, SparseVector, StoreKind};
 
 const DIM: usize = 384;
 const TOPICS: usize = 200;
@@ -176,8 +176,10 @@ fn run_store(kind: &str, n: usize) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("repo");
     let repo = match kind {
-        "sled" => Repo::init(&path).expect("init"),
-        _ => Repo::in_memory().expect("repo"),
+        "segment" => Repo::init_with(&path, StoreKind::Segment).expect("init"),
+        "sled" => Repo::init_with(&path, StoreKind::Sled).expect("init"),
+        "memory" => Repo::in_memory().expect("repo"),
+        other => panic!("CAIRN_BENCH_STORE={other}: expected `memory`, `segment` or `sled`"),
     };
     println!("\n### {kind} store, {n} nodes\n");
     println!("| measurement | value |");
@@ -302,7 +304,7 @@ fn run_store(kind: &str, n: usize) {
             work.iter().cloned().fold(0.0, f64::max)
         ),
     );
-    if kind == "sled" {
+    if kind != "memory" {
         row(
             "new stored index bytes per 1-node commit (p50 / max)",
             format!(
@@ -320,7 +322,7 @@ fn run_store(kind: &str, n: usize) {
         format!("{:.2} ms", ms(t.elapsed())),
     );
     row("peak RSS of the whole run", format!("{:.0} MiB", peak_rss_mib()));
-    if kind == "sled" {
+    if kind != "memory" {
         drop(repo);
         let out = std::process::Command::new(std::env::current_exe().expect("exe"))
             .env("CAIRN_BENCH_CHILD", "asof")
@@ -343,7 +345,7 @@ fn child_asof() {
     let r = query(&repo, &queries[1], false, Some("HEAD~1"));
     let asof = t.elapsed();
     row(
-        "cold as-of HEAD~1 in a fresh process on sled (open / query)",
+        "cold as-of HEAD~1 in a fresh process (open / query)",
         format!("{:.0} ms / {:.0} ms", ms(open), ms(asof)),
     );
     for w in &r.warnings {
@@ -408,7 +410,7 @@ fn main() {
         return;
     }
     // `cargo bench` passes `--bench`; each store runs in a process of its own.
-    for kind in ["memory", "sled"] {
+    for kind in ["memory", "segment", "sled"] {
         let status = std::process::Command::new(std::env::current_exe().expect("exe"))
             .env("CAIRN_BENCH_STORE", kind)
             .env("CAIRN_BENCH_N", n.to_string())
