@@ -1,8 +1,9 @@
 //! The error type of the `cairn` API.
 
-use cairn_core::{CommitId, EdgeKey, NodeId, ValidationError};
+use cairn_core::{CommitId, EdgeKey, NodeId, ParseIdError, ValidationError};
 use cairn_graph::GraphError;
 use cairn_index::IndexError;
+use cairn_retrieve::RetrieveError;
 use cairn_store::StoreError;
 
 /// Everything that can go wrong in a [`Repo`](crate::Repo) call. Every variant says what
@@ -102,6 +103,14 @@ pub enum Error {
     /// An index failure (bad query, bad stored index).
     #[error(transparent)]
     Index(#[from] IndexError),
+    /// An id that does not parse: a node id out of bounds, a hash or commit id that is not
+    /// 64 hex digits.
+    #[error("invalid id: {0}")]
+    InvalidId(#[from] ParseIdError),
+    /// A retrieval that could not run (a malformed spec, a setting out of range, a lane
+    /// an index refused, a revision that does not resolve).
+    #[error(transparent)]
+    Retrieve(#[from] RetrieveError),
     /// A merge whose conflicts were not resolved.
     #[error("merge has {0} conflict(s); resolve them or choose a strategy")]
     MergeConflicts(usize),

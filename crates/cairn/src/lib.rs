@@ -33,6 +33,11 @@
 
 #![warn(missing_docs)]
 
+// The README's examples are compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;
+
 mod derived;
 pub mod diff;
 pub mod error;
@@ -50,6 +55,7 @@ mod view;
 mod writer;
 
 pub use cairn_core::{Commit, CommitId, Edge, EdgeKey, Hash, Node, NodeId, SparseVector, Validity, Value};
+#[doc(inline)]
 pub use cairn_retrieve as retrieve;
 pub use derived::{DenseReport, IndexReport, IndexStats, DEFAULT_CACHE_BYTES};
 pub use diff::{ChangeKind, Diff, EdgeChange, NodeChange};
