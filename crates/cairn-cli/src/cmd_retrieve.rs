@@ -190,7 +190,7 @@ fn parse_weight(s: &str) -> Result<(String, f64), String> {
 }
 
 fn parse_time(s: &str) -> Result<i64, String> {
-    cairn::rev::parse_time_ms(s).ok_or_else(|| "expected ms since the epoch or an RFC 3339 time".to_string())
+    cairn::rev::parse_time_ms(s).ok_or_else(|| format!("expected {}", cairn::rev::TIME_FORMS))
 }
 
 /// Reads a query vector: raw little-endian f32 for `*.f32`, else a JSON array.

@@ -44,7 +44,7 @@ struct ValidAtCheck {
 }
 
 fn parse_time(s: &str) -> Result<i64, String> {
-    cairn::rev::parse_time_ms(s).ok_or_else(|| "expected ms since the epoch or an RFC 3339 time".to_string())
+    cairn::rev::parse_time_ms(s).ok_or_else(|| format!("expected {}", cairn::rev::TIME_FORMS))
 }
 
 /// Prints the node, or fails with [`cairn::Error::NodeNotFound`].

@@ -118,6 +118,25 @@ impl<'r> Transaction<'r> {
         self.repo.node_in_root(self.base_node_root(), id)
     }
 
+    /// The edge `key` as this transaction sees it (pending changes over the base).
+    pub fn edge(&self, key: &EdgeKey) -> Result<Option<Edge>> {
+        if let Some(pending) = self.edges.get(key) {
+            return Ok(pending.clone());
+        }
+        match &self.base {
+            Some(base) => self.repo.edge_at(base, key),
+            None => Ok(None),
+        }
+    }
+
+    /// [`Error::NodeNotFound`] for `id` at this transaction's base.
+    pub(crate) fn node_not_found(&self, id: &NodeId) -> Error {
+        Error::NodeNotFound {
+            id: id.clone(),
+            at: self.base,
+        }
+    }
+
     fn node_exists(&self, id: &NodeId) -> Result<bool> {
         if let Some(pending) = self.nodes.get(id) {
             return Ok(pending.is_some());
@@ -166,10 +185,7 @@ impl<'r> Transaction<'r> {
     /// Deletes a node and its incident edges. [`Error::NodeNotFound`] if it does not exist.
     pub fn delete_node(&mut self, id: &NodeId) -> Result<()> {
         if !self.node_exists(id)? {
-            return Err(Error::NodeNotFound {
-                id: id.clone(),
-                at: self.base,
-            });
+            return Err(self.node_not_found(id));
         }
         // Incident edges: pending ones, and the base's out- and in-edges.
         let mut doomed: Vec<EdgeKey> = self

@@ -7,11 +7,19 @@
 //! {"edge": {"source", "target", "kind", "weight", "props", "valid_from", "valid_until"}}
 //! {"delete_node": "ID"}
 //! {"delete_edge": {"source", "kind", "target"}}
+//! {"invalidate": {"id", "valid_until"}}
+//! {"invalidate_edge": {"source", "kind", "target", "valid_until"}}
+//! {"patch": {"id", "labels_add", "labels_remove", "props", "props_remove", "text",
+//!            "embeddings", "valid_from", "valid_until"}}
 //! ```
 //!
 //! A `node` put replaces the whole node; absent fields are empty (`weight` defaults to
-//! 1.0). Times are integer ms since the epoch or RFC 3339 strings. Blank lines are
-//! skipped. A whole file is one commit: on any bad line the import stops with
+//! 1.0). `invalidate` ends a node's (or edge's) validity without re-sending it; `patch`
+//! changes only what it names ([`NodePatch`](crate::NodePatch): `props` are set, `null`
+//! for `valid_from`/`valid_until` opens that end). Both are validated as a put is, and
+//! fail if the node or edge does not exist. Times are integer ms since the epoch or
+//! strings: RFC 3339, a date and time without an offset (read as UTC) or a plain date
+//! (midnight UTC); see [`parse_time_ms`]. Blank lines are skipped. A whole file is one commit: on any bad line the import stops with
 //! [`Error::Import`] naming the line, and nothing is committed.
 //!
 //! A line is at most [`MAX_IMPORT_LINE_BYTES`] long (the largest node the caps allow,
@@ -25,13 +33,15 @@ use std::io::{BufRead, Read};
 
 use cairn_core::limits::{MAX_EMBEDDING_DIM, MAX_IMPORT_LINE_BYTES, MAX_LABELS, MAX_MODELS_PER_NODE, MAX_SPARSE_NNZ};
 use cairn_core::{CommitId, Edge, EdgeKey, Node, NodeId, SparseVector, Validity};
+
+use crate::patch::NodePatch;
 use serde::Deserialize;
 
 use self::capped::{Capped, CappedMap, Props};
 
 use crate::error::{Error, Result};
 use crate::repo::Repo;
-use crate::rev::parse_time_ms;
+use crate::rev::{parse_time_ms, TIME_FORMS};
 use crate::transaction::Transaction;
 
 /// A time in the import format: integer ms or an RFC 3339 string.
@@ -46,7 +56,9 @@ impl TimeSpec {
     fn ms(&self, field: &str) -> std::result::Result<i64, String> {
         match self {
             TimeSpec::Ms(ms) => Ok(*ms),
-            TimeSpec::Text(s) => parse_time_ms(s).ok_or_else(|| format!("`{field}`: {s:?} is not ms or RFC 3339")),
+            TimeSpec::Text(s) => {
+                parse_time_ms(s).ok_or_else(|| format!("`{field}`: {s:?} is not a time: expected {TIME_FORMS}"))
+            }
         }
     }
 }
@@ -98,12 +110,63 @@ struct EdgeKeySpec {
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InvalidateSpec {
+    id: String,
+    valid_until: TimeSpec,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InvalidateEdgeSpec {
+    source: String,
+    kind: String,
+    target: String,
+    valid_until: TimeSpec,
+}
+
+/// Absent: `None`; `null`: `Some(None)`.
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> std::result::Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PatchSpec {
+    id: String,
+    #[serde(default)]
+    labels_add: Capped<String, MAX_LABELS>,
+    #[serde(default)]
+    labels_remove: Capped<String, MAX_LABELS>,
+    #[serde(default)]
+    props: Props,
+    #[serde(default)]
+    props_remove: Capped<String, MAX_PATCH_REMOVALS>,
+    text: Option<String>,
+    #[serde(default)]
+    embeddings: CappedMap<Capped<f32, MAX_EMBEDDING_DIM>, MAX_MODELS_PER_NODE>,
+    #[serde(default, deserialize_with = "present")]
+    valid_from: Option<Option<TimeSpec>>,
+    #[serde(default, deserialize_with = "present")]
+    valid_until: Option<Option<TimeSpec>>,
+}
+
+/// At most this many property removals in one patch (a node has at most this many
+/// property bytes, so more names could not all be present).
+const MAX_PATCH_REMOVALS: usize = 4096;
+
+#[derive(Debug, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 enum Line {
     Node(NodeSpec),
     Edge(EdgeSpec),
     DeleteNode(String),
     DeleteEdge(EdgeKeySpec),
+    Invalidate(InvalidateSpec),
+    InvalidateEdge(InvalidateEdgeSpec),
+    Patch(PatchSpec),
 }
 
 /// One parsed import operation.
@@ -117,6 +180,12 @@ pub enum ImportOp {
     DeleteNode(NodeId),
     /// Delete an edge.
     DeleteEdge(EdgeKey),
+    /// End a node's validity at a time (ms).
+    Invalidate(NodeId, i64),
+    /// End an edge's validity at a time (ms).
+    InvalidateEdge(EdgeKey, i64),
+    /// Change part of a node.
+    Patch(NodeId, NodePatch),
 }
 
 fn node_id(s: String) -> std::result::Result<NodeId, String> {
@@ -189,6 +258,56 @@ pub fn parse_line(line: &str) -> std::result::Result<ImportOp, String> {
             validity: validity(e.valid_from, e.valid_until)?,
         }),
         Line::DeleteNode(id) => ImportOp::DeleteNode(node_id(id)?),
+        Line::Invalidate(i) => ImportOp::Invalidate(node_id(i.id)?, i.valid_until.ms("valid_until")?),
+        Line::InvalidateEdge(i) => ImportOp::InvalidateEdge(
+            EdgeKey {
+                source: node_id(i.source)?,
+                kind: i.kind,
+                target: node_id(i.target)?,
+            },
+            i.valid_until.ms("valid_until")?,
+        ),
+        Line::Patch(p) => {
+            let over = |field: &str, len: usize, cap: usize| format!("`{field}` has {len} entries, the limit is {cap}");
+            let labels_add = p.labels_add.within().map_err(|n| over("labels_add", n, MAX_LABELS))?;
+            let labels_remove = p
+                .labels_remove
+                .within()
+                .map_err(|n| over("labels_remove", n, MAX_LABELS))?;
+            let props_remove = p
+                .props_remove
+                .within()
+                .map_err(|n| over("props_remove", n, MAX_PATCH_REMOVALS))?;
+            if p.embeddings.total > MAX_MODELS_PER_NODE {
+                return Err(format!(
+                    "`embeddings` has {} models, the limit is {MAX_MODELS_PER_NODE}",
+                    p.embeddings.total
+                ));
+            }
+            let mut embeddings = std::collections::BTreeMap::new();
+            for (model, vector) in p.embeddings.entries {
+                let vector = vector.within().map_err(|dim| {
+                    format!("embedding `{model}` has {dim} dimensions (allowed 1..={MAX_EMBEDDING_DIM})")
+                })?;
+                embeddings.insert(model, vector);
+            }
+            let end = |t: Option<Option<TimeSpec>>, field: &str| -> std::result::Result<Option<Option<i64>>, String> {
+                t.map(|t| t.map(|t| t.ms(field)).transpose()).transpose()
+            };
+            ImportOp::Patch(
+                node_id(p.id)?,
+                NodePatch {
+                    labels_add: labels_add.into_iter().collect(),
+                    labels_remove: labels_remove.into_iter().collect(),
+                    props_set: p.props.0,
+                    props_remove: props_remove.into_iter().collect(),
+                    text: p.text,
+                    embeddings,
+                    valid_from_ms: end(p.valid_from, "valid_from")?,
+                    valid_until_ms: end(p.valid_until, "valid_until")?,
+                },
+            )
+        }
         Line::DeleteEdge(k) => ImportOp::DeleteEdge(EdgeKey {
             source: node_id(k.source)?,
             kind: k.kind,
@@ -251,6 +370,9 @@ impl Transaction<'_> {
                 ImportOp::PutEdge(e) => self.put_edge(e),
                 ImportOp::DeleteNode(id) => self.delete_node(&id),
                 ImportOp::DeleteEdge(k) => self.delete_edge(&k),
+                ImportOp::Invalidate(id, t) => self.invalidate(&id, t),
+                ImportOp::InvalidateEdge(k, t) => self.invalidate_edge(&k, t),
+                ImportOp::Patch(id, patch) => self.patch_node(&id, patch),
             };
             applied.map_err(|e| Error::Import {
                 line: lineno,
