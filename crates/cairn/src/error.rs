@@ -94,9 +94,10 @@ pub enum Error {
     /// A bad argument (e.g. an empty commit message where one is required).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
-    /// A graph-layer failure (missing or corrupt object, bad ref).
+    /// A graph-layer failure (missing or corrupt object, bad ref). A store failure under
+    /// it is [`Error::Store`], never this.
     #[error(transparent)]
-    Graph(#[from] GraphError),
+    Graph(GraphError),
     /// A store failure.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -114,6 +115,17 @@ pub enum Error {
     /// A merge whose conflicts were not resolved.
     #[error("merge has {0} conflict(s); resolve them or choose a strategy")]
     MergeConflicts(usize),
+}
+
+impl From<GraphError> for Error {
+    /// A store failure is reported as one ([`Error::Store`]), whichever layer met it, so
+    /// that `NoSpace`, `Locked` or `Corrupt` from the store match in one place.
+    fn from(e: GraphError) -> Error {
+        match e {
+            GraphError::Store(e) => Error::Store(e),
+            other => Error::Graph(other),
+        }
+    }
 }
 
 /// `Result` with [`Error`].

@@ -10,6 +10,8 @@
 
 use cairn_core::{Commit, CommitId, Hash};
 
+use cairn_store::StoreError;
+
 use crate::error::Result;
 use crate::repo::Repo;
 
@@ -39,11 +41,14 @@ fn decode(v: &[u8]) -> Option<(CommitId, i64)> {
 }
 
 impl Repo {
+    /// One entry; a damaged or malformed one reads as missing, so that the callers rebuild
+    /// the index from the commits (it is a cache).
     fn time_entry(&self, branch: &str, generation: u64) -> Result<Option<(CommitId, i64)>> {
-        Ok(self
-            .store()
-            .get_derived(&key(branch, generation))?
-            .and_then(|v| decode(&v)))
+        match self.store().get_derived(&key(branch, generation)) {
+            Ok(v) => Ok(v.and_then(|v| decode(&v))),
+            Err(StoreError::Corrupt { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Records a new head of `branch` in its time index (called after a commit moved the
@@ -64,12 +69,8 @@ impl Repo {
     }
 
     fn drop_time_index(&self, branch: &str) -> Result<()> {
-        let keys: Vec<Vec<u8>> = self
-            .store()
-            .scan_derived(&prefix(branch))?
-            .into_iter()
-            .map(|(k, _)| k)
-            .collect();
+        // By key alone: a damaged value must not stop its own removal.
+        let keys = self.store().derived_keys(&prefix(branch))?;
         self.store().delete_derived(&keys)?;
         Ok(())
     }

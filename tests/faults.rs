@@ -1,0 +1,278 @@
+//! Injected faults at the `Store` seam, on any machine (no mount needed): a store that runs
+//! out of space after a byte budget, and one whose derived entries read as damaged. The
+//! repository on top must fail the write that did not fit with `NoSpace`, change nothing,
+//! keep answering reads, and work again once space is back; damaged derived data (index
+//! chunks, the time index) must be rebuilt from the objects, never fail a read.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+use cairn::{Error, Hash, Node, NodeId, Repo};
+use cairn_store::{CasOutcome, DerivedEntry, MemoryStore, Store, StoreError, StoreStats};
+
+/// A store over [`MemoryStore`] with faults switched on and off by the test.
+struct FaultStore {
+    inner: MemoryStore,
+    /// Bytes that may still be written (objects, derived, refs); below zero: no space.
+    budget: AtomicI64,
+    /// Every ref move fails as on a full disk (the objects before it fit).
+    refuse_refs: std::sync::atomic::AtomicBool,
+    /// Derived entries that read as damaged until they are written again or deleted.
+    damaged: parking_lot::Mutex<BTreeSet<Vec<u8>>>,
+}
+
+impl FaultStore {
+    fn new() -> FaultStore {
+        FaultStore {
+            inner: MemoryStore::new(),
+            budget: AtomicI64::new(i64::MAX),
+            refuse_refs: std::sync::atomic::AtomicBool::new(false),
+            damaged: parking_lot::Mutex::new(BTreeSet::new()),
+        }
+    }
+
+    /// Takes `bytes` from the budget, or fails as a full disk does, writing nothing.
+    fn spend(&self, bytes: usize, what: &str) -> Result<(), StoreError> {
+        let left = self.budget.load(Ordering::SeqCst);
+        if left < bytes as i64 {
+            return Err(StoreError::NoSpace {
+                path: "(fault store)".into(),
+                detail: format!("{what}: No space left on device (os error 28)"),
+            });
+        }
+        self.budget.fetch_sub(bytes as i64, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn damaged(&self, key: &[u8]) -> bool {
+        self.damaged.lock().contains(key)
+    }
+
+    /// Damages every stored entry of the time index (`tl/`) and every chunk part (`ck/`).
+    fn damage_derived(&self) {
+        let mut damaged = self.damaged.lock();
+        for prefix in [&b"tl/"[..], b"ck/"] {
+            damaged.extend(self.inner.derived_keys(prefix).unwrap());
+        }
+        assert!(!damaged.is_empty());
+    }
+}
+
+impl Store for FaultStore {
+    fn get(&self, hash: &Hash) -> Result<Option<Arc<[u8]>>, StoreError> {
+        self.inner.get(hash)
+    }
+    fn contains(&self, hash: &Hash) -> Result<bool, StoreError> {
+        self.inner.contains(hash)
+    }
+    fn put_batch(&self, objects: &[(Hash, Vec<u8>)]) -> Result<(), StoreError> {
+        self.spend(objects.iter().map(|(_, v)| v.len() + 32).sum(), "writing objects")?;
+        self.inner.put_batch(objects)
+    }
+    fn object_hashes(&self) -> Result<Vec<Hash>, StoreError> {
+        self.inner.object_hashes()
+    }
+    fn delete_objects(&self, hashes: &[Hash]) -> Result<(), StoreError> {
+        self.inner.delete_objects(hashes)
+    }
+    fn get_ref(&self, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.inner.get_ref(name)
+    }
+    fn cas_ref(&self, name: &str, expected: Option<&[u8]>, new: Option<&[u8]>) -> Result<CasOutcome, StoreError> {
+        if self.refuse_refs.load(Ordering::SeqCst) {
+            return Err(StoreError::NoSpace {
+                path: "(fault store)".into(),
+                detail: format!("moving ref `{name}`: No space left on device (os error 28)"),
+            });
+        }
+        self.spend(name.len() + new.map_or(0, <[u8]>::len), "moving a ref")?;
+        self.inner.cas_ref(name, expected, new)
+    }
+    fn list_refs(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        self.inner.list_refs(prefix)
+    }
+    fn get_derived(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        if self.damaged(key) {
+            return Err(StoreError::Corrupt {
+                space: "derived",
+                key: String::from_utf8_lossy(key).into_owned(),
+                detail: "crc32 mismatch (injected)".into(),
+            });
+        }
+        self.inner.get_derived(key)
+    }
+    fn put_derived(&self, entries: &[(Vec<u8>, Vec<u8>)]) -> Result<(), StoreError> {
+        self.spend(
+            entries.iter().map(|(k, v)| k.len() + v.len()).sum(),
+            "writing derived data",
+        )?;
+        // A rewritten entry is sound again.
+        let mut damaged = self.damaged.lock();
+        for (k, _) in entries {
+            damaged.remove(k);
+        }
+        self.inner.put_derived(entries)
+    }
+    fn delete_derived(&self, keys: &[Vec<u8>]) -> Result<(), StoreError> {
+        let mut damaged = self.damaged.lock();
+        for k in keys {
+            damaged.remove(k);
+        }
+        self.inner.delete_derived(keys)
+    }
+    fn scan_derived(&self, prefix: &[u8]) -> Result<Vec<DerivedEntry>, StoreError> {
+        let entries = self.inner.scan_derived(prefix)?;
+        if let Some((k, _)) = entries.iter().find(|(k, _)| self.damaged(k)) {
+            return Err(StoreError::Corrupt {
+                space: "derived",
+                key: String::from_utf8_lossy(k).into_owned(),
+                detail: "crc32 mismatch (injected)".into(),
+            });
+        }
+        Ok(entries)
+    }
+    fn derived_keys(&self, prefix: &[u8]) -> Result<Vec<Vec<u8>>, StoreError> {
+        self.inner.derived_keys(prefix)
+    }
+    fn last_derived_at_or_before(&self, prefix: &[u8], upper: &[u8]) -> Result<Option<DerivedEntry>, StoreError> {
+        self.inner.last_derived_at_or_before(prefix, upper)
+    }
+    fn flush(&self) -> Result<(), StoreError> {
+        self.inner.flush()
+    }
+    fn stats(&self) -> Result<StoreStats, StoreError> {
+        self.inner.stats()
+    }
+    fn is_persistent(&self) -> bool {
+        // Derived data is stored (as by an on-disk store), so damage to it can be injected.
+        true
+    }
+}
+
+fn doc(i: usize, words: &str) -> Node {
+    Node::new(NodeId::new(format!("doc-{i:04}")).unwrap())
+        .with_label("Doc")
+        .with_text(format!("{words} {i}"))
+        .with_embedding("m", vec![(i % 7) as f32 + 1.0, (i % 5) as f32, 1.0])
+}
+
+fn retrieve(repo: &Repo, at: Option<&str>) -> String {
+    let mut r = repo
+        .retrieve()
+        .text("stall flow")
+        .vector("m", &[1.0, 2.0, 1.0])
+        .limit(10)
+        .exact();
+    if let Some(at) = at {
+        r = r.at(at);
+    }
+    serde_json::to_string(&r.execute().unwrap().items).unwrap()
+}
+
+/// A repository holding a first commit of 200 nodes, at time 1.
+fn first_commit() -> (Arc<FaultStore>, Repo) {
+    let store = Arc::new(FaultStore::new());
+    let repo = Repo::with_store(Arc::clone(&store) as Arc<dyn Store>).unwrap();
+    let mut tx = repo.transaction().unwrap();
+    for i in 0..200 {
+        tx.put_node(doc(i, "wing stall flow")).unwrap();
+    }
+    tx.commit_at("first", 1).unwrap();
+    (store, repo)
+}
+
+/// The second commit: 200 more nodes, at time 2.
+fn second_commit(repo: &Repo) -> cairn::Result<cairn::CommitId> {
+    let mut tx = repo.transaction()?;
+    for i in 200..400 {
+        tx.put_node(doc(i, "boundary layer"))?;
+    }
+    tx.commit_at("second", 2)
+}
+
+#[test]
+fn a_full_disk_fails_the_write_changes_nothing_and_passes() {
+    // What the second commit writes.
+    let needed = {
+        let (store, repo) = first_commit();
+        let before = store.budget.load(Ordering::SeqCst);
+        second_commit(&repo).unwrap();
+        before - store.budget.load(Ordering::SeqCst)
+    };
+    // Room for part of it only, at a spread of budgets, and room for its objects but not
+    // the ref: the write fails with NoSpace and leaves the branch, the reads and fsck as
+    // they were; once space is back it goes through, with nothing to repair first.
+    let cases = [0i64, 100, needed / 4, needed / 2, needed * 3 / 4, -1];
+    for budget in cases {
+        let (store, repo) = first_commit();
+        let first = repo.head().unwrap();
+        let answer = retrieve(&repo, None);
+        if budget < 0 {
+            store.refuse_refs.store(true, Ordering::SeqCst);
+        } else {
+            store.budget.store(budget, Ordering::SeqCst);
+        }
+        match second_commit(&repo) {
+            Err(Error::Store(e)) => {
+                assert!(matches!(e, StoreError::NoSpace { .. }), "budget {budget}: {e}");
+                assert!(e.to_string().contains("No space left"), "{e}");
+            }
+            other => panic!("budget {budget} of {needed}: {other:?}"),
+        }
+        eprintln!("budget {budget} of {needed}: refused");
+        assert_eq!(repo.head().unwrap(), first, "budget {budget}");
+        assert_eq!(retrieve(&repo, None), answer, "budget {budget}");
+        assert!(repo.fsck().unwrap().is_ok(), "budget {budget}");
+
+        store.budget.store(i64::MAX, Ordering::SeqCst);
+        store.refuse_refs.store(false, Ordering::SeqCst);
+        let second = second_commit(&repo).unwrap();
+        assert_eq!(repo.head().unwrap(), Some(second));
+        assert_eq!(repo.nodes_at(&second, None).unwrap().len(), 400);
+        let report = repo.fsck().unwrap();
+        assert!(report.is_ok(), "{:?}", report.problems);
+    }
+    // The last bytes a commit writes are its time-index entry (derived data, written after
+    // the branch moved): without room for them the commit stands, and "as of" rebuilds
+    // the entry from the commits.
+    let (store, repo) = first_commit();
+    store.budget.store(needed - 1, Ordering::SeqCst);
+    let second = second_commit(&repo).unwrap();
+    store.budget.store(i64::MAX, Ordering::SeqCst);
+    assert_eq!(repo.as_of("main", 1).unwrap(), repo.resolve("HEAD~1").ok());
+    assert_eq!(repo.as_of("main", 2).unwrap(), Some(second));
+}
+
+#[test]
+fn damaged_derived_data_is_rebuilt_for_queries_and_as_of() {
+    let store = Arc::new(FaultStore::new());
+    let repo = Repo::with_store(Arc::clone(&store) as Arc<dyn Store>).unwrap();
+    let mut times = Vec::new();
+    for c in 0..6 {
+        let mut tx = repo.transaction().unwrap();
+        for i in c * 50..(c + 1) * 50 {
+            tx.put_node(doc(i, "wing stall flow")).unwrap();
+        }
+        let t = 1_700_000_000_000 + c as i64 * 60_000;
+        tx.commit_at(&format!("c{c}"), t).unwrap();
+        times.push(t);
+    }
+    let head = retrieve(&repo, None);
+    let old = retrieve(&repo, Some("HEAD~3"));
+    let as_of: Vec<_> = times.iter().map(|t| repo.as_of("main", *t).unwrap()).collect();
+
+    // Every stored time-index entry and chunk part now reads as damaged, in a fresh handle
+    // (no in-memory cache).
+    store.damage_derived();
+    let fresh = Repo::with_store(Arc::clone(&store) as Arc<dyn Store>).unwrap();
+    for (t, want) in times.iter().zip(&as_of) {
+        assert_eq!(fresh.as_of("main", *t).unwrap(), *want, "as of {t}");
+        assert_eq!(fresh.as_of("main", t + 1).unwrap(), *want, "as of {t} + 1 ms");
+    }
+    assert_eq!(fresh.as_of("main", times[0] - 1).unwrap(), None);
+    assert_eq!(retrieve(&fresh, None), head);
+    assert_eq!(retrieve(&fresh, Some("HEAD~3")), old);
+    let report = fresh.fsck().unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+}
