@@ -276,3 +276,24 @@ fn damaged_derived_data_is_rebuilt_for_queries_and_as_of() {
     let report = fresh.fsck().unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
 }
+
+#[test]
+fn an_index_build_that_cannot_store_says_so_and_queries_still_answer() {
+    let (store, repo) = first_commit();
+    let answer = {
+        let (_, twin) = first_commit();
+        retrieve(&twin, None)
+    };
+    store.budget.store(1_000, Ordering::SeqCst);
+    match repo.build_indexes("HEAD") {
+        Err(Error::Store(e)) => assert!(matches!(e, StoreError::NoSpace { .. }), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    // Built in memory all the same: the query answers, from this process's cache.
+    assert_eq!(retrieve(&repo, None), answer);
+    store.budget.store(i64::MAX, Ordering::SeqCst);
+    let fresh = Repo::with_store(Arc::clone(&store) as Arc<dyn Store>).unwrap();
+    let report = fresh.build_indexes("HEAD").unwrap();
+    assert!(report.stored_values > 0, "{report:?}");
+    assert_eq!(retrieve(&fresh, None), answer);
+}

@@ -1,4 +1,5 @@
-//! The sled backend on a full disk (see "Full disks" in `sled_store.rs`): writes that do
+//! Both on-disk stores on a full disk (sled: see "Full disks" in `sled_store.rs`; the
+//! segment store: storage-format §6.10): writes that do
 //! not fit fail with `StoreError::NoSpace` and leave the store as it was, nothing hangs,
 //! an open on a full disk never leaves the store unopenable, and everything works again
 //! once space is freed, with no manual step.
@@ -17,7 +18,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use cairn_core::Hash;
-use cairn_store::{CasOutcome, SledStore, Store, StoreError};
+use cairn_store::{CasOutcome, SegmentStore, SledStore, Store, StoreError};
 
 /// How long any one step may take before the test calls it a hang. Generous: a step
 /// that works takes milliseconds, and one that hangs never ends.
@@ -510,4 +511,70 @@ fn a_stale_snapshot_temp_file_does_not_prevent_opening() {
     let store = SledStore::open(dir.path()).unwrap();
     assert!(!stale.exists());
     assert_holds(&store, &kept, b"v1");
+}
+
+/// Asserts that every object of `kept` reads back from `store` and ref `main` holds `head`.
+fn assert_segment_holds(store: &SegmentStore, kept: &[(Hash, Vec<u8>)], head: &[u8]) {
+    for (hash, bytes) in kept {
+        assert_eq!(store.get(hash).unwrap().as_deref(), Some(&bytes[..]), "object {hash:?}");
+    }
+    assert_eq!(store.get_ref("main").unwrap().as_deref(), Some(head));
+    let damage = store.damage();
+    assert!(damage.data.is_empty() && damage.derived.is_empty(), "{damage:?}");
+}
+
+#[test]
+fn the_segment_store_on_a_full_disk_refuses_writes_opens_reads_and_recovers() {
+    let Some(fs) = tmpfs("4m") else { return };
+    let dir = fs.path().join("store");
+    let spare = fs.path().join("spare");
+    fill(&spare, 1 << 20);
+
+    let store = SegmentStore::open(&dir).unwrap();
+    let kept = objects(0, 32);
+    store.put_batch(&kept).unwrap();
+    store.flush().unwrap();
+    assert_eq!(store.cas_ref("main", None, Some(b"v1")).unwrap(), CasOutcome::Swapped);
+
+    // Write until a write fails: as NoSpace, and cut off again (no torn record left).
+    let mut next = 32;
+    let error = loop {
+        assert!(next < 100_000, "4 MiB never filled up");
+        match store.put_batch(&objects(next, 64)).and_then(|()| store.flush()) {
+            Ok(()) => next += 64,
+            Err(e) => break e,
+        }
+    };
+    println!("segment store: after {next} objects: {error}");
+    assert_no_space(Err::<(), _>(error), "the write that did not fit");
+    assert_segment_holds(&store, &kept, b"v1");
+    // Derived data too.
+    assert_no_space(store.put_derived(&[(b"k".to_vec(), vec![7; 1 << 20])]), "derived write");
+    assert_segment_holds(&store, &kept, b"v1");
+
+    // Reopening on the full disk works and reads everything, damage-free.
+    drop(store);
+    let rest = fs.leave_free("rest", 0);
+    let store = SegmentStore::open(&dir).unwrap();
+    assert_segment_holds(&store, &kept, b"v1");
+    assert_no_space(
+        store.cas_ref("main", Some(b"v1"), Some(b"v2")),
+        "moving a ref on a full disk",
+    );
+    assert_segment_holds(&store, &kept, b"v1");
+
+    // Space back: writes work in the same session, and last.
+    fs::remove_file(&spare).unwrap();
+    fs::remove_file(&rest).unwrap();
+    let more = objects(1_000_000, 64);
+    store.put_batch(&more).unwrap();
+    store.flush().unwrap();
+    assert_eq!(
+        store.cas_ref("main", Some(b"v1"), Some(b"v2")).unwrap(),
+        CasOutcome::Swapped
+    );
+    drop(store);
+    let store = SegmentStore::open(&dir).unwrap();
+    assert_segment_holds(&store, &kept, b"v2");
+    assert_segment_holds(&store, &more, b"v2");
 }

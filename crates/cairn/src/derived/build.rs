@@ -371,8 +371,11 @@ impl Repo {
     /// Builds (or loads) every index part of `rev` — core, text, sparse and dense parts,
     /// edge chunks, and with `graphs` the HNSW unit graphs of every dense model — and
     /// stores what was missing, so later queries (in this or another process) start warm.
+    /// Fails with [`Error::Store`](crate::Error::Store) (say `NoSpace`) if what was built
+    /// could not be stored; it is then kept in this process's memory only.
     pub fn build_indexes_with(&self, rev: &str, graphs: bool) -> Result<IndexReport> {
         let id = self.resolve(rev)?;
+        self.inner.derived.store_failure.lock().take();
         let before = *self.inner.derived.stored.lock();
         let (probe, mut repaired) = self.index_view(&id, &IndexNeeds::default())?;
         let mut needs = IndexNeeds {
@@ -389,6 +392,9 @@ impl Repo {
         repaired.extend(more);
         let after = *self.inner.derived.stored.lock();
         self.store().flush()?;
+        if let Some(e) = self.inner.derived.store_failure.lock().take() {
+            return Err(e.into());
+        }
         Ok(IndexReport {
             commit: id,
             nodes: view.node_count(),
@@ -817,10 +823,13 @@ impl Repo {
                     written.0 += batch.len();
                     written.1 += *size as u64;
                 }
-                Err(e) => ctx.note(format!(
-                    "could not store {} derived values ({e}); kept in memory",
-                    batch.len()
-                )),
+                Err(e) => {
+                    ctx.note(format!(
+                        "could not store {} derived values ({e}); kept in memory",
+                        batch.len()
+                    ));
+                    self.inner.derived.store_failure.lock().get_or_insert(e);
+                }
             }
             batch.clear();
             *size = 0;

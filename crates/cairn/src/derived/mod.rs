@@ -36,6 +36,9 @@ pub(crate) struct Derived {
     pub(crate) cache: cache::DerivedCache,
     /// Derived values and bytes this handle has written (for reports and benchmarks).
     pub(crate) stored: parking_lot::Mutex<(usize, u64)>,
+    /// The first failure to store derived values since [`Repo::build_indexes_with`] last
+    /// looked (queries only note such failures; a build that was asked to store reports it).
+    pub(crate) store_failure: parking_lot::Mutex<Option<cairn_store::StoreError>>,
 }
 
 impl Default for Derived {
@@ -46,6 +49,7 @@ impl Default for Derived {
             params,
             cache: cache::DerivedCache::default(),
             stored: parking_lot::Mutex::new((0, 0)),
+            store_failure: parking_lot::Mutex::new(None),
         }
     }
 }
