@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use cairn_core::Node;
-use cairn_index::{CommitIndexes, IndexNeeds, Ordinal};
+use cairn_index::{CommitIndexes, IndexError, IndexNeeds, Ordinal};
 
 use crate::embed::Embedder;
 use crate::error::RetrieveError;
@@ -269,6 +269,34 @@ pub(crate) fn resolve_for<S: RetrievalSource>(
     Ok(ResolvedCommit { repairs, ..again })
 }
 
+/// For each lane that found nothing, how many matches the validity gate alone took from
+/// it (`"N match(es) of lane `x`"`), found by running it again without that gate.
+fn validity_hidden(
+    indexes: &CommitIndexes,
+    plan: &Plan,
+    lane_hits: &[LaneHits],
+    others: Option<&cairn_index::Filter>,
+    unavailable: &[RetrieveError],
+) -> Result<Vec<String>, RetrieveError> {
+    let mut hidden = Vec::new();
+    for (query, hits) in plan.lanes.iter().zip(lane_hits) {
+        let name = query.name();
+        let skipped = unavailable
+            .iter()
+            .any(|e| matches!(e, RetrieveError::Index { lane, .. } if *lane == name));
+        if !hits.hits.is_empty() || skipped {
+            continue;
+        }
+        let again = run_lane(indexes, query, plan.depth, others, false)?;
+        if !again.hits.hits.is_empty() {
+            let n = again.hits.hits.len();
+            let more = if n == plan.depth { "+" } else { "" };
+            hidden.push(format!("{n}{more} match(es) of lane `{name}`"));
+        }
+    }
+    Ok(hidden)
+}
+
 /// One entry of the final ranking, before packing.
 #[derive(Debug, Clone)]
 struct Ranked {
@@ -315,13 +343,41 @@ pub(crate) fn run_plan(
 
     // Lanes.
     let mut lane_hits: Vec<LaneHits> = Vec::with_capacity(plan.lanes.len());
+    let mut unavailable: Vec<RetrieveError> = Vec::new();
     let mut reports = Vec::with_capacity(plan.lanes.len());
     for query in &plan.lanes {
         let ann = match query {
             LaneQuery::Dense { model, .. } => plan.ann_for(indexes, model),
             _ => false,
         };
-        let run = run_lane(indexes, query, plan.depth, gate.filter.as_ref(), ann)?;
+        let run = match run_lane(indexes, query, plan.depth, gate.filter.as_ref(), ann) {
+            Ok(run) => run,
+            // A model this commit has no vectors of (an older commit, another branch):
+            // the lane cannot run here; the others do, unless none can.
+            Err(
+                e @ RetrieveError::Index {
+                    source: IndexError::UnknownModel { .. },
+                    ..
+                },
+            ) => {
+                warnings.push(Warning::new(
+                    WarningCode::LaneUnavailable,
+                    format!("{e}: this lane cannot run on this commit; the other lanes ran without it"),
+                ));
+                unavailable.push(e);
+                lane_hits.push(LaneHits {
+                    name: query.name(),
+                    hits: Vec::new(),
+                });
+                reports.push(LaneReport {
+                    name: query.name(),
+                    hits: 0,
+                    approximate: false,
+                });
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         if run.hits.hits.is_empty() && !gates_empty {
             warnings.push(Warning::new(
                 WarningCode::LaneEmpty,
@@ -340,6 +396,28 @@ pub(crate) fn run_plan(
             approximate: run.approximate,
         });
         lane_hits.push(run.hits);
+    }
+
+    if unavailable.len() == plan.lanes.len() {
+        return Err(unavailable.swap_remove(0));
+    }
+    // A lane that found nothing only because of validity: say what validity hid.
+    if let Some(others) = &gate.without_validity {
+        let hidden = validity_hidden(indexes, plan, &lane_hits, others.as_ref(), &unavailable)?;
+        if !hidden.is_empty() {
+            let when = match plan.valid_at {
+                None => "the commit's time, the default",
+                Some(_) => "the time asked for",
+            };
+            warnings.push(Warning::new(
+                WarningCode::ValidityExcluded,
+                format!(
+                    "validity at {} ms ({when}) excluded {}: facts not yet valid or already ended then; set `valid_at` to another time, or all time (CLI: --valid-at, --all-time), to see them",
+                    valid_at_ms.unwrap_or_default(),
+                    hidden.join(", ")
+                ),
+            ));
+        }
     }
 
     // Fusion.

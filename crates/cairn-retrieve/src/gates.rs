@@ -27,6 +27,12 @@ pub(crate) struct Gate {
     pub valid: Option<Filter>,
     /// The validity time, if the validity gate is on.
     pub valid_at_ms: Option<i64>,
+    /// Nodes the other gates admit but the validity gate excludes (0 when it is off).
+    pub excluded_by_validity: u64,
+    /// When the validity gate excludes nodes: the filter of the other gates alone
+    /// (`None` inside: every node), to tell a lane emptied by validity from one that
+    /// matched nothing.
+    pub without_validity: Option<Option<Filter>>,
 }
 
 impl Gate {
@@ -43,13 +49,24 @@ impl Gate {
         for (key, pred) in &spec.predicates {
             parts.push(indexes.prop_filter(key, pred));
         }
+        let mut excluded_by_validity = 0;
+        let mut without_validity = None;
         if let Some(v) = &valid {
+            let others = intersect_all(parts.clone());
+            let admitted = others.as_ref().map_or(u64::from(indexes.node_count()), Filter::len);
             parts.push(v.clone());
+            let all = intersect_all(parts.clone()).map_or(0, |f| f.len());
+            excluded_by_validity = admitted - all;
+            if excluded_by_validity > 0 {
+                without_validity = Some(others);
+            }
         }
         Gate {
             filter: intersect_all(parts),
             valid,
             valid_at_ms: spec.valid_at_ms,
+            excluded_by_validity,
+            without_validity,
         }
     }
 
@@ -126,6 +143,8 @@ mod tests {
             filter: None,
             valid: None,
             valid_at_ms: Some(100),
+            excluded_by_validity: 0,
+            without_validity: None,
         };
         let edge = |from, until| AdjacentEdge {
             other: 0,
@@ -152,6 +171,8 @@ mod tests {
             filter: Some(v.filter_of([2])),
             valid: Some(v.filter_of([1, 2])),
             valid_at_ms: Some(0),
+            excluded_by_validity: 0,
+            without_validity: None,
         };
         assert!(gate.admits(2) && !gate.admits(1));
         assert!(gate.traversable(1) && !gate.traversable(3));

@@ -106,6 +106,13 @@ pub enum WarningCode {
     GatesMatchNothing,
     /// A lane returned no candidates.
     LaneEmpty,
+    /// A lane could not run on this commit (its model has no vectors here, say at an
+    /// older commit): the other lanes ran without it.
+    LaneUnavailable,
+    /// The validity gate excluded nodes the other gates admit, and the answer had room
+    /// for more: facts not yet valid, or already ended, at the validity time. The message
+    /// says how many and how to see them (`valid_at` another time, or all time).
+    ValidityExcluded,
     /// The dense lane's candidates were chosen by an approximate (HNSW) index.
     DenseApproximate,
     /// Graph expansion found no usable edge from its seeds.

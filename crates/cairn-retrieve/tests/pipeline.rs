@@ -623,3 +623,41 @@ fn an_approximate_dense_lane_warns() {
     assert_eq!(codes(&r), vec![WarningCode::DenseApproximate]);
     assert_eq!(r.items[0].id.as_str(), "p0000");
 }
+
+#[test]
+fn a_lane_emptied_by_validity_says_so() {
+    let src = source();
+    // "Obsolete" appears only in doc-08, whose validity ended before the commit.
+    let r = Retrieval::new(&src).text("obsolete").execute().unwrap();
+    assert!(r.items.is_empty());
+    assert_eq!(codes(&r), vec![WarningCode::LaneEmpty, WarningCode::ValidityExcluded]);
+    let msg = &r.warnings[1].message;
+    assert!(msg.contains("1 match(es) of lane `text`") && msg.contains("--all-time"), "{msg}");
+    // Seen when asked for.
+    let all = Retrieval::new(&src).text("obsolete").all_time().execute().unwrap();
+    assert_eq!(ids(&all), vec!["doc-08"]);
+    assert!(all.warnings.is_empty(), "{:?}", all.warnings);
+    // A lane empty for another reason is not blamed on validity.
+    let none = Retrieval::new(&src).text("zzyzx").execute().unwrap();
+    assert_eq!(codes(&none), vec![WarningCode::LaneEmpty]);
+}
+
+#[test]
+fn a_lane_that_cannot_run_on_the_commit_is_skipped_with_a_warning() {
+    let src = source();
+    let both = Retrieval::new(&src)
+        .vector("no-such-model", &STALL)
+        .text("stall")
+        .execute()
+        .unwrap();
+    let text_only = Retrieval::new(&src).text("stall").execute().unwrap();
+    assert_eq!(ids(&both), ids(&text_only));
+    assert_eq!(codes(&both), vec![WarningCode::LaneUnavailable]);
+    assert!(both.warnings[0].message.contains("no-such-model"), "{}", both.warnings[0].message);
+    // Every lane unavailable: the query fails, naming the model.
+    let err = Retrieval::new(&src)
+        .vector("no-such-model", &STALL)
+        .execute()
+        .unwrap_err();
+    assert!(err.to_string().contains("no-such-model"), "{err}");
+}
