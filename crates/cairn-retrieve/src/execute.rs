@@ -501,6 +501,7 @@ pub(crate) fn run_plan(
         .enumerate()
         .map(|(i, p)| {
             let r = &ranked[p.position];
+            let (from, until) = indexes.validity(r.ordinal);
             RetrievedItem {
                 id: indexes.id(r.ordinal).clone(),
                 rank: i + 1,
@@ -525,6 +526,11 @@ pub(crate) fn run_plan(
                     .map(|p| p.iter().map(|o| indexes.id(*o).clone()).collect()),
                 text: p.text,
                 tokens: p.tokens,
+                labels: indexes.labels_of(r.ordinal).into_iter().map(str::to_owned).collect(),
+                props: indexes.props_of(r.ordinal),
+                node_text: indexes.text(r.ordinal).to_owned(),
+                valid_from_ms: (from != i64::MIN).then_some(from),
+                valid_until_ms: (until != i64::MAX).then_some(until),
             }
         })
         .collect();

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use cairn_core::{CommitId, NodeId};
+use cairn_core::{CommitId, NodeId, Value};
 use serde::{Deserialize, Serialize};
 
 /// The result of one retrieval.
@@ -53,10 +53,21 @@ pub struct RetrievedItem {
     /// For an item brought in (or scored higher) by graph expansion: the node ids from
     /// the seed to this node.
     pub source_path: Option<Vec<NodeId>>,
-    /// The rendered text (see the `render` format in the crate docs).
+    /// The rendered text (see the `render` format in the crate docs): what to put in a
+    /// model's context. The node's own fields follow, so a caller needs no read per item.
     pub text: String,
     /// Estimated tokens of `text`.
     pub tokens: usize,
+    /// The node's labels, sorted.
+    pub labels: Vec<String>,
+    /// The node's properties.
+    pub props: BTreeMap<String, Value>,
+    /// The node's own text (whole: `text` may cut it).
+    pub node_text: String,
+    /// Start of the node's validity, ms (`None`: since forever).
+    pub valid_from_ms: Option<i64>,
+    /// End of the node's validity, ms, exclusive (`None`: until further notice).
+    pub valid_until_ms: Option<i64>,
 }
 
 /// An item's place in one lane.

@@ -632,7 +632,10 @@ fn a_lane_emptied_by_validity_says_so() {
     assert!(r.items.is_empty());
     assert_eq!(codes(&r), vec![WarningCode::LaneEmpty, WarningCode::ValidityExcluded]);
     let msg = &r.warnings[1].message;
-    assert!(msg.contains("1 match(es) of lane `text`") && msg.contains("--all-time"), "{msg}");
+    assert!(
+        msg.contains("1 match(es) of lane `text`") && msg.contains("--all-time"),
+        "{msg}"
+    );
     // Seen when asked for.
     let all = Retrieval::new(&src).text("obsolete").all_time().execute().unwrap();
     assert_eq!(ids(&all), vec!["doc-08"]);
@@ -653,7 +656,11 @@ fn a_lane_that_cannot_run_on_the_commit_is_skipped_with_a_warning() {
     let text_only = Retrieval::new(&src).text("stall").execute().unwrap();
     assert_eq!(ids(&both), ids(&text_only));
     assert_eq!(codes(&both), vec![WarningCode::LaneUnavailable]);
-    assert!(both.warnings[0].message.contains("no-such-model"), "{}", both.warnings[0].message);
+    assert!(
+        both.warnings[0].message.contains("no-such-model"),
+        "{}",
+        both.warnings[0].message
+    );
     // Every lane unavailable: the query fails, naming the model.
     let err = Retrieval::new(&src)
         .vector("no-such-model", &STALL)
