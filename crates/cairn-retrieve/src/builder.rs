@@ -140,6 +140,29 @@ impl<S: RetrievalSource> Retrieval<S> {
         self
     }
 
+    /// List mode: no lane; the nodes that pass the gates, in id order, `limit` at a time
+    /// (see [`Retrieval::after`] for the next page).
+    ///
+    /// ```
+    /// # use cairn_retrieve::Retrieval;
+    /// # fn page<S: cairn_retrieve::RetrievalSource>(src: &S) -> Result<(), cairn_retrieve::RetrieveError> {
+    /// let first = Retrieval::new(src).list().label("Fact").limit(50).execute()?;
+    /// if let Some(last) = first.items.last() {
+    ///     let next = Retrieval::new(src).list().label("Fact").limit(50).after(last.id.as_str()).execute()?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn list(mut self) -> Self {
+        self.spec.list = true;
+        self
+    }
+
+    /// List mode: start after node id `id`.
+    pub fn after(mut self, id: impl Into<String>) -> Self {
+        self.spec.after = Some(id.into());
+        self
+    }
+
     /// Reads revision `rev` instead of the branch head (see [`RetrievalSource::resolve`]).
     pub fn at(mut self, rev: impl Into<String>) -> Self {
         self.spec.at = Some(rev.into());

@@ -14,7 +14,7 @@ pub enum RetrieveError {
         message: String,
     },
     /// The spec has no lane to rank with.
-    #[error("a retrieval needs at least one lane: `text`, `vector` or `sparse`")]
+    #[error("a retrieval needs at least one lane: `text`, `vector` or `sparse` (or `list` mode, for the gates alone)")]
     NoLane,
     /// A setting outside its allowed range, or settings that contradict each other.
     #[error("invalid retrieval setting `{field}`: {reason}")]

@@ -103,13 +103,36 @@ pub(crate) struct Plan {
     rerank_top_n: usize,
     query_text: Option<String>,
     ann: Option<bool>,
+    /// List mode, with the id to start after.
+    list: Option<Option<String>>,
 }
 
 impl Plan {
     /// Validates `spec` (and runs the embedder, if one applies).
     pub(crate) fn new(spec: &RetrieveSpec, plugins: &Plugins) -> Result<Plan, RetrieveError> {
-        if !spec.has_lane() {
-            return Err(RetrieveError::NoLane);
+        if spec.list {
+            if spec.has_lane() {
+                return Err(RetrieveError::invalid(
+                    "list",
+                    "a listing ranks by no lane: drop `text`, `vector` and `sparse`",
+                ));
+            }
+            for (field, set) in [
+                ("expand", spec.expand.is_some()),
+                ("fusion", spec.fusion.is_some()),
+                ("rerank_top_n", spec.rerank_top_n.is_some()),
+            ] {
+                if set {
+                    return Err(RetrieveError::invalid(field, "not used by a listing (`list`)"));
+                }
+            }
+        } else {
+            if !spec.has_lane() {
+                return Err(RetrieveError::NoLane);
+            }
+            if spec.after.is_some() {
+                return Err(RetrieveError::invalid("after", "pages a listing: set `list`"));
+            }
         }
         let positive = |field: &str, v: Option<usize>| match v {
             Some(0) => Err(RetrieveError::invalid(field, "must be at least 1, got 0")),
@@ -180,7 +203,11 @@ impl Plan {
         lanes.sort_by_key(LaneQuery::name);
         let names: Vec<String> = lanes.iter().map(LaneQuery::name).collect();
         let fusion = spec.fusion.clone().unwrap_or_default();
-        let (rrf_k, weights) = fusion.resolve(&names)?;
+        let (rrf_k, weights) = if spec.list {
+            (0.0, Vec::new())
+        } else {
+            fusion.resolve(&names)?
+        };
 
         Ok(Plan {
             lanes,
@@ -203,6 +230,7 @@ impl Plan {
             rerank_top_n: spec.rerank_top_n.unwrap_or(DEFAULT_RERANK_TOP_N),
             query_text: spec.text.clone(),
             ann: spec.ann,
+            list: spec.list.then(|| spec.after.clone()),
         })
     }
 
@@ -295,6 +323,23 @@ fn validity_hidden(
         }
     }
     Ok(hidden)
+}
+
+/// A listing looks at most this many times `limit` nodes for one page.
+const LIST_WINDOW: usize = 16;
+
+/// The first ordinal whose id sorts after `id` (ordinals follow the ids' byte order).
+fn first_ordinal_after(indexes: &CommitIndexes, id: &str) -> Ordinal {
+    let (mut lo, mut hi) = (0, indexes.node_count());
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if indexes.id(mid).as_str().as_bytes() <= id.as_bytes() {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 /// One entry of the final ranking, before packing.
@@ -398,7 +443,7 @@ pub(crate) fn run_plan(
         lane_hits.push(run.hits);
     }
 
-    if unavailable.len() == plan.lanes.len() {
+    if !plan.lanes.is_empty() && unavailable.len() == plan.lanes.len() {
         return Err(unavailable.swap_remove(0));
     }
     // A lane that found nothing only because of validity: say what validity hid.
@@ -451,6 +496,36 @@ pub(crate) fn run_plan(
                 format!("the reranker failed, the retrieval order stands: {e}"),
             ));
         }
+    }
+
+    // List mode: the admitted nodes in id order (ordinals follow ids), after `after`.
+    if let Some(after) = &plan.list {
+        let start = match after {
+            None => 0,
+            Some(id) => first_ordinal_after(indexes, id),
+        };
+        let admitted: Box<dyn Iterator<Item = Ordinal>> = match &gate.filter {
+            Some(f) => Box::new(f.iter().skip_while(move |o| *o < start)),
+            None => Box::new(start..indexes.node_count()),
+        };
+        // Enough for a page even if the budget skips many (an item that does not fit is
+        // skipped, as in a ranking).
+        let window = plan.limit.saturating_mul(LIST_WINDOW);
+        ranked = admitted
+            .take(window)
+            .map(|ordinal| Ranked {
+                ordinal,
+                score: 0.0,
+                rerank_score: None,
+                lanes: Vec::new(),
+                path: None,
+            })
+            .collect();
+        // For a listing: how many nodes pass the gates (the whole listing, every page).
+        candidates_seen = gate
+            .filter
+            .as_ref()
+            .map_or(indexes.node_count() as usize, |f| f.len() as usize);
     }
 
     // Pack.

@@ -27,7 +27,7 @@ pub struct RetrievalResult {
     pub dropped: usize,
     /// Distinct nodes that received a score: the union of the lanes' candidate lists, plus
     /// the new nodes graph expansion reached that pass the gates (before its `max_nodes`
-    /// cut).
+    /// cut). For a listing (`list`): the nodes that pass the gates, over every page.
     pub candidates_seen: usize,
     /// What each lane returned, in lane-name order.
     pub lanes: Vec<LaneReport>,

@@ -129,6 +129,14 @@ pub struct RetrieveSpec {
     /// [`ANN_DEFAULT_MIN_VECTORS`] vectors of the model, approximate from there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ann: Option<bool>,
+    /// List mode: no lane ranks; the nodes that pass the gates come in id order (paged by
+    /// `after` and `limit`, packed under `token_budget`). A listing names no lane, and
+    /// takes no expansion, fusion or reranking.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub list: bool,
+    /// List mode: start after this node id (the last id of the previous page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
 }
 
 /// From this many vectors of a dense model, a spec without `ann` searches approximately.
