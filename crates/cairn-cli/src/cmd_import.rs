@@ -22,7 +22,15 @@ pub struct Args {
     /// Commit message [default: "import <file name>"].
     #[arg(short, long, value_name = "MSG")]
     message: Option<String>,
-    /// Print the result as JSON ({"commit", "operations"}).
+    /// Author of the commit [default: `cairn`].
+    #[arg(long, value_name = "NAME", env = "CAIRN_AUTHOR")]
+    author: Option<String>,
+    /// Commit even if the file holds no operation (by default an empty import makes no
+    /// commit).
+    #[arg(long)]
+    allow_empty: bool,
+    /// Print the result as JSON ({"commit", "operations"}; `commit` is null when an empty
+    /// import made no commit).
     #[arg(long)]
     json: bool,
 }
@@ -60,7 +68,11 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let bar = len
         .filter(|&l| l >= PROGRESS_MIN_BYTES && io::stderr().is_terminal())
         .map(progress_bar);
-    let result = repo.import_jsonl(reader, &message, &mut |bytes| {
+    let mut tx = repo.transaction()?;
+    if let Some(author) = args.author {
+        tx.set_author(author)?;
+    }
+    let result = tx.import_jsonl(reader, &mut |bytes| {
         if let Some(bar) = &bar {
             bar.set_position(bytes);
         }
@@ -68,7 +80,22 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
-    let summary = result?;
+    let operations = result?;
+    if operations == 0 && !args.allow_empty {
+        if args.json {
+            write_json(ctx.out, &serde_json::json!({"commit": null, "operations": 0}))?;
+        } else {
+            writeln!(
+                ctx.out,
+                "nothing to import: no operation, no commit made (--allow-empty commits anyway)"
+            )?;
+        }
+        return Ok(());
+    }
+    let summary = cairn::ImportSummary {
+        commit: tx.commit(&message)?,
+        operations,
+    };
 
     if args.json {
         write_json(ctx.out, &summary)?;

@@ -1,0 +1,39 @@
+//! `cairn import --author` / `$CAIRN_AUTHOR`, and an empty import that makes no commit
+//! unless `--allow-empty`.
+
+mod common;
+
+use common::Sandbox;
+
+#[test]
+fn the_author_comes_from_the_flag_or_the_environment() {
+    let s = Sandbox::init();
+    let one = s.file("one.jsonl", "{\"node\": {\"id\": \"a\"}}\n");
+    let two = s.file("two.jsonl", "{\"node\": {\"id\": \"b\"}}\n");
+    let three = s.file("three.jsonl", "{\"node\": {\"id\": \"c\"}}\n");
+    s.ok(&["import", &one]);
+    s.ok(&["import", &two, "--author", "ada@example.org"]);
+    let out = s.command().args(["import", &three]).env("CAIRN_AUTHOR", "agent-7").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let log = s.json(&["log", "--json"]);
+    let authors: Vec<&str> = log.as_array().unwrap().iter().map(|c| c["author"].as_str().unwrap()).collect();
+    assert_eq!(authors, ["agent-7", "ada@example.org", "cairn"]);
+    // A bad author is refused and nothing is committed.
+    let four = s.file("four.jsonl", "{\"node\": {\"id\": \"d\"}}\n");
+    let long = "x".repeat(2000);
+    let (_, err) = s.fails(&["import", &four, "--author", &long], 1);
+    assert!(err.contains("author"), "{err}");
+    assert_eq!(s.json(&["log", "--json"]).as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn an_empty_import_makes_no_commit_unless_allowed() {
+    let s = Sandbox::init();
+    let empty = s.file("empty.jsonl", "\n\n");
+    let out = s.ok(&["import", &empty]);
+    assert!(out.contains("no commit made"), "{out}");
+    assert_eq!(s.json(&["import", &empty, "--json"])["commit"], serde_json::Value::Null);
+    assert_eq!(s.ok(&["log"]), "");
+    s.ok(&["import", &empty, "--allow-empty"]);
+    assert_eq!(s.ok(&["log"]).lines().count(), 1);
+}
