@@ -25,7 +25,7 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     }
     let root = |h: Option<cairn::Hash>| h.map_or_else(|| "(empty)".to_string(), |h| h.to_hex());
     let out = &mut *ctx.out;
-    write_field(out, "commit", [stats.head.to_hex()])?;
+    write_field(out, "commit", [stats.commit.to_hex()])?;
     write_field(out, "nodes", [stats.nodes.to_string()])?;
     write_field(out, "edges", [stats.edges.to_string()])?;
     write_field(out, "generation", [stats.generation.to_string()])?;

@@ -113,7 +113,7 @@ fn import_then_log_stats_show() {
     let nodes = count_lines(CORPUS, "node");
     let edges = count_lines(CORPUS, "edge");
     let stats = s.json(&["stats", "--json"]);
-    assert_eq!(stats["head"], head.as_str());
+    assert_eq!(stats["commit"], head.as_str());
     assert!(stats["node_root"].is_string());
     assert_eq!(stats["nodes"], nodes);
     assert_eq!(stats["edges"], edges);
@@ -286,7 +286,7 @@ fn branches_create_list_switch_delete() {
     let s = Sandbox::init();
     assert_eq!(s.ok(&["branch"]).trim(), "* main  (no commits)");
     s.ok(&["import", CORPUS]);
-    let head = s.json(&["stats", "--json"])["head"].as_str().unwrap().to_string();
+    let head = s.json(&["stats", "--json"])["commit"].as_str().unwrap().to_string();
 
     assert!(s.ok(&["branch", "create", "topic"]).contains(&head[..12]));
     s.ok(&["branch", "create", "old", "--at", &head[..8]]);

@@ -514,7 +514,7 @@ pub enum ValidationError {
         max: usize,
     },
     /// An edge whose source or target does not exist in the commit.
-    #[error("{subject}: endpoint {missing:?} does not exist")]
+    #[error("{subject}: endpoint `{missing}` does not exist")]
     MissingEndpoint {
         /// The edge.
         subject: Subject,

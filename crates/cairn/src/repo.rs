@@ -68,8 +68,8 @@ impl std::fmt::Debug for Repo {
 /// Counts describing one commit (the `cairn stats` output).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Stats {
-    /// The commit.
-    pub head: CommitId,
+    /// The commit counted (the head, or the revision asked for).
+    pub commit: CommitId,
     /// Root of its node tree (`None`: empty).
     pub node_root: Option<Hash>,
     /// Root of its edge tree.
@@ -520,7 +520,7 @@ impl Repo {
     pub fn stats(&self, at: &CommitId) -> Result<Stats> {
         let c = self.commit(at)?;
         Ok(Stats {
-            head: *at,
+            commit: *at,
             node_root: c.node_root,
             edge_root: c.edge_root,
             nodes: c.node_count,

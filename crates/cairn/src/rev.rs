@@ -147,7 +147,9 @@ fn resolve_base(repo: &Repo, rev: &str) -> Result<CommitId> {
             .filter(|id| id.to_hex().starts_with(&prefix))
             .collect();
         return match matches.len() {
-            0 => Err(unknown("no branch, and no commit with that prefix".into())),
+            0 => Err(unknown(
+                "no branch of that name, and no commit reachable from a branch or tag with that prefix".into(),
+            )),
             1 => Ok(matches[0]),
             count => Err(Error::AmbiguousRevision {
                 prefix: rev.to_string(),
@@ -155,5 +157,13 @@ fn resolve_base(repo: &Repo, rev: &str) -> Result<CommitId> {
             }),
         };
     }
-    Err(unknown("not a branch, commit id, HEAD, or BRANCH@{TIME}".into()))
+    if !rev.is_empty() && rev.len() < 4 && is_hex_prefix(rev) {
+        return Err(unknown(
+            "no branch of that name; a commit id prefix needs at least 4 hex digits".into(),
+        ));
+    }
+    Err(unknown(
+        "not a branch, a commit id (64 hex digits, or a unique prefix of at least 4), HEAD, REV~N or BRANCH@{TIME}"
+            .into(),
+    ))
 }
