@@ -197,7 +197,19 @@ fn diff_between_two_imports() {
     assert!(now["validity"]["valid_until_ms"].is_i64());
     let before = s.json(&["show", "fact-team-lead", "--at", "HEAD~1", "--json"]);
     assert!(before["validity"]["valid_until_ms"].is_null());
-    assert!(s.ok(&["diff", "HEAD", "HEAD"]).is_empty());
+    assert!(s.ok(&["diff", "HEAD", "HEAD"]).starts_with("no changes between"));
+    // What changed, field by field: the fact's validity was closed.
+    assert!(
+        human.contains("~ node fact-team-lead\n    valid_until: null -> "),
+        "{human}"
+    );
+    let fields = &diff["nodes"][3]["fields"];
+    assert_eq!(fields[0]["field"], "valid_until", "{fields}");
+    assert_eq!(fields[0]["before"], "null");
+    // One revision alone: compared with its first parent.
+    assert_eq!(s.ok(&["diff", "HEAD"]), human);
+    let err = s.fails(&["diff", "HEAD~1"], 1);
+    assert!(err.contains("root commit"), "{err}");
 }
 
 #[test]

@@ -13,10 +13,20 @@ fn the_author_comes_from_the_flag_or_the_environment() {
     let three = s.file("three.jsonl", "{\"node\": {\"id\": \"c\"}}\n");
     s.ok(&["import", &one]);
     s.ok(&["import", &two, "--author", "ada@example.org"]);
-    let out = s.command().args(["import", &three]).env("CAIRN_AUTHOR", "agent-7").output().unwrap();
+    let out = s
+        .command()
+        .args(["import", &three])
+        .env("CAIRN_AUTHOR", "agent-7")
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let log = s.json(&["log", "--json"]);
-    let authors: Vec<&str> = log.as_array().unwrap().iter().map(|c| c["author"].as_str().unwrap()).collect();
+    let authors: Vec<&str> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["author"].as_str().unwrap())
+        .collect();
     assert_eq!(authors, ["agent-7", "ada@example.org", "cairn"]);
     // A bad author is refused and nothing is committed.
     let four = s.file("four.jsonl", "{\"node\": {\"id\": \"d\"}}\n");

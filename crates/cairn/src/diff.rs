@@ -1,6 +1,6 @@
 //! The result of [`Repo::diff`](crate::Repo::diff).
 
-use cairn_core::{CommitId, EdgeKey, Hash, NodeId};
+use cairn_core::{CommitId, Edge, EdgeKey, Hash, Node, NodeId, SparseVector, Validity};
 use serde::Serialize;
 
 /// How one node or edge differs between two commits.
@@ -91,4 +91,124 @@ impl Diff {
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty() && self.edges.is_empty()
     }
+}
+
+/// One field of a node or edge that differs between two versions, its values rendered
+/// as compact JSON (`null`: absent). Vectors are summarised (`"384-d"`, `"12 entries"`),
+/// never printed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FieldChange {
+    /// `labels`, `text`, `props.<key>`, `valid_from`, `valid_until`, `embeddings.<model>`,
+    /// `sparse.<model>`; for edges also `weight`.
+    pub field: String,
+    /// The old value.
+    pub before: String,
+    /// The new value.
+    pub after: String,
+}
+
+fn json<T: Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| "?".into())
+}
+
+fn time(t: Option<i64>) -> String {
+    t.map_or_else(|| "null".into(), |ms| ms.to_string())
+}
+
+fn maps<'a, V: PartialEq + 'a>(
+    out: &mut Vec<FieldChange>,
+    prefix: &str,
+    before: impl IntoIterator<Item = (&'a String, &'a V)>,
+    after: impl IntoIterator<Item = (&'a String, &'a V)>,
+    show: impl Fn(&V) -> String,
+) {
+    let before: std::collections::BTreeMap<&String, &V> = before.into_iter().collect();
+    let after: std::collections::BTreeMap<&String, &V> = after.into_iter().collect();
+    let keys: std::collections::BTreeSet<&&String> = before.keys().chain(after.keys()).collect();
+    for k in keys {
+        let (b, a) = (before.get(*k), after.get(*k));
+        if b != a {
+            out.push(FieldChange {
+                field: format!("{prefix}.{k}"),
+                before: b.map_or_else(|| "null".into(), |v| show(v)),
+                after: a.map_or_else(|| "null".into(), |v| show(v)),
+            });
+        }
+    }
+}
+
+fn validity(out: &mut Vec<FieldChange>, before: &Validity, after: &Validity) {
+    for (field, b, a) in [
+        ("valid_from", before.valid_from_ms, after.valid_from_ms),
+        ("valid_until", before.valid_until_ms, after.valid_until_ms),
+    ] {
+        if b != a {
+            out.push(FieldChange {
+                field: field.into(),
+                before: time(b),
+                after: time(a),
+            });
+        }
+    }
+}
+
+/// The fields in which two versions of a node differ, in a fixed order: labels, text,
+/// properties (by key), validity, dense then sparse vectors (by model).
+///
+/// ```
+/// use cairn::diff::node_field_changes;
+/// use cairn::{Node, NodeId, Value};
+/// let id = NodeId::new("alice")?;
+/// let before = Node::new(id.clone()).with_label("Person").with_prop("city", Value::from("Paris"));
+/// let after = Node::new(id).with_label("Person").with_prop("city", Value::from("Lyon"));
+/// let changes = node_field_changes(&before, &after);
+/// assert_eq!(changes.len(), 1);
+/// assert_eq!((changes[0].field.as_str(), changes[0].before.as_str(), changes[0].after.as_str()),
+///            ("props.city", "\"Paris\"", "\"Lyon\""));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn node_field_changes(before: &Node, after: &Node) -> Vec<FieldChange> {
+    let mut out = Vec::new();
+    if before.labels != after.labels {
+        out.push(FieldChange {
+            field: "labels".into(),
+            before: json(&before.labels),
+            after: json(&after.labels),
+        });
+    }
+    if before.text != after.text {
+        out.push(FieldChange {
+            field: "text".into(),
+            before: json(&before.text),
+            after: json(&after.text),
+        });
+    }
+    maps(&mut out, "props", &before.props, &after.props, json);
+    validity(&mut out, &before.validity, &after.validity);
+    maps(
+        &mut out,
+        "embeddings",
+        &before.embeddings,
+        &after.embeddings,
+        |v: &Vec<f32>| format!("\"{}-d\"", v.len()),
+    );
+    maps(&mut out, "sparse", &before.sparse, &after.sparse, |v: &SparseVector| {
+        format!("\"{} entries\"", v.indices.len())
+    });
+    out
+}
+
+/// The fields in which two versions of an edge differ: weight, properties, validity.
+pub fn edge_field_changes(before: &Edge, after: &Edge) -> Vec<FieldChange> {
+    let mut out = Vec::new();
+    if before.weight.to_bits() != after.weight.to_bits() {
+        out.push(FieldChange {
+            field: "weight".into(),
+            before: json(&before.weight),
+            after: json(&after.weight),
+        });
+    }
+    maps(&mut out, "props", &before.props, &after.props, json);
+    validity(&mut out, &before.validity, &after.validity);
+    out
 }

@@ -30,7 +30,12 @@ fn repo() -> (Repo, Vec<(String, bool, i64, bool)>) {
 }
 
 fn page(repo: &Repo, after: Option<&str>, limit: usize, all_time: bool) -> Vec<String> {
-    let mut r = repo.retrieve().list().label("Fact").where_eq("topic", Value::from(1i64)).limit(limit);
+    let mut r = repo
+        .retrieve()
+        .list()
+        .label("Fact")
+        .where_eq("topic", Value::from(1i64))
+        .limit(limit);
     if let Some(a) = after {
         r = r.after(a);
     }
@@ -68,7 +73,10 @@ fn a_listing_pages_through_the_gated_nodes_in_id_order() {
         assert_eq!(got, want, "all_time {all_time}");
         // `after` need not be an id of the commit.
         let mid = format!("{}~", &want[want.len() / 2]);
-        assert_eq!(page(&repo, Some(&mid), 1000, all_time), want[want.len() / 2 + 1..].to_vec());
+        assert_eq!(
+            page(&repo, Some(&mid), 1000, all_time),
+            want[want.len() / 2 + 1..].to_vec()
+        );
     }
 }
 
@@ -76,8 +84,14 @@ fn a_listing_pages_through_the_gated_nodes_in_id_order() {
 fn a_listing_takes_no_lane_and_a_ranking_no_after() {
     let (repo, _) = repo();
     let err = repo.retrieve().list().text("node").execute().unwrap_err();
-    assert!(matches!(err, RetrieveError::InvalidSetting { ref field, .. } if field == "list"), "{err}");
+    assert!(
+        matches!(err, RetrieveError::InvalidSetting { ref field, .. } if field == "list"),
+        "{err}"
+    );
     let err = repo.retrieve().text("node").after("x").execute().unwrap_err();
-    assert!(matches!(err, RetrieveError::InvalidSetting { ref field, .. } if field == "after"), "{err}");
+    assert!(
+        matches!(err, RetrieveError::InvalidSetting { ref field, .. } if field == "after"),
+        "{err}"
+    );
     assert!(matches!(repo.retrieve().execute().unwrap_err(), RetrieveError::NoLane));
 }
