@@ -112,6 +112,13 @@ pub struct Args {
     /// Search the dense lane exactly (the default below two million vectors of the model).
     #[arg(long, group = "query")]
     exact: bool,
+    /// List mode: no lane; the nodes that pass the gates (--label, --where, --valid-at...)
+    /// in id order, --limit at a time (`cairn ls` is `cairn retrieve --list`).
+    #[arg(long, group = "query")]
+    pub(crate) list: bool,
+    /// List mode: start after this node id (the last id of the previous page).
+    #[arg(long, value_name = "ID", group = "query")]
+    after: Option<String>,
     /// Render this property into each item (repeatable, in this order).
     #[arg(long, value_name = "KEY", group = "query")]
     render_prop: Vec<String>,
@@ -297,6 +304,8 @@ impl Args {
                 (_, true) => Some(false),
                 _ => None,
             },
+            list: self.list,
+            after: self.after.clone(),
         })
     }
 }
@@ -366,9 +375,12 @@ fn write_human(out: &mut dyn Write, r: &RetrievalResult) -> Result<(), CliError>
     let budget = r
         .tokens_budget
         .map_or_else(|| "unlimited".to_string(), |b| b.to_string());
+    // A listing: no lane ranked; the items come in id order.
+    let listing = r.lanes.is_empty();
+    let candidates = if listing { "pass the gates" } else { "candidates" };
     writeln!(
         out,
-        "commit {}  valid at {valid_at}  tokens {}/{budget}  candidates {}  dropped {}",
+        "commit {}  valid at {valid_at}  tokens {}/{budget}  {candidates} {}  dropped {}",
         r.commit.short(),
         r.tokens_used,
         r.candidates_seen,
@@ -382,7 +394,9 @@ fn write_human(out: &mut dyn Write, r: &RetrievalResult) -> Result<(), CliError>
             format!("{} ({} hits{approx})", l.name, l.hits)
         })
         .collect();
-    writeln!(out, "lanes  {}", lanes.join(", "))?;
+    if !listing {
+        writeln!(out, "lanes  {}", lanes.join(", "))?;
+    }
     if r.items.is_empty() {
         writeln!(out, "(no items)")?;
     }
@@ -398,11 +412,15 @@ fn write_human(out: &mut dyn Write, r: &RetrievalResult) -> Result<(), CliError>
             .rerank_score
             .map(|s| format!("  rerank {s:.4}"))
             .unwrap_or_default();
-        writeln!(
-            out,
-            "{:>3}. {:.4}  {}  [{ranks}]{rerank}",
-            item.rank, item.score, item.id
-        )?;
+        if listing {
+            writeln!(out, "{:>3}. {}", item.rank, item.id)?;
+        } else {
+            writeln!(
+                out,
+                "{:>3}. {:.4}  {}  [{ranks}]{rerank}",
+                item.rank, item.score, item.id
+            )?;
+        }
         if let Some(path) = &item.source_path {
             let path: Vec<&str> = path.iter().map(|n| n.as_str()).collect();
             writeln!(out, "     via {}", path.join(" -> "))?;

@@ -19,6 +19,9 @@ pub struct Args {
     /// Also say whether the node is valid at this time (ms since the epoch or RFC 3339).
     #[arg(long, value_name = "T", value_parser = parse_time)]
     valid_at: Option<i64>,
+    /// List the node's edges (out and in), not just count them.
+    #[arg(long)]
+    edges: bool,
     /// Print the whole node as JSON, with the commit read.
     #[arg(long)]
     json: bool,
@@ -35,6 +38,16 @@ struct Shown<'a> {
     /// With `--valid-at`: the time asked about and whether the node is valid then.
     #[serde(skip_serializing_if = "Option::is_none")]
     valid_at: Option<ValidAtCheck>,
+    /// With `--edges`: the node's edges.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    edges: Option<Edges>,
+}
+
+#[derive(Serialize)]
+struct Edges {
+    out: Vec<cairn::Edge>,
+    #[serde(rename = "in")]
+    incoming: Vec<cairn::Edge>,
 }
 
 #[derive(Serialize)]
@@ -63,6 +76,8 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
         None => None,
     };
 
+    let out_edges = repo.edges_from(&at, &node.id)?;
+    let in_edges = repo.edges_to(&at, &node.id)?;
     if args.json {
         return write_json(
             ctx.out,
@@ -70,12 +85,14 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
                 commit: at,
                 node: &node,
                 valid_at,
+                edges: args.edges.then_some(Edges {
+                    out: out_edges,
+                    incoming: in_edges,
+                }),
             },
         );
     }
 
-    let out_edges = repo.edges_from(&at, &node.id)?.len();
-    let in_edges = repo.edges_to(&at, &node.id)?.len();
     let out = &mut *ctx.out;
     write_field(out, "node", [node.id.as_str()])?;
     write_field(out, "commit", [at.short()])?;
@@ -99,7 +116,27 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     write_field(out, "embedding", or_none_lines(dense.collect()))?;
     let sparse = node.sparse.iter().map(|(m, s)| format!("{m}: nnz {}", s.indices.len()));
     write_field(out, "sparse", or_none_lines(sparse.collect()))?;
-    write_field(out, "edges", [format!("{out_edges} out, {in_edges} in")])?;
+    write_field(
+        out,
+        "edges",
+        [format!("{} out, {} in", out_edges.len(), in_edges.len())],
+    )?;
+    if args.edges {
+        let line = |e: &cairn::Edge, other: &NodeId, arrow: &str| {
+            let weight = if e.weight == 1.0 {
+                String::new()
+            } else {
+                format!("  weight {}", e.weight)
+            };
+            format!("{arrow} [{}] {other}{weight}  {}", e.kind, format_validity(&e.validity))
+        };
+        let lines: Vec<String> = out_edges
+            .iter()
+            .map(|e| line(e, &e.target, "->"))
+            .chain(in_edges.iter().map(|e| line(e, &e.source, "<-")))
+            .collect();
+        write_field(out, "", lines)?;
+    }
     Ok(())
 }
 

@@ -16,6 +16,7 @@ use clap::{Parser, Subcommand};
 mod cmd_branch;
 mod cmd_diff;
 mod cmd_eval;
+mod cmd_export;
 mod cmd_fsck;
 mod cmd_gc;
 mod cmd_history;
@@ -27,6 +28,7 @@ mod cmd_merge;
 mod cmd_retrieve;
 mod cmd_show;
 mod cmd_stats;
+mod cmd_tag;
 mod error;
 mod output;
 
@@ -45,6 +47,16 @@ struct Cli {
         default_value = ".cairn"
     )]
     repo: PathBuf,
+    /// If another process has the repository open, wait up to this many seconds for it
+    /// (Cairn keeps one process per repository at a time) [default: 0, fail at once].
+    #[arg(
+        long,
+        global = true,
+        value_name = "SECONDS",
+        env = "CAIRN_WAIT",
+        default_value_t = 0.0
+    )]
+    wait: f64,
     #[command(subcommand)]
     command: Command,
 }
@@ -55,6 +67,8 @@ enum Command {
     Init(cmd_init::Args),
     /// Import a JSON Lines file as one commit on the current branch.
     Import(cmd_import::Args),
+    /// Write a revision as JSON Lines in the import format (re-importable).
+    Export(cmd_export::Args),
     /// Show commits, newest first.
     Log(cmd_log::Args),
     /// Show one node as of a revision.
@@ -63,6 +77,8 @@ enum Command {
     Diff(cmd_diff::Args),
     /// List, create, delete or switch branches.
     Branch(cmd_branch::Args),
+    /// List, create or delete tags (names fixed on one commit; kept from gc).
+    Tag(cmd_tag::Args),
     /// Verify every stored object and reference; exit code 1 if anything is wrong.
     Fsck(cmd_fsck::Args),
     /// Show node and edge counts of a revision.
@@ -70,6 +86,9 @@ enum Command {
     /// Retrieve context for a query (text, vector, sparse; gates, fusion, expansion, budget).
     // Boxed: its many flags make it far larger than the other variants.
     Retrieve(Box<cmd_retrieve::Args>),
+    /// List the nodes that pass the gates, in id order, a page at a time (`retrieve --list`):
+    /// `cairn ls --label Fact --where topic=residence --valid-at 2024-06-01 --after ID`.
+    Ls(Box<cmd_retrieve::Args>),
     /// Build and persist a revision's indexes ahead of queries.
     Index(cmd_index::Args),
     /// Evaluate retrieval on a judged test collection (nDCG@10, Recall@100 per lane).
@@ -86,6 +105,8 @@ enum Command {
 pub struct Ctx<'a> {
     /// The `--repo` path.
     pub repo_path: PathBuf,
+    /// How long to wait for a repository another process has open (`--wait`).
+    pub wait: std::time::Duration,
     /// Standard output (buffered); diagnostics go to stderr directly.
     pub out: &'a mut dyn Write,
 }
@@ -93,7 +114,7 @@ pub struct Ctx<'a> {
 impl Ctx<'_> {
     /// Opens the repository at `--repo`.
     pub fn open(&self) -> Result<cairn::Repo, CliError> {
-        Ok(cairn::Repo::open(&self.repo_path)?)
+        Ok(cairn::Repo::open_waiting(&self.repo_path, self.wait)?)
     }
 }
 
@@ -101,13 +122,19 @@ fn dispatch(command: Command, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
     match command {
         Command::Init(args) => cmd_init::run(ctx, args),
         Command::Import(args) => cmd_import::run(ctx, args),
+        Command::Export(args) => cmd_export::run(ctx, args),
         Command::Log(args) => cmd_log::run(ctx, args),
         Command::Show(args) => cmd_show::run(ctx, args),
         Command::Diff(args) => cmd_diff::run(ctx, args),
         Command::Branch(args) => cmd_branch::run(ctx, args),
+        Command::Tag(args) => cmd_tag::run(ctx, args),
         Command::Fsck(args) => cmd_fsck::run(ctx, args),
         Command::Stats(args) => cmd_stats::run(ctx, args),
         Command::Retrieve(args) => cmd_retrieve::run(ctx, *args),
+        Command::Ls(mut args) => {
+            args.list = true;
+            cmd_retrieve::run(ctx, *args)
+        }
         Command::Index(args) => cmd_index::run(ctx, args),
         Command::Eval(args) => cmd_eval::run(ctx, args),
         Command::History(args) => cmd_history::run(ctx, args),
@@ -123,6 +150,7 @@ fn main() -> ExitCode {
     let mut out = BufWriter::new(stdout.lock());
     let mut ctx = Ctx {
         repo_path: cli.repo,
+        wait: std::time::Duration::try_from_secs_f64(cli.wait.max(0.0)).unwrap_or(std::time::Duration::MAX),
         out: &mut out,
     };
     let result = dispatch(cli.command, &mut ctx).and_then(|()| out.flush().map_err(CliError::from));

@@ -47,6 +47,12 @@ pub enum Error {
     /// Creating a branch that exists.
     #[error("branch `{0}` already exists")]
     BranchExists(String),
+    /// A tag that does not exist.
+    #[error("unknown tag `{0}`")]
+    UnknownTag(String),
+    /// Creating a tag that exists (tags never move: delete it first).
+    #[error("tag `{0}` already exists (tags never move: delete it first)")]
+    TagExists(String),
     /// Deleting the current branch.
     #[error("cannot delete the current branch `{0}`; switch to another branch first")]
     DeleteCurrentBranch(String),
@@ -112,6 +118,15 @@ pub enum Error {
     /// an index refused, a revision that does not resolve).
     #[error(transparent)]
     Retrieve(#[from] RetrieveError),
+    /// Writing output the caller gave (an export's writer) failed.
+    #[error("cannot write {what}: {source}")]
+    Write {
+        /// What was being written.
+        what: &'static str,
+        /// The writer's error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A merge whose conflicts were not resolved.
     #[error("merge has {0} conflict(s); resolve them or choose a strategy")]
     MergeConflicts(usize),

@@ -202,6 +202,25 @@ impl Repo {
         Ok(Repo::from_store(store, Some(path.to_path_buf())))
     }
 
+    /// [`Repo::open`], waiting up to `timeout` while another process has the repository
+    /// open (a store admits one process at a time: the others get
+    /// [`StoreError::Locked`](cairn_store::StoreError::Locked)). Polls every 20 ms; after
+    /// `timeout` the `Locked` error is returned. Any other error returns at once.
+    pub fn open_waiting(path: impl AsRef<Path>, timeout: std::time::Duration) -> Result<Repo> {
+        let path = path.as_ref();
+        let deadline = std::time::Instant::now().checked_add(timeout);
+        loop {
+            match Repo::open(path) {
+                Err(Error::Store(cairn_store::StoreError::Locked { .. }))
+                    if deadline.is_none_or(|d| std::time::Instant::now() < d) =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// A new repository held in memory (for tests and scratch work).
     pub fn in_memory() -> Result<Repo> {
         let store: Arc<dyn Store> = Arc::new(MemoryStore::new());

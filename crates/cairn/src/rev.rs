@@ -1,7 +1,7 @@
 //! Revision syntax: what `--at`, `diff A B` and `retrieve().at(...)` accept.
 //!
 //! - a full commit id (64 hex digits) or a unique prefix of at least 4 digits;
-//! - a branch name, or `HEAD` (the current branch's head);
+//! - a branch name, a tag name (a branch wins a tie), or `HEAD` (the current branch's head);
 //! - any of those followed by `~N`: the N-th first-parent ancestor;
 //! - `BRANCH@{T}`: the head BRANCH had at transaction time T (ms since the epoch, or an
 //!   RFC 3339 time).
@@ -120,6 +120,9 @@ fn resolve_base(repo: &Repo, rev: &str) -> Result<CommitId> {
     }
     if let Ok(b) = BranchName::new(rev) {
         if let Some(c) = repo.refs().branch(&b)? {
+            return Ok(c);
+        }
+        if let Some(c) = repo.refs().tag(&b)? {
             return Ok(c);
         }
     }

@@ -1,0 +1,54 @@
+//! One process per repository at a time: a second one fails at once naming the cause, or
+//! with `--wait SECONDS` waits for the first to finish.
+
+mod common;
+
+use std::io::Write;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::Sandbox;
+
+#[test]
+fn a_second_process_fails_at_once_or_waits_with_wait() {
+    let s = Sandbox::init();
+    // `import -` holds the repository open while it reads standard input.
+    let mut holder = s
+        .command()
+        .args(["import", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = holder.stdin.take().unwrap();
+    stdin.write_all(b"{\"node\": {\"id\": \"a\"}}\n").unwrap();
+    stdin.flush().unwrap();
+    // Until it has the lock, a second process could still get in first.
+    let start = Instant::now();
+    loop {
+        let out = s.run(&["log"]);
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("in use by another process"), "{err}");
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the importer never took the lock"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // With --wait, the reader waits for the importer, then sees its commit.
+    let waiter = s
+        .command()
+        .args(["--wait", "30", "log"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    drop(stdin);
+    assert!(holder.wait().unwrap().success());
+    let out = waiter.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
+}
