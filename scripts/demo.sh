@@ -4,8 +4,10 @@
 # Builds the release binary, creates a throwaway repository in a temporary directory,
 # imports sample/corpus.jsonl and then sample/update.jsonl (two commits), and shows
 # log, show, diff, stats, fsck, a hybrid retrieval, retrievals valid before and after a
-# fact was superseded, an as-of-time read, a bitemporal retrieval and a node's history.
-# Runs from any directory; leaves nothing behind.
+# fact was superseded, an as-of-time read, a bitemporal retrieval, a node's history, a
+# fact ended without re-sending it, a gates-only listing, a tag and an export that
+# re-imports to the same roots. Runs from any directory. Leaves the repository in
+# target/cairn-demo to explore (rebuilt on each run), and says where the binary is.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,7 +24,9 @@ fi
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/cairn-demo.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
-export CAIRN_REPO="$WORK/repo"
+DEMO_REPO="$ROOT/target/cairn-demo"
+rm -rf "$DEMO_REPO"
+export CAIRN_REPO="$DEMO_REPO"
 
 # Echo a command (arguments with spaces in quotes), then run it.
 run() {
@@ -76,3 +80,30 @@ if run import "$BAD"; then
     exit 1
 fi
 run log -n 1
+
+echo
+echo "# Ending a fact without re-sending it: Weber left the tunnel at the end of 2025."
+END="$WORK/end.jsonl"
+printf '%s\n' '{"invalidate": {"id": "person-weber", "valid_until": "2026-01-01"}}' >"$END"
+run import "$END" -m "Weber left"
+run diff HEAD
+run ls --label Person --valid-at 2026-06-01
+
+echo
+echo "# A tag, and an export that imports into an empty repository as the same trees."
+run tag create after-demo
+run export -o "$WORK/export.jsonl"
+"$CAIRN" --repo "$WORK/copy" init >/dev/null
+"$CAIRN" --repo "$WORK/copy" import "$WORK/export.jsonl" >/dev/null
+ORIGINAL="$("$CAIRN" stats --json | grep -o '"node_root": *"[0-9a-f]*"')"
+COPY="$("$CAIRN" --repo "$WORK/copy" stats --json | grep -o '"node_root": *"[0-9a-f]*"')"
+if [[ "$ORIGINAL" != "$COPY" ]]; then
+    echo "demo: the export did not re-import to the same node root" >&2
+    exit 1
+fi
+echo "re-imported export: same $ORIGINAL"
+
+echo
+echo "The binary: $CAIRN"
+echo "Install it: cargo install --path crates/cairn-cli"
+echo "The demo repository is left to explore: cairn --repo $DEMO_REPO log"
