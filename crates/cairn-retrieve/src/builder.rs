@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use cairn_core::{SparseVector, Value};
+use cairn_core::{CommitId, SparseVector, Value};
 
 use crate::embed::Embedder;
 use crate::error::RetrieveError;
@@ -161,6 +161,21 @@ impl<S: RetrievalSource> Retrieval<S> {
     pub fn after(mut self, id: impl Into<String>) -> Self {
         self.spec.after = Some(id.into());
         self
+    }
+
+    /// Reads commit `commit` (the typed form of [`Retrieval::at`]).
+    pub fn at_commit(self, commit: &CommitId) -> Self {
+        self.at(commit.to_hex())
+    }
+
+    /// The validity time as a [`SystemTime`](std::time::SystemTime) (the typed form of
+    /// [`Retrieval::valid_at`]; saturating far outside `i64` ms).
+    pub fn valid_at_time(self, t: std::time::SystemTime) -> Self {
+        let ms = match t.duration_since(std::time::UNIX_EPOCH) {
+            Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
+            Err(e) => i64::try_from(e.duration().as_millis()).map_or(i64::MIN, |ms| -ms),
+        };
+        self.valid_at(ms)
     }
 
     /// Reads revision `rev` instead of the branch head (see [`RetrievalSource::resolve`]).

@@ -95,3 +95,28 @@ fn a_listing_takes_no_lane_and_a_ranking_no_after() {
     );
     assert!(matches!(repo.retrieve().execute().unwrap_err(), RetrieveError::NoLane));
 }
+
+#[test]
+fn typed_revisions_and_times_equal_their_string_and_ms_forms() {
+    let (repo, _) = repo();
+    let head = repo.head().unwrap().unwrap();
+    let by_string = repo
+        .retrieve()
+        .text("node")
+        .at(head.to_hex())
+        .valid_at(6_000)
+        .execute()
+        .unwrap();
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(6_000);
+    let typed = repo
+        .retrieve()
+        .text("node")
+        .at_commit(&head)
+        .valid_at_time(t)
+        .execute()
+        .unwrap();
+    assert_eq!(
+        serde_json::to_string(&by_string).unwrap(),
+        serde_json::to_string(&typed).unwrap()
+    );
+}

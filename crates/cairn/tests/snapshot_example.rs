@@ -16,9 +16,18 @@ fn memory() -> cairn::Result<Repo> {
             .with_text(text)
             .with_validity(Validity::new(Some(from), until)))
     };
-    tx.put_node(fact("alice-paris", "Alice lives in Paris", 1_600_000_000_000, Some(1_700_000_000_000))?)?;
+    tx.put_node(fact(
+        "alice-paris",
+        "Alice lives in Paris",
+        1_600_000_000_000,
+        Some(1_700_000_000_000),
+    )?)?;
     tx.put_node(fact("alice-lyon", "Alice lives in Lyon", 1_700_000_000_000, None)?)?;
-    tx.put_node(Node::new(NodeId::new("alice")?).with_label("Person").with_text("Alice, an engineer"))?;
+    tx.put_node(
+        Node::new(NodeId::new("alice")?)
+            .with_label("Person")
+            .with_text("Alice, an engineer"),
+    )?;
     tx.commit_at("what we know about Alice", 1_750_000_000_000)?;
     Ok(repo)
 }
@@ -26,7 +35,12 @@ fn memory() -> cairn::Result<Repo> {
 #[test]
 fn where_alice_lives_now_and_then() -> cairn::Result<()> {
     let repo = memory()?;
-    let now = repo.retrieve().text("where does Alice live").label("Fact").limit(3).execute()?;
+    let now = repo
+        .retrieve()
+        .text("where does Alice live")
+        .label("Fact")
+        .limit(3)
+        .execute()?;
     insta::assert_json_snapshot!("alice_now", now);
     let then = repo
         .retrieve()
