@@ -130,14 +130,14 @@ fn bench_history_and_gc(c: &mut Criterion) {
     };
     make_garbage(&mut round);
     let t = Instant::now();
-    let report = repo.gc().expect("gc");
+    let report = repo.gc_with(&cairn::GcOptions::now()).expect("gc");
     println!("gc over {n} commits: {report:?} in {:.1?}", t.elapsed());
     let mut g = c.benchmark_group("gc_10k_commits");
     g.sample_size(10);
     g.bench_function("mark_and_sweep_10_dead_commits", |b| {
         b.iter_batched(
             || make_garbage(&mut round),
-            |()| repo.gc().expect("gc"),
+            |()| repo.gc_with(&cairn::GcOptions::now()).expect("gc"),
             BatchSize::PerIteration,
         )
     });

@@ -80,13 +80,13 @@ fn a_deleted_branch_loses_its_unique_objects_and_main_is_untouched() {
     let stats_before = repo.store().stats().unwrap();
 
     // Nothing is garbage while the branch exists.
-    let report = repo.gc().unwrap();
+    let report = repo.gc_with(&cairn::GcOptions::now()).unwrap();
     assert_eq!(report.objects_removed, 0);
     assert_eq!(report.objects_before, stats_before.objects);
     assert_eq!(report.commits_live, 6);
 
     repo.delete_branch("feature").unwrap();
-    let report = repo.gc().unwrap();
+    let report = repo.gc_with(&cairn::GcOptions::now()).unwrap();
     let stats_after = repo.store().stats().unwrap();
     assert_eq!(report.commits_removed, 3);
     assert_eq!(report.commits_live, 3);
@@ -106,7 +106,7 @@ fn a_deleted_branch_loses_its_unique_objects_and_main_is_untouched() {
         repo.nodes_at(&c, None).unwrap();
     }
     // Idempotent.
-    let again = repo.gc().unwrap();
+    let again = repo.gc_with(&cairn::GcOptions::now()).unwrap();
     assert_eq!(again.objects_removed, 0);
     assert_eq!(again.derived_removed, 0);
 
@@ -128,7 +128,7 @@ fn tags_keep_their_commits() {
         .unwrap()
         .unwrap();
     repo.delete_branch("feature").unwrap();
-    let report = repo.gc().unwrap();
+    let report = repo.gc_with(&cairn::GcOptions::now()).unwrap();
     assert_eq!(report.commits_removed, 1, "only the commit after the tag goes");
     assert!(repo.commit(&tagged).is_ok());
     assert!(repo.commit(&feature_commits[2]).is_err());
@@ -167,7 +167,7 @@ fn derived_data_of_dead_commits_and_branches_is_removed() {
     assert!(main_tl > 0);
 
     repo.delete_branch("feature").unwrap();
-    let report = repo.gc().unwrap();
+    let report = repo.gc_with(&cairn::GcOptions::now()).unwrap();
     // Feature's own chunk parts and manifests, its time index (5) and the 3 strays.
     let feature_only = chunks_of_both - chunks_of_main;
     assert!(report.derived_removed >= (feature_only + 5 + 3) as u64, "{report:?}");
@@ -254,7 +254,7 @@ fn gc_during_concurrent_commits_and_merges_loses_nothing() {
             let mut runs = 0;
             let mut removed = 0;
             while !done.load(Ordering::SeqCst) {
-                removed += repo.gc().expect("gc").objects_removed;
+                removed += repo.gc_with(&cairn::GcOptions::now()).expect("gc").objects_removed;
                 runs += 1;
             }
             (runs, removed)
@@ -264,7 +264,7 @@ fn gc_during_concurrent_commits_and_merges_loses_nothing() {
     let kept = garbage.join().unwrap();
     done.store(true, Ordering::SeqCst);
     let (runs, removed) = gcs.join().unwrap();
-    repo.gc().unwrap();
+    repo.gc_with(&cairn::GcOptions::now()).unwrap();
     eprintln!("{runs} gc runs removed {removed} objects during the writes");
     assert!(runs > 0);
 
@@ -279,4 +279,35 @@ fn gc_during_concurrent_commits_and_merges_loses_nothing() {
     let head = repo.head().unwrap().unwrap();
     let nodes = repo.nodes_at(&head, None).unwrap();
     assert_eq!(nodes.len(), 1 + 40 + 5, "seed, every committed node, every merged one");
+}
+
+#[test]
+fn gc_keeps_recent_unreachable_commits_for_the_grace_period() {
+    let repo = Repo::in_memory().unwrap();
+    let mut tx = repo.transaction().unwrap();
+    tx.put_node(Node::new(NodeId::new("base").unwrap())).unwrap();
+    tx.commit_at("base", 1_000).unwrap();
+    // Two side branches, one with an ancient commit, one with a recent one; both deleted.
+    for (name, ts) in [("ancient", 2_000), ("recent", i64::MAX / 2)] {
+        repo.create_branch(name, None).unwrap();
+        let mut tx = repo.transaction_on(name).unwrap();
+        tx.put_node(Node::new(NodeId::new(name).unwrap()).with_text(name)).unwrap();
+        tx.commit_at(name, ts).unwrap();
+        repo.delete_branch(name).unwrap();
+    }
+    let report = repo.gc().unwrap();
+    assert_eq!(report.commits_removed, 1, "{report:?}");
+    assert_eq!(report.commits_kept_recent, 1, "{report:?}");
+    let fsck = repo.fsck().unwrap();
+    assert!(fsck.is_ok(), "{:?}", fsck.problems);
+    assert_eq!(fsck.dangling_commits.len(), 1);
+    // The kept commit reads whole and can be brought back.
+    let kept = fsck.dangling_commits[0];
+    assert!(repo.node_at(&kept, &NodeId::new("recent").unwrap()).unwrap().is_some());
+    repo.create_branch("recovered", Some(&kept.to_hex())).unwrap();
+    // With no grace, what nothing reaches goes.
+    repo.delete_branch("recovered").unwrap();
+    let report = repo.gc_with(&cairn::GcOptions::now()).unwrap();
+    assert_eq!(report.commits_removed, 1);
+    assert!(repo.fsck().unwrap().dangling_commits.is_empty());
 }

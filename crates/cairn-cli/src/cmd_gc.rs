@@ -7,6 +7,13 @@ use crate::Ctx;
 /// Arguments of `cairn gc`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
+    /// Keep commits no branch or tag reaches if their timestamp is within this many days
+    /// (they stay recoverable: `fsck` names them as dangling) [default: 14].
+    #[arg(long, value_name = "DAYS", conflicts_with = "now")]
+    grace_days: Option<f64>,
+    /// Collect everything no branch or tag reaches, however recent (no grace).
+    #[arg(long)]
+    now: bool,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -15,19 +22,32 @@ pub struct Args {
 /// Runs gc and prints what it removed.
 pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let repo = ctx.open()?;
-    let report = repo.gc()?;
+    let options = match (args.now, args.grace_days) {
+        (true, _) => cairn::GcOptions::now(),
+        (false, Some(days)) if days.is_finite() && days >= 0.0 => cairn::GcOptions {
+            grace: std::time::Duration::from_secs_f64(days * 86_400.0),
+        },
+        (false, Some(days)) => {
+            return Err(CliError::Refused(format!(
+                "--grace-days {days}: expected a number of days >= 0"
+            )))
+        }
+        (false, None) => cairn::GcOptions::default(),
+    };
+    let report = repo.gc_with(&options)?;
     if args.json {
         return write_json(ctx.out, &report);
     }
     writeln!(
         ctx.out,
-        "removed {} of {} objects ({} commits, {} bytes) and {} derived entries; {} live commits",
+        "removed {} of {} objects ({} commits, {} bytes) and {} derived entries; {} live commits, {} of them unreachable but recent (kept for the grace period; `gc --now` collects them)",
         report.objects_removed,
         report.objects_before,
         report.commits_removed,
         report.bytes_freed,
         report.derived_removed,
-        report.commits_live
+        report.commits_live,
+        report.commits_kept_recent
     )?;
     Ok(())
 }

@@ -138,12 +138,20 @@ fn gc_after_deleting_a_branch() {
     // Nothing unreachable yet.
     assert_eq!(s.json(&["gc", "--json"])["objects_removed"], 0);
     s.ok(&["branch", "delete", "scratch"]);
+    // Within the grace period the deleted branch's commit stays, recoverable: fsck names
+    // it as dangling.
     let report = s.json(&["gc", "--json"]);
+    assert_eq!(report["commits_removed"], 0, "{report}");
+    assert_eq!(report["commits_kept_recent"], 1, "{report}");
+    let fsck = s.ok(&["fsck"]);
+    assert!(fsck.contains("dangling: commit"), "{fsck}");
+    // `--now` (or a grace the commit is older than) collects it.
+    let report = s.json(&["gc", "--grace-days", "0", "--json"]);
     assert_eq!(report["commits_removed"], 1);
     assert_eq!(report["commits_live"], 1);
     assert!(report["objects_removed"].as_u64().unwrap() >= 2, "{report}");
     assert!(s.ok(&["fsck"]).ends_with(": ok\n"));
-    assert!(s.ok(&["gc"]).starts_with("removed 0 of "));
+    assert!(s.ok(&["gc", "--now"]).starts_with("removed 0 of "));
     assert!(s.ok(&["retrieve", "--text", "winglet"]).contains("doc-"));
 }
 

@@ -191,7 +191,7 @@ fn kill_during_gc_on(store: &str) {
     s.ok(&["branch", "switch", "main"]);
     s.ok(&["branch", "delete", "scratch"]);
     s.ok(&["index", "build"]);
-    kill_during(&s, &["gc"]);
+    kill_during(&s, &["gc", "--now"]);
 }
 
 #[test]

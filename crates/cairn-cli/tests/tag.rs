@@ -23,7 +23,7 @@ fn tags_name_a_commit_and_keep_it_from_gc() {
     s.ok(&["tag", "create", "side-work"]);
     s.ok(&["branch", "switch", "main"]);
     s.ok(&["branch", "delete", "side"]);
-    s.ok(&["gc"]);
+    s.ok(&["gc", "--now"]);
     assert_eq!(s.rev("side-work"), side);
     assert!(s
         .ok(&["show", "only-on-side", "--at", "side-work"])
@@ -33,7 +33,7 @@ fn tags_name_a_commit_and_keep_it_from_gc() {
     s.ok(&["tag", "delete", "side-work"]);
     let err = s.fails(&["tag", "delete", "side-work"], 1).1;
     assert!(err.contains("unknown tag"), "{err}");
-    s.ok(&["gc"]);
+    s.ok(&["gc", "--now"]);
     let err = s.fails(&["show", "only-on-side", "--at", &side], 1).1;
     assert!(err.contains("unknown revision") || err.contains("not found"), "{err}");
 }

@@ -6,6 +6,10 @@
 //! marked, so a subtree shared by many commits is read once. Node and edge objects are
 //! marked from the tree entries without being read.
 //!
+//! **Grace.** Unreachable commits whose timestamp is within the grace period
+//! ([`GcOptions::grace`], 14 days by default) are marked too, with everything they reach,
+//! so a deleted branch or a branch ref lost to damage stays recoverable that long.
+//!
 //! **Sweep.** Objects stored but not marked are deleted: commits first, then tree nodes,
 //! then nodes and edges. So a crash part-way leaves every still-stored commit complete
 //! (an object is only deleted once no stored commit can reach it).
@@ -57,6 +61,35 @@ use crate::repo::Repo;
 /// Objects deleted per store batch.
 const DELETE_CHUNK: usize = 10_000;
 
+/// How long a commit no branch or tag reaches is kept by default: 14 days, as git keeps
+/// unreachable objects (`gc.pruneExpire`).
+pub const DEFAULT_GRACE: std::time::Duration = std::time::Duration::from_secs(14 * 24 * 3600);
+
+/// Settings of [`Repo::gc_with`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GcOptions {
+    /// Unreachable commits whose timestamp is within this long of now are kept, with
+    /// everything they reach: a deleted branch, or a branch ref lost to damage, stays
+    /// recoverable that long (`fsck` names such commits as dangling; `cairn branch create
+    /// NAME --at COMMIT` brings one back). Counted from the commit's own timestamp.
+    pub grace: std::time::Duration,
+}
+
+impl Default for GcOptions {
+    fn default() -> GcOptions {
+        GcOptions { grace: DEFAULT_GRACE }
+    }
+}
+
+impl GcOptions {
+    /// No grace: everything no branch or tag reaches goes now (`cairn gc --now`).
+    pub fn now() -> GcOptions {
+        GcOptions {
+            grace: std::time::Duration::ZERO,
+        }
+    }
+}
+
 /// What [`Repo::gc`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct GcReport {
@@ -68,8 +101,11 @@ pub struct GcReport {
     pub commits_removed: u64,
     /// Encoded bytes of the deleted objects.
     pub bytes_freed: u64,
-    /// Commits reachable from branches and tags (kept).
+    /// Commits kept: reachable from branches and tags, or kept as recent (below).
     pub commits_live: u64,
+    /// Commits no branch or tag reaches, kept because their timestamp is within the grace
+    /// period ([`GcOptions::grace`]).
+    pub commits_kept_recent: u64,
     /// Derived-data entries deleted (index snapshots, HNSW bases, time-index entries).
     pub derived_removed: u64,
 }
@@ -92,8 +128,10 @@ struct Candidate {
 }
 
 impl Repo {
-    /// Deletes every object no branch or tag reaches, and the derived data of dead commits
-    /// and deleted branches; returns what it removed. Safe to run while other threads of
+    /// Deletes every object no branch or tag reaches — except commits younger than the
+    /// default grace period ([`DEFAULT_GRACE`], 14 days, counted from each commit's
+    /// timestamp) and what they reach — and the derived data of dead commits and deleted
+    /// branches; returns what it removed. Safe to run while other threads of
     /// this process commit (see the [module docs](crate::gc)); reads of reachable commits
     /// are unaffected. Cost: O(reachable tree nodes + objects stored); commits wait only
     /// for the final sweep.
@@ -111,13 +149,24 @@ impl Repo {
     /// tx.commit("scratch work")?;
     /// repo.delete_branch("scratch")?;
     ///
-    /// let report = repo.gc()?;
+    /// // Within the grace period (14 days by default) the commit is kept, recoverable...
+    /// assert_eq!(repo.gc()?.commits_kept_recent, 1);
+    /// // ...and without one it goes.
+    /// let report = repo.gc_with(&cairn::GcOptions::now())?;
     /// assert_eq!(report.commits_removed, 1);
     /// assert!(repo.fsck()?.is_ok());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn gc(&self) -> Result<GcReport> {
+        self.gc_with(&GcOptions::default())
+    }
+
+    /// [`Repo::gc`] with explicit settings: `GcOptions::now()` collects unreachable
+    /// commits however recent.
+    pub fn gc_with(&self, options: &GcOptions) -> Result<GcReport> {
         let store = self.store();
+        let grace_ms = i64::try_from(options.grace.as_millis()).unwrap_or(i64::MAX);
+        let cutoff = crate::writer::now_ms().saturating_sub(grace_ms);
         // Phase 1: snapshot first, refs after it; writers run on.
         let snapshot = store.object_hashes()?;
         let mut report = GcReport {
@@ -137,6 +186,18 @@ impl Repo {
                 Err(_) => (None, 0),  // corrupt and unreachable: garbage all the same
             };
             candidates.push(Candidate { hash, kind, bytes });
+        }
+        // Recent unreachable commits are kept, with all they reach.
+        let mut recent = Vec::new();
+        if grace_ms > 0 {
+            for c in candidates.iter().filter(|c| c.kind == Some(ObjectKind::Commit)) {
+                let id = CommitId(c.hash);
+                if self.commit(&id).is_ok_and(|commit| commit.timestamp_ms >= cutoff) {
+                    recent.push(id);
+                }
+            }
+            self.mark_from(recent.clone(), &mut marks)?;
+            candidates.retain(|c| !marks.objects.contains(&c.hash));
         }
 
         // Phase 2: no writer is between writing its objects and moving its ref.
@@ -161,6 +222,7 @@ impl Repo {
         report.commits_removed = candidates.iter().filter(|c| c.kind == Some(ObjectKind::Commit)).count() as u64;
         report.bytes_freed = candidates.iter().map(|c| c.bytes).sum();
         report.commits_live = marks.commits.len() as u64;
+        report.commits_kept_recent = recent.len() as u64;
 
         report.derived_removed = self.sweep_derived(&marks.commits)?;
         store.flush()?;
@@ -171,12 +233,18 @@ impl Repo {
     /// not marked before.
     fn mark_from_refs(&self, marks: &mut Marks) -> Result<()> {
         let refs = self.refs();
-        let mut stack: Vec<CommitId> = refs
+        let roots: Vec<CommitId> = refs
             .branches()?
             .into_iter()
             .chain(refs.tags()?)
             .map(|(_, c)| c)
             .collect();
+        self.mark_from(roots, marks)
+    }
+
+    /// Marks everything reachable from `roots`, walking only commits not marked before.
+    fn mark_from(&self, roots: Vec<CommitId>, marks: &mut Marks) -> Result<()> {
+        let mut stack = roots;
         // Depth-first; a commit is recorded as marked only after its trees, and its
         // parents are marked before the walk ends (an error aborts the whole gc).
         while let Some(id) = stack.pop() {

@@ -65,7 +65,7 @@ pub use diff::{ChangeKind, Diff, EdgeChange, NodeChange};
 pub use error::{Error, Result};
 pub use export::ExportSummary;
 pub use fsck::FsckReport;
-pub use gc::GcReport;
+pub use gc::{GcOptions, GcReport};
 pub use import::{ImportOp, ImportSummary};
 pub use merge::{Conflict, MergeKind, MergeOutcome, MergeStrategy, Resolution};
 pub use node_history::NodeHistoryEntry;

@@ -167,7 +167,7 @@ fn soak(repo: &Repo, store: &str) {
         tx.commit("scratch").unwrap();
     }
     repo.delete_branch("scratch").unwrap();
-    let report = repo.gc().unwrap();
+    let report = repo.gc_with(&cairn::GcOptions::now()).unwrap();
     assert_eq!(report.commits_removed, 3, "{report:?}");
     phase(store, "gc", start);
 
