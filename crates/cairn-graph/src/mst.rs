@@ -16,6 +16,7 @@
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use cairn_core::{Hash, TreeEntry, TreeNode};
 
@@ -587,6 +588,67 @@ fn persist(c: Child, out: &mut PendingWrites) -> Option<Hash> {
                 left,
                 entries,
             }))
+        }
+    }
+}
+
+/// The `(key, value)` entries of a tree in key order, read lazily: memory holds one path
+/// from the root (a few tree nodes), whatever the size of the tree. [`for_each`] as an
+/// iterator, for walks that must stop early or interleave with other work.
+pub struct Entries<'a> {
+    objs: &'a Objects,
+    /// Per open tree node: the node, the next gap or entry to visit (`2i`: gap i,
+    /// `2i + 1`: entry i).
+    stack: Vec<(Arc<TreeNode>, usize)>,
+    /// The root, until it is first read.
+    root: Option<Hash>,
+    /// After an error: nothing more.
+    done: bool,
+}
+
+/// Iterates over the entries of the tree at `root` in key order.
+pub fn entries(objs: &Objects, root: Option<Hash>) -> Entries<'_> {
+    Entries {
+        objs,
+        stack: Vec::new(),
+        root,
+        done: false,
+    }
+}
+
+impl Iterator for Entries<'_> {
+    type Item = Result<(Vec<u8>, Hash), GraphError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let mut descend = self.root.take();
+        loop {
+            if let Some(h) = descend.take() {
+                match self.objs.tree(&h) {
+                    Ok(t) => self.stack.push((t, 0)),
+                    Err(e) => {
+                        self.done = true;
+                        return Some(Err(e));
+                    }
+                }
+            }
+            let (t, pos) = self.stack.last_mut()?;
+            let i = *pos / 2;
+            if pos.is_multiple_of(2) {
+                // Gap i, then entry i.
+                *pos += 1;
+                descend = gap_of(t, i);
+                if i == t.entries.len() {
+                    // The last gap: nothing follows it in this node, which is done.
+                    self.stack.pop();
+                }
+                continue;
+            }
+            *pos += 1;
+            let e = &t.entries[i];
+            return Some(Ok((e.key.clone(), e.value)));
         }
     }
 }

@@ -438,29 +438,49 @@ impl Repo {
         }
     }
 
-    /// All nodes at commit `at`, in id order; only those carrying `label` if given.
+    /// All nodes at commit `at`, in id order; only those carrying `label` if given. Holds
+    /// them all in memory: [`Repo::iter_nodes_at`] walks a commit of any size.
     pub fn nodes_at(&self, at: &CommitId, label: Option<&str>) -> Result<Vec<Node>> {
+        self.iter_nodes_at(at)?
+            .filter(|n| n.as_ref().map_or(true, |n| label.is_none_or(|l| n.labels.contains(l))))
+            .collect()
+    }
+
+    /// The nodes of commit `at` in id order, read one at a time: memory holds one node and
+    /// one path of the tree, so a commit of any size can be walked. An error (a missing or
+    /// damaged object) is the last item.
+    ///
+    /// ```
+    /// use cairn::{Node, NodeId, Repo};
+    /// let repo = Repo::in_memory()?;
+    /// let mut tx = repo.transaction()?;
+    /// for i in 0..100 {
+    ///     tx.put_node(Node::new(NodeId::new(format!("n{i:03}"))?))?;
+    /// }
+    /// let c = tx.commit("hundred")?;
+    /// let first_three: Vec<String> = repo
+    ///     .iter_nodes_at(&c)?
+    ///     .take(3)
+    ///     .map(|n| n.map(|n| n.id.to_string()))
+    ///     .collect::<cairn::Result<_>>()?;
+    /// assert_eq!(first_three, ["n000", "n001", "n002"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn iter_nodes_at(&self, at: &CommitId) -> Result<impl Iterator<Item = Result<Node>> + '_> {
         let c = self.commit(at)?;
-        let mut out = Vec::new();
-        mst::for_each(self.objects(), c.node_root, &mut |_, h| {
-            let n = self.objects().node(h)?;
-            if label.is_none_or(|l| n.labels.contains(l)) {
-                out.push(n);
-            }
-            Ok(())
-        })?;
-        Ok(out)
+        Ok(mst::entries(self.objects(), c.node_root).map(move |e| Ok(self.objects().node(&e?.1)?)))
+    }
+
+    /// The edges of commit `at` in (source, kind, target) order, read one at a time (see
+    /// [`Repo::iter_nodes_at`]).
+    pub fn iter_edges_at(&self, at: &CommitId) -> Result<impl Iterator<Item = Result<Edge>> + '_> {
+        let c = self.commit(at)?;
+        Ok(mst::entries(self.objects(), c.edge_root).map(move |e| Ok(self.objects().edge(&e?.1)?)))
     }
 
     /// All edges at commit `at`, in (source, kind, target) key order.
     pub fn edges_at(&self, at: &CommitId) -> Result<Vec<Edge>> {
-        let c = self.commit(at)?;
-        let mut out = Vec::new();
-        mst::for_each(self.objects(), c.edge_root, &mut |_, h| {
-            out.push(self.objects().edge(h)?);
-            Ok(())
-        })?;
-        Ok(out)
+        self.iter_edges_at(at)?.collect()
     }
 
     /// Edges leaving `id` at commit `at`.
