@@ -19,7 +19,8 @@ pub struct Args {
     #[arg(value_name = "REV")]
     rev: Option<String>,
     /// Write to this file instead of standard output (written to a temporary file next
-    /// to it, renamed into place only once complete).
+    /// to it, renamed into place only once complete; a device or pipe is written
+    /// directly).
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// Print the summary ({"commit", "nodes", "edges"}) as JSON: on standard output with
@@ -38,8 +39,9 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let rev = commit.to_hex();
 
     let Some(path) = args.output else {
-        let mut out = Recording::new(&mut *ctx.out);
-        let summary = repo.export_jsonl(&rev, &mut out).map_err(|e| out.error(e, None))?;
+        let summary = repo
+            .export_jsonl(&rev, &mut *ctx.out)
+            .map_err(|e| export_error(e, None))?;
         let line = if args.json {
             serde_json::to_string(&summary)?
         } else {
@@ -50,8 +52,7 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     };
 
     let summary = write_atomically(&path, |out| {
-        let mut out = Recording::new(out);
-        repo.export_jsonl(&rev, &mut out).map_err(|e| out.error(e, Some(&path)))
+        repo.export_jsonl(&rev, out).map_err(|e| export_error(e, Some(&path)))
     })?;
     if args.json {
         write_json(ctx.out, &summary)?;
@@ -74,24 +75,38 @@ fn describe(s: &ExportSummary) -> String {
     )
 }
 
-/// Runs `write` on a new temporary file in `path`'s directory; once it succeeds, flushes
-/// and syncs the file and renames it to `path`. On any failure the temporary file is
-/// removed and `path` is left as it was.
+/// Runs `write` on a new temporary file in the directory of `path` (of the file it links
+/// to, for a symbolic link); once it succeeds, flushes and syncs the file and renames it
+/// to `path`. On any failure the temporary file is removed and `path` is left as it was.
+/// A `path` that exists and is not a regular file (a device such as `/dev/stdout`, a
+/// pipe) is written directly: renaming over it would replace it.
 fn write_atomically<T>(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result<T, CliError>) -> Result<T, CliError> {
-    let name = path
+    let file_error = |e: io::Error| CliError::Output(io::Error::new(e.kind(), format!("{}: {e}", path.display())));
+    let target = match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => fs::canonicalize(path).map_err(file_error)?,
+        _ => path.to_path_buf(),
+    };
+    if fs::metadata(&target).is_ok_and(|m| !m.is_file()) {
+        let file = OpenOptions::new().write(true).open(&target).map_err(file_error)?;
+        let mut out = BufWriter::with_capacity(1 << 16, file);
+        let value = write(&mut out)?;
+        out.flush().map_err(file_error)?;
+        return Ok(value);
+    }
+
+    let name = target
         .file_name()
         .ok_or_else(|| CliError::Refused(format!("-o {}: not a file name", path.display())))?;
-    let dir = match path.parent() {
+    let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
     let tmp = dir.join(format!(".{}.{}.export-tmp", name.to_string_lossy(), std::process::id()));
-    let file_error = |e: io::Error| CliError::Output(io::Error::new(e.kind(), format!("{}: {e}", path.display())));
     let file = OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&tmp)
-        .map_err(|e| CliError::Output(io::Error::new(e.kind(), format!("{}: {e}", tmp.display()))))?;
+        .map_err(file_error)?;
 
     let written = (|| {
         let mut out = BufWriter::with_capacity(1 << 16, file);
@@ -99,7 +114,7 @@ fn write_atomically<T>(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result
         let file: File = out.into_inner().map_err(|e| file_error(e.into_error()))?;
         file.sync_all().map_err(file_error)?;
         drop(file);
-        fs::rename(&tmp, path).map_err(file_error)?;
+        fs::rename(&tmp, &target).map_err(file_error)?;
         Ok(value)
     })();
     match written {
@@ -118,52 +133,15 @@ fn write_atomically<T>(path: &Path, write: impl FnOnce(&mut dyn Write) -> Result
     }
 }
 
-/// A writer that keeps (a copy of) the first I/O error it passed on, so that a failed
-/// export is reported as the I/O error it was (a closed pipe stays a closed pipe, not a
-/// library error).
-struct Recording<'a> {
-    inner: &'a mut dyn Write,
-    failed: Option<io::Error>,
-}
-
-impl<'a> Recording<'a> {
-    fn new(inner: &'a mut dyn Write) -> Recording<'a> {
-        Recording { inner, failed: None }
-    }
-
-    /// The error to report for a failed export: the I/O error if a write failed (with the
-    /// file's name when writing to one), else the library's.
-    fn error(&mut self, e: cairn::Error, path: Option<&Path>) -> CliError {
-        match (self.failed.take(), path) {
-            (Some(io), Some(path)) => CliError::Output(io::Error::new(io.kind(), format!("{}: {io}", path.display()))),
-            (Some(io), None) => CliError::Output(io),
-            (None, _) => CliError::Cairn(e),
+/// The error to report for a failed export: a failed write as the I/O error it was (a
+/// closed pipe stays a closed pipe; with the file's name when writing to one), else the
+/// library's.
+fn export_error(e: cairn::Error, path: Option<&Path>) -> CliError {
+    match (e, path) {
+        (cairn::Error::Write { source, .. }, Some(path)) => {
+            CliError::Output(io::Error::new(source.kind(), format!("{}: {source}", path.display())))
         }
-    }
-
-    fn keep<T>(&mut self, r: io::Result<T>) -> io::Result<T> {
-        if let Err(e) = &r {
-            if self.failed.is_none() {
-                self.failed = Some(io::Error::new(e.kind(), e.to_string()));
-            }
-        }
-        r
-    }
-}
-
-impl Write for Recording<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let r = self.inner.write(buf);
-        self.keep(r)
-    }
-
-    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        let r = self.inner.write_all(buf);
-        self.keep(r)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        let r = self.inner.flush();
-        self.keep(r)
+        (cairn::Error::Write { source, .. }, None) => CliError::Output(source),
+        (e, _) => CliError::Cairn(e),
     }
 }

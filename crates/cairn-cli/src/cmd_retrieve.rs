@@ -119,6 +119,10 @@ pub struct Args {
     /// List mode: start after this node id (the last id of the previous page).
     #[arg(long, value_name = "ID", group = "query")]
     after: Option<String>,
+    /// Explain every item: each lane's rank and score and what it added to the fused
+    /// score, the gates, and an expanded item's path with edge kinds.
+    #[arg(long, group = "query")]
+    explain: bool,
     /// Render this property into each item (repeatable, in this order).
     #[arg(long, value_name = "KEY", group = "query")]
     render_prop: Vec<String>,
@@ -306,6 +310,7 @@ impl Args {
             },
             list: self.list,
             after: self.after.clone(),
+            explain: self.explain,
         })
     }
 }
@@ -424,6 +429,37 @@ fn write_human(out: &mut dyn Write, r: &RetrievalResult) -> Result<(), CliError>
         if let Some(path) = &item.source_path {
             let path: Vec<&str> = path.iter().map(|n| n.as_str()).collect();
             writeln!(out, "     via {}", path.join(" -> "))?;
+        }
+        if let Some(x) = &item.explain {
+            let terms: Vec<String> = x
+                .terms
+                .iter()
+                .map(|t| format!("{} #{} ({:.4}) +{:.4}", t.lane, t.rank, t.lane_score, t.contribution))
+                .collect();
+            let expanded = if item.source_path.is_some() {
+                " (then graph expansion: the score is on its scale)"
+            } else {
+                ""
+            };
+            if terms.is_empty() {
+                writeln!(out, "     why: no lane found it; graph expansion reached it")?;
+            } else {
+                writeln!(out, "     why: {}: {}{expanded}", x.fusion, terms.join(", "))?;
+            }
+            writeln!(out, "     gates: {}", x.gates.join("; "))?;
+            if let Some(path) = &x.path {
+                let mut line = path.first().map(|s| s.from.clone()).unwrap_or_default();
+                for s in path {
+                    let edge = if s.direction == "in" {
+                        format!(" <-[{}]- ", s.kind)
+                    } else {
+                        format!(" -[{}]-> ", s.kind)
+                    };
+                    line.push_str(&edge);
+                    line.push_str(&s.to);
+                }
+                writeln!(out, "     path: {line}")?;
+            }
         }
         for line in item.text.lines() {
             writeln!(out, "     {line}")?;

@@ -203,3 +203,85 @@ fn the_sample_files_themselves_import_to_the_export() {
     assert_eq!(roots(&s, "HEAD"), roots(&both, "HEAD"));
     assert_eq!(s.ok(&["export"]), both.ok(&["export"]));
 }
+
+#[cfg(unix)]
+#[test]
+fn o_through_a_symlink_replaces_the_file_it_links_to() {
+    let s = Sandbox::sample();
+    let real = s.dir.path().join("real.jsonl");
+    fs::write(&real, "old\n").unwrap();
+    let link = s.dir.path().join("link.jsonl");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    s.ok(&["export", "-o", link.to_str().unwrap()]);
+    assert!(
+        fs::symlink_metadata(&link).unwrap().file_type().is_symlink(),
+        "the link stays a link"
+    );
+    assert_eq!(fs::read_to_string(&real).unwrap(), s.ok(&["export"]));
+}
+
+/// A path that is not a regular file (here a named pipe; `/dev/stdout` alike) is written
+/// directly, never renamed over.
+#[cfg(unix)]
+#[test]
+fn o_to_a_pipe_writes_into_it() {
+    use std::os::unix::fs::FileTypeExt;
+
+    let s = Sandbox::sample();
+    let fifo = s.dir.path().join("pipe");
+    match std::process::Command::new("mkfifo").arg(&fifo).status() {
+        Ok(st) if st.success() => {}
+        _ => {
+            eprintln!("skipping: mkfifo is not available");
+            return;
+        }
+    }
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || fs::read_to_string(fifo).unwrap())
+    };
+    let said = s.ok(&["export", "-o", fifo.to_str().unwrap()]);
+    assert!(said.starts_with("exported 40 nodes"), "{said}");
+    let read = reader.join().unwrap();
+    assert_eq!(read, s.ok(&["export"]));
+    assert!(
+        fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(),
+        "still a pipe"
+    );
+    assert_eq!(files_in(s.dir.path()), vec!["pipe".to_string()]);
+}
+
+/// `cairn export | head -1`: the reader leaving is not a failure.
+#[test]
+fn a_reader_that_leaves_early_is_not_an_error() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let s = Sandbox::init();
+    // Well over a pipe's buffer, so the export is still writing when the reader leaves.
+    let lines: String = (0..5000)
+        .map(|i| {
+            format!(
+                "{{\"node\": {{\"id\": \"n{i:05}\", \"text\": \"{}\"}}}}\n",
+                "x".repeat(100)
+            )
+        })
+        .collect();
+    let file = s.file("many.jsonl", &lines);
+    s.ok(&["import", &file]);
+    let mut child = s
+        .command()
+        .arg("export")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with(r#"{"node":{"id":"n00000""#), "{first}");
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("error"));
+}

@@ -157,6 +157,12 @@ impl<S: RetrievalSource> Retrieval<S> {
         self
     }
 
+    /// Explains every item ([`RetrievedItem::explain`](crate::RetrievedItem::explain)).
+    pub fn explain(mut self) -> Self {
+        self.spec.explain = true;
+        self
+    }
+
     /// List mode: start after node id `id`.
     pub fn after(mut self, id: impl Into<String>) -> Self {
         self.spec.after = Some(id.into());

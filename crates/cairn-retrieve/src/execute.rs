@@ -11,6 +11,7 @@ use cairn_index::{CommitIndexes, IndexError, IndexNeeds, Ordinal};
 use crate::embed::Embedder;
 use crate::error::RetrieveError;
 use crate::expand::{expand, GraphExpand, MAX_EXPANSION_VISITS};
+use crate::explain;
 use crate::fusion::{fuse, Fused, FusionMethod, LaneHits, LanePlace};
 use crate::gates::{Gate, GateSpec};
 use crate::lanes::{run_lane, LaneQuery};
@@ -105,6 +106,8 @@ pub(crate) struct Plan {
     ann: Option<bool>,
     /// List mode, with the id to start after.
     list: Option<Option<String>>,
+    /// Explain every item.
+    explain: bool,
 }
 
 impl Plan {
@@ -231,6 +234,7 @@ impl Plan {
             query_text: spec.text.clone(),
             ann: spec.ann,
             list: spec.list.then(|| spec.after.clone()),
+            explain: spec.explain,
         })
     }
 
@@ -570,6 +574,18 @@ pub(crate) fn run_plan(
     }
 
     let lane_names: Vec<&str> = reports.iter().map(|r| r.name.as_str()).collect();
+    let explainer = plan.explain.then(|| explain::Context {
+        indexes,
+        method: plan.fusion_method,
+        rrf_k: plan.rrf_k,
+        weights: &plan.weights,
+        lanes: &lane_hits,
+        lane_names: &lane_names,
+        gates: explain::Context::gate_lines(&GateSpec {
+            valid_at_ms,
+            ..plan.gates.clone()
+        }),
+    });
     let items = packed
         .items
         .into_iter()
@@ -606,6 +622,7 @@ pub(crate) fn run_plan(
                 node_text: indexes.text(r.ordinal).to_owned(),
                 valid_from_ms: (from != i64::MIN).then_some(from),
                 valid_until_ms: (until != i64::MAX).then_some(until),
+                explain: explainer.as_ref().map(|x| x.explain(&r.lanes, r.path.as_deref())),
             }
         })
         .collect();

@@ -68,6 +68,9 @@ pub struct RetrievedItem {
     pub valid_from_ms: Option<i64>,
     /// End of the node's validity, ms, exclusive (`None`: until further notice).
     pub valid_until_ms: Option<i64>,
+    /// Why it ranked here, when the spec asked (`explain`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<crate::Explanation>,
 }
 
 /// An item's place in one lane.

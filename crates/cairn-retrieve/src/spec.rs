@@ -137,6 +137,10 @@ pub struct RetrieveSpec {
     /// List mode: start after this node id (the last id of the previous page).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<String>,
+    /// Give every item an [`Explanation`](crate::Explanation): lane ranks and scores,
+    /// fusion terms, gates, expansion path. Changes no ranking.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub explain: bool,
 }
 
 /// From this many vectors of a dense model, a spec without `ann` searches approximately.

@@ -668,3 +668,63 @@ fn a_lane_that_cannot_run_on_the_commit_is_skipped_with_a_warning() {
         .unwrap_err();
     assert!(err.to_string().contains("no-such-model"), "{err}");
 }
+
+#[test]
+fn explain_says_why_each_item_ranked_and_changes_nothing() {
+    let src = source();
+    for fusion in [Fusion::rrf(), Fusion::score()] {
+        let base = || {
+            Retrieval::new(&src)
+                .vector("minilm", &STALL)
+                .text("stall wing")
+                .label("Document")
+                .fusion(fusion.clone())
+        };
+        let plain = base().execute().unwrap();
+        let explained = base().explain().execute().unwrap();
+        assert_eq!(ids(&plain), ids(&explained));
+        for (p, e) in plain.items.iter().zip(&explained.items) {
+            assert_eq!(p.score, e.score);
+            assert!(p.explain.is_none());
+            let x = e.explain.as_ref().unwrap();
+            let sum: f64 = x.terms.iter().map(|t| t.contribution).sum();
+            assert!((sum - e.score).abs() < 1e-12, "{} vs {}: {x:?}", sum, e.score);
+            let lanes: Vec<&str> = x.terms.iter().map(|t| t.lane.as_str()).collect();
+            assert_eq!(lanes, e.lanes.keys().map(String::as_str).collect::<Vec<_>>());
+            for t in &x.terms {
+                assert_eq!(t.rank, e.lanes[&t.lane].rank);
+            }
+            assert!(x.gates.iter().any(|g| g.contains("Document")), "{:?}", x.gates);
+            assert!(x.path.is_none());
+        }
+    }
+    // An expanded item: its path, edge by edge, with kinds and directions.
+    let r = Retrieval::new(&src)
+        .vector("minilm", &STALL)
+        .limit(20)
+        .expand(GraphExpand::hops(1).seeds(1).max_nodes(3))
+        .explain()
+        .execute()
+        .unwrap();
+    let expanded = r.items.iter().find(|i| i.lanes.is_empty()).unwrap();
+    let path = expanded.explain.as_ref().unwrap().path.as_ref().unwrap();
+    let ids_on_path: Vec<&str> = path
+        .iter()
+        .map(|s| s.from.as_str())
+        .chain(path.last().map(|s| s.to.as_str()))
+        .collect();
+    assert_eq!(
+        ids_on_path,
+        expanded
+            .source_path
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_str())
+            .collect::<Vec<_>>()
+    );
+    for step in path {
+        assert_ne!(step.kind, "?", "{step:?}");
+        assert!(step.direction == "out" || step.direction == "in", "{step:?}");
+    }
+}

@@ -21,8 +21,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
 
 use cairn_core::{CommitId, Edge, Node, SparseVector, Validity, Value};
-use cairn_graph::{mst, GraphError};
-use cairn_store::StoreError;
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
@@ -46,8 +44,10 @@ impl Repo {
     /// (see the [module docs](crate::export)). Importing the output into an empty
     /// repository gives the same node and edge roots.
     ///
-    /// Nodes and edges are read from the commit's trees and written one line at a time, so
-    /// memory holds one node or edge and its line, whatever the size of the commit. `out`
+    /// Nodes and edges are read from the commit's trees one at a time
+    /// ([`Repo::iter_nodes_at`], [`Repo::iter_edges_at`]) and written one line at a time,
+    /// so memory holds one node or edge, its line and one path of the tree, whatever the
+    /// size of the commit. `out`
     /// is flushed at the end. A failed write stops the export with
     /// [`Error::Write`] with the I/O error; what was written before stays
     /// written (the CLI writes to a temporary file and renames it only when complete).
@@ -76,68 +76,38 @@ impl Repo {
     /// ```
     pub fn export_jsonl(&self, rev: &str, out: &mut dyn Write) -> Result<ExportSummary> {
         let commit = self.resolve(rev)?;
-        let c = self.commit(&commit)?;
-        let objs = self.objects();
-        let mut lines = LineWriter {
-            out,
-            buf: Vec::new(),
-            failed: None,
-        };
-
+        let mut lines = LineWriter { out, buf: Vec::new() };
         let mut nodes = 0u64;
-        let walked = mst::for_each(objs, c.node_root, &mut |_, hash| {
-            let node = objs.node(hash)?;
-            lines.write(&Line::Node(NodeLine::of(&node)))?;
+        for node in self.iter_nodes_at(&commit)? {
+            lines.write(&Line::Node(NodeLine::of(&node?)))?;
             nodes += 1;
-            Ok(())
-        });
-        lines.check(walked)?;
-
+        }
         let mut edges = 0u64;
-        let walked = mst::for_each(objs, c.edge_root, &mut |_, hash| {
-            let edge = objs.edge(hash)?;
-            lines.write(&Line::Edge(EdgeLine::of(&edge)))?;
+        for edge in self.iter_edges_at(&commit)? {
+            lines.write(&Line::Edge(EdgeLine::of(&edge?)))?;
             edges += 1;
-            Ok(())
-        });
-        lines.check(walked)?;
-
+        }
         lines.out.flush().map_err(write_error)?;
         Ok(ExportSummary { commit, nodes, edges })
     }
 }
 
-/// Writes one line at a time through a reused buffer. A failed write is kept in `failed`
-/// and the tree walk is stopped with a placeholder error that [`LineWriter::check`]
-/// replaces by the real one.
+/// Writes one line at a time through a reused buffer.
 struct LineWriter<'w> {
     out: &'w mut dyn Write,
     buf: Vec<u8>,
-    failed: Option<io::Error>,
 }
 
 impl LineWriter<'_> {
-    fn write(&mut self, line: &Line<'_>) -> std::result::Result<(), GraphError> {
+    fn write(&mut self, line: &Line<'_>) -> Result<()> {
         self.buf.clear();
-        let written = serde_json::to_writer(&mut self.buf, line)
+        serde_json::to_writer(&mut self.buf, line)
             .map_err(io::Error::from)
             .and_then(|()| {
                 self.buf.push(b'\n');
                 self.out.write_all(&self.buf)
-            });
-        written.map_err(|e| {
-            self.failed = Some(e);
-            // Never shown: `check` reports `failed` instead.
-            GraphError::Store(StoreError::Backend("export stopped by a failed write".into()))
-        })
-    }
-
-    /// The walk's outcome: the write error that stopped it, else its own error.
-    fn check(&mut self, walked: std::result::Result<(), GraphError>) -> Result<()> {
-        match self.failed.take() {
-            Some(e) => Err(write_error(e)),
-            None => Ok(walked?),
-        }
+            })
+            .map_err(write_error)
     }
 }
 
