@@ -291,7 +291,8 @@ fn gc_keeps_recent_unreachable_commits_for_the_grace_period() {
     for (name, ts) in [("ancient", 2_000), ("recent", i64::MAX / 2)] {
         repo.create_branch(name, None).unwrap();
         let mut tx = repo.transaction_on(name).unwrap();
-        tx.put_node(Node::new(NodeId::new(name).unwrap()).with_text(name)).unwrap();
+        tx.put_node(Node::new(NodeId::new(name).unwrap()).with_text(name))
+            .unwrap();
         tx.commit_at(name, ts).unwrap();
         repo.delete_branch(name).unwrap();
     }

@@ -1,6 +1,6 @@
 //! `cairn merge THEIRS`: three-way merge of a revision into a branch.
 
-use cairn::{CommitId, Conflict, Edge, EdgeKey, MergeKind, MergeStrategy, Node, Resolution};
+use cairn::{CommitId, Conflict, Edge, EdgeKey, MergeKind, MergeStrategy, Node, NodeId, Resolution};
 use clap::ValueEnum;
 use serde::Serialize;
 
@@ -24,12 +24,38 @@ pub struct Args {
     /// `ours` / `theirs` take that side's version of every conflicting node and edge.
     #[arg(long, value_name = "S", default_value = "manual")]
     strategy: StrategyArg,
+    /// Settle one node's conflict: `ID=ours`, `ID=theirs` or `ID=base` (repeatable;
+    /// applied after `--strategy`, so `--strategy theirs --resolve x=ours` takes theirs
+    /// except for `x`).
+    #[arg(long, value_name = "ID=SIDE", value_parser = parse_resolve)]
+    resolve: Vec<(NodeId, StrategySide)>,
     /// Merge commit message [default: "merge THEIRS into OURS"].
     #[arg(short, long, value_name = "MSG")]
     message: Option<String>,
     /// Print the outcome as JSON (conflicts in full).
     #[arg(long)]
     json: bool,
+}
+
+/// A side in `--resolve`.
+#[derive(Debug, Clone, Copy)]
+enum StrategySide {
+    Ours,
+    Theirs,
+    Base,
+}
+
+fn parse_resolve(s: &str) -> Result<(NodeId, StrategySide), String> {
+    let (id, side) = s
+        .rsplit_once('=')
+        .ok_or_else(|| format!("expected ID=ours|theirs|base, got {s:?}"))?;
+    let side = match side {
+        "ours" => StrategySide::Ours,
+        "theirs" => StrategySide::Theirs,
+        "base" => StrategySide::Base,
+        other => return Err(format!("`{other}`: the side is ours, theirs or base")),
+    };
+    Ok((NodeId::new(id).map_err(|e| e.to_string())?, side))
 }
 
 /// `--strategy`.
@@ -68,7 +94,15 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
         StrategyArg::Ours => MergeStrategy::Ours,
         StrategyArg::Theirs => MergeStrategy::Theirs,
     };
-    let merge = repo.merge_with(&ours, &args.theirs, strategy)?;
+    let mut merge = repo.merge_with(&ours, &args.theirs, strategy)?;
+    for (id, side) in &args.resolve {
+        let resolution = match side {
+            StrategySide::Ours => Resolution::Ours,
+            StrategySide::Theirs => Resolution::Theirs,
+            StrategySide::Base => Resolution::Base,
+        };
+        merge.resolve_node(id, resolution)?;
+    }
     let unresolved = merge.unresolved();
     let dropped = merge.dropped_edges()?;
     let commit = if unresolved == 0 {

@@ -168,3 +168,19 @@ fn show_says_whether_a_node_is_valid_at_a_time() {
     assert!(s.json(&["show", "fact-team-lead", "--json"]).get("valid_at").is_none());
     s.fails(&["show", "fact-team-lead", "--valid-at", "soon"], 2);
 }
+
+#[test]
+fn merge_resolve_settles_conflicts_one_by_one() {
+    let s = diverged(true);
+    let head = s.rev("HEAD");
+    // Resolving a node that has no conflict is refused, naming it; nothing is committed.
+    let (_, err) = s.fails(&["merge", "topic", "--resolve", "doc-1=theirs"], 1);
+    assert!(err.contains("doc-1"), "{err}");
+    assert_eq!(s.rev("HEAD"), head);
+    let (_, err) = s.fails(&["merge", "topic", "--resolve", "doc-4=sideways"], 2);
+    assert!(err.contains("ours, theirs or base"), "{err}");
+    // Settled one by one, overriding the strategy for that node.
+    let out = s.ok(&["merge", "topic", "--strategy", "ours", "--resolve", "doc-4=theirs"]);
+    assert!(out.contains("conflict on node doc-4 resolved: took theirs"), "{out}");
+    assert_eq!(s.json(&["show", "doc-4", "--json"])["text"], "topic");
+}

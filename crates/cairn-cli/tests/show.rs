@@ -26,7 +26,16 @@ fn show_edges_lists_out_and_in_edges() {
 fn retrieve_explain_prints_why_and_the_path() {
     let s = Sandbox::sample();
     let out = s.ok(&[
-        "retrieve", "--text", "stall", "--label", "Document", "--expand-hops", "1", "--limit", "6", "--explain",
+        "retrieve",
+        "--text",
+        "stall",
+        "--label",
+        "Document",
+        "--expand-hops",
+        "1",
+        "--limit",
+        "6",
+        "--explain",
     ]);
     assert!(out.contains("why: rrf (k = 60): text #1"), "{out}");
     assert!(out.contains("gates: labels, all of: Document"), "{out}");
