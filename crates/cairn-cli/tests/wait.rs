@@ -12,10 +12,11 @@ use common::Sandbox;
 #[test]
 fn a_second_process_fails_at_once_or_waits_with_wait() {
     let s = Sandbox::init();
-    // `import -` holds the repository open while it reads standard input.
+    // `import -` holds the repository open while it reads standard input (it waits for
+    // the lock itself, as the probes below may hold it for a moment).
     let mut holder = s
         .command()
-        .args(["import", "-"])
+        .args(["--wait", "60", "import", "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
