@@ -22,7 +22,9 @@ pub struct Args {
 /// the data on use (or deleted now with `--repair`).
 pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let repo = ctx.open()?;
+    let spinner = crate::output::spinner("checking every object and reference");
     let mut report = repo.fsck()?;
+    drop(spinner);
     let mut repaired = Vec::new();
     if args.repair {
         let written = repo.repair_refs()?;

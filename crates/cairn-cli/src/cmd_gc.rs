@@ -34,7 +34,9 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
         }
         (false, None) => cairn::GcOptions::default(),
     };
+    let spinner = crate::output::spinner("collecting garbage");
     let report = repo.gc_with(&options)?;
+    drop(spinner);
     if args.json {
         return write_json(ctx.out, &report);
     }

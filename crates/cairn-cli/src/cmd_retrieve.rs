@@ -325,7 +325,10 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
         Some(json) => RetrieveSpec::from_json(json)?,
         None => args.to_spec()?,
     };
+    // The first query of a commit builds (or loads) its indexes: say so on a terminal.
+    let spinner = crate::output::spinner("retrieving (the first query of a commit builds its indexes)");
     let result = Retrieval::from_spec(&repo, spec).execute()?;
+    drop(spinner);
     if args.json {
         serde_json::to_writer(&mut *ctx.out, &result)?;
         writeln!(ctx.out)?;

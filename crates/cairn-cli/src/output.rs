@@ -68,6 +68,32 @@ pub fn write_json(out: &mut dyn Write, value: &impl Serialize) -> Result<(), Cli
     Ok(())
 }
 
+/// A spinner on standard error for a step that may take a while (`building indexes`),
+/// with the elapsed time; `None` (nothing shown) when stderr is not a terminal. Cleared
+/// when dropped.
+pub fn spinner(what: &str) -> Option<Spinner> {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let style = indicatif::ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
+    let bar = indicatif::ProgressBar::new_spinner()
+        .with_style(style)
+        .with_message(what.to_owned());
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    Some(Spinner(bar))
+}
+
+/// See [`spinner`].
+pub struct Spinner(indicatif::ProgressBar);
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
