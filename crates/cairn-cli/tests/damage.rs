@@ -16,9 +16,8 @@
 mod common;
 
 use std::fs;
-use std::path::{Path, PathBuf};
 
-use common::Sandbox;
+use common::{copy_tree, files, Sandbox};
 
 const NODES: usize = 300;
 
@@ -39,35 +38,6 @@ fn corpus(s: &Sandbox, from: usize, to: usize) -> String {
         ));
     }
     s.file(&format!("part-{from}.jsonl"), &lines)
-}
-
-/// Every regular file under `dir`, relative to it.
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p.strip_prefix(dir).unwrap().to_path_buf());
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    for rel in files(from) {
-        let dest = to.join(&rel);
-        fs::create_dir_all(dest.parent().unwrap()).unwrap();
-        fs::copy(from.join(&rel), dest).unwrap();
-    }
-    for d in ["objects", "derived", "refs"] {
-        fs::create_dir_all(to.join(d)).unwrap();
-    }
 }
 
 /// What the undamaged repository answers.

@@ -9,12 +9,10 @@
 
 mod common;
 
-use std::fs;
-use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::Sandbox;
+use common::{copy_tree, Sandbox};
 
 const NODES: usize = 6_000;
 /// Kills per command, spread evenly over the first half of its undisturbed run time.
@@ -38,36 +36,6 @@ fn corpus(s: &Sandbox, from: usize, to: usize) -> String {
         ));
     }
     s.file(&format!("part-{from}.jsonl"), &lines)
-}
-
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p.strip_prefix(dir).unwrap().to_path_buf());
-            }
-        }
-    }
-    out
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    for rel in files(from) {
-        let dest = to.join(&rel);
-        fs::create_dir_all(dest.parent().unwrap()).unwrap();
-        fs::copy(from.join(&rel), dest).unwrap();
-    }
-    // Empty directories too (a segment store's `derived/` may hold nothing yet).
-    for d in ["objects", "derived", "refs"] {
-        if from.join(d).is_dir() {
-            fs::create_dir_all(to.join(d)).unwrap();
-        }
-    }
 }
 
 const RETRIEVE: &[&str] = &[

@@ -347,16 +347,21 @@ impl Repo {
         // Resolving and publishing under the gc lock: a commit resolved here cannot be
         // collected before the new branch makes it reachable.
         let _publishing = self.inner.gc_lock.read();
-        let target = match at {
-            Some(rev) => self.resolve(rev)?,
-            None => self.head()?.ok_or_else(|| Error::UnknownRevision {
-                rev: "HEAD".into(),
-                detail: "the current branch has no commits yet".into(),
-            })?,
-        };
+        let target = self.rev_or_head(at)?;
         match self.refs().cas_branch(&branch, None, Some(target))? {
             Ok(()) => Ok(target),
             Err(_) => Err(Error::BranchExists(name.into())),
+        }
+    }
+
+    /// Revision `at`, or the current head (which must exist) if `None`.
+    pub(crate) fn rev_or_head(&self, at: Option<&str>) -> Result<CommitId> {
+        match at {
+            Some(rev) => self.resolve(rev),
+            None => self.head()?.ok_or_else(|| Error::UnknownRevision {
+                rev: "HEAD".into(),
+                detail: "the current branch has no commits yet".into(),
+            }),
         }
     }
 

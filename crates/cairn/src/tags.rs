@@ -31,13 +31,7 @@ impl Repo {
         // Under the gc lock, as for a branch: the commit cannot be collected before the
         // tag makes it reachable.
         let _publishing = self.inner.gc_lock.read();
-        let target = match at {
-            Some(rev) => self.resolve(rev)?,
-            None => self.head()?.ok_or_else(|| Error::UnknownRevision {
-                rev: "HEAD".into(),
-                detail: "the current branch has no commits yet".into(),
-            })?,
-        };
+        let target = self.rev_or_head(at)?;
         match self.refs().cas_tag(&tag, None, Some(target))? {
             Ok(()) => Ok(target),
             Err(_) => Err(Error::TagExists(name.into())),

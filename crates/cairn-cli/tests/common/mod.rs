@@ -121,3 +121,37 @@ pub fn item_ids(result: &Value) -> Vec<String> {
         .map(|i| i["id"].as_str().expect("item id").to_string())
         .collect()
 }
+
+/// Every regular file under `dir`, relative to it, sorted.
+pub fn files(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p.strip_prefix(dir).unwrap().to_path_buf());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Copies a repository directory, files and the store's (possibly empty) directories.
+pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    for rel in files(from) {
+        let dest = to.join(&rel);
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::copy(from.join(&rel), dest).unwrap();
+    }
+    // Empty directories too (a segment store's `derived/` may hold nothing yet); only
+    // those the original has, so a sled repository is not mistaken for a segment one.
+    for d in ["objects", "derived", "refs"] {
+        if from.join(d).is_dir() {
+            std::fs::create_dir_all(to.join(d)).unwrap();
+        }
+    }
+}
