@@ -17,25 +17,11 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use cairn::{Node, NodeId, Repo, StoreKind};
+use cairn::{Node, NodeId, Repo};
 
 const IMPORT_BATCH: usize = 10_000;
 const DIM: usize = 384;
 const SLOW: Duration = Duration::from_millis(10);
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-/// The repository for store kind `kind` (`CAIRN_BENCH_STORE`); on-disk kinds live in `dir`.
-fn open_store(kind: &str, dir: &std::path::Path) -> Repo {
-    match kind {
-        "segment" => Repo::init_with(dir.join("repo"), StoreKind::Segment).expect("init segment repository"),
-        "sled" => Repo::init_with(dir.join("repo"), StoreKind::Sled).expect("init sled repository"),
-        "memory" => Repo::in_memory().expect("in-memory repository"),
-        other => panic!("CAIRN_BENCH_STORE={other}: expected `segment`, `sled` or `memory`"),
-    }
-}
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
@@ -110,7 +96,7 @@ fn commits_row(repo: &Repo, kind: &str, n: usize, commits: usize, queries: bool,
 
 fn run_store(kind: &str, n: usize, commits: usize) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let repo = open_store(kind, dir.path());
+    let repo = common::open_store(kind, dir.path());
     let mut rng = common::Rng(0x5eed);
     let t = Instant::now();
     for start in (0..n).step_by(IMPORT_BATCH) {
@@ -128,8 +114,8 @@ fn run_store(kind: &str, n: usize, commits: usize) {
 }
 
 fn main() {
-    let n = env_usize("CAIRN_BENCH_NODES", 100_000).max(1);
-    let commits = env_usize("CAIRN_BENCH_COMMITS", 1_000).max(1);
+    let n = common::env_usize("CAIRN_BENCH_NODES", 100_000).max(1);
+    let commits = common::env_usize("CAIRN_BENCH_COMMITS", 1_000).max(1);
     let child = std::env::var("CAIRN_BENCH_CHILD").is_ok();
     if !child {
         println!("\n### one-node commits, latency in ms (transaction to commit return)\n");

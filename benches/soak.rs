@@ -18,24 +18,10 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use cairn::{Node, NodeId, Repo, StoreKind};
+use cairn::{Node, NodeId, Repo};
 
 const BATCHES: usize = 10;
 const DIM: usize = 384;
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-/// The repository for store kind `kind` (`CAIRN_BENCH_STORE`); on-disk kinds live in `dir`.
-fn open_store(kind: &str, dir: &std::path::Path) -> Repo {
-    match kind {
-        "segment" => Repo::init_with(dir.join("repo"), StoreKind::Segment).expect("init segment repository"),
-        "sled" => Repo::init_with(dir.join("repo"), StoreKind::Sled).expect("init sled repository"),
-        "memory" => Repo::in_memory().expect("in-memory repository"),
-        other => panic!("CAIRN_BENCH_STORE={other}: expected `segment`, `sled` or `memory`"),
-    }
-}
 
 /// `VmRSS` and `VmHWM` of this process, in MiB.
 fn rss_mib() -> (f64, f64) {
@@ -161,10 +147,10 @@ fn found(r: &cairn::retrieve::RetrievalResult, p: &Probe) -> bool {
 }
 
 fn main() {
-    let n = env_usize("CAIRN_SOAK_NODES", 100_000).max(BATCHES);
-    let rounds = env_usize("CAIRN_SOAK_ROUNDS", 8);
-    let per_round = env_usize("CAIRN_SOAK_QUERIES", 100);
-    let edits = env_usize("CAIRN_SOAK_EDITS", 10);
+    let n = common::env_usize("CAIRN_SOAK_NODES", 100_000).max(BATCHES);
+    let rounds = common::env_usize("CAIRN_SOAK_ROUNDS", 8);
+    let per_round = common::env_usize("CAIRN_SOAK_QUERIES", 100);
+    let edits = common::env_usize("CAIRN_SOAK_EDITS", 10);
     let kind = std::env::var("CAIRN_BENCH_STORE").unwrap_or_else(|_| "segment".into());
     let dir = tempfile::tempdir().expect("tempdir");
     let table = Table {
@@ -180,7 +166,7 @@ fn main() {
     table.header();
     table.row(None, "start", Duration::ZERO, "");
     let t = Instant::now();
-    let repo = open_store(&kind, dir.path());
+    let repo = common::open_store(&kind, dir.path());
     table.row(Some(&repo), "open", t.elapsed(), "");
 
     // Probes: every `stride`-th node, one per query of the whole run (queries differ

@@ -83,3 +83,20 @@ pub fn corpus(n: usize) -> Vec<Node> {
     let mut rng = Rng(0x5eed);
     (0..n).map(|i| node(&mut rng, i)).collect()
 }
+
+/// A `usize` setting from the environment, or `default`.
+pub fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// A new repository of store kind `kind` (`CAIRN_BENCH_STORE`: `segment`, `sled` or
+/// `memory`); on-disk kinds live in `dir`.
+pub fn open_store(kind: &str, dir: &std::path::Path) -> cairn::Repo {
+    use cairn::{Repo, StoreKind};
+    match kind {
+        "segment" => Repo::init_with(dir.join("repo"), StoreKind::Segment).expect("init segment repository"),
+        "sled" => Repo::init_with(dir.join("repo"), StoreKind::Sled).expect("init sled repository"),
+        "memory" => Repo::in_memory().expect("in-memory repository"),
+        other => panic!("CAIRN_BENCH_STORE={other}: expected `segment`, `sled` or `memory`"),
+    }
+}
