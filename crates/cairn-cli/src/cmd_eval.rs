@@ -16,9 +16,9 @@ use crate::error::CliError;
 use crate::output::write_json;
 use crate::Ctx;
 
-/// `--repo`'s default in `main`: left at it (and no $CAIRN_REPO), eval works in a
-/// temporary repository instead of creating `.cairn` in the working directory.
-const DEFAULT_REPO: &str = ".cairn";
+/// Left at `--repo`'s default (and no $CAIRN_REPO), eval works in a temporary
+/// repository instead of creating `.cairn` in the working directory.
+use crate::DEFAULT_REPO;
 
 /// Arguments of `cairn eval`.
 #[derive(Debug, clap::Args)]

@@ -142,7 +142,7 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
                     Resolution::Base => "base",
                     Resolution::Node(_) | Resolution::Edge(_) => "a new value",
                 };
-                writeln!(out, "conflict on {} resolved: took {taken}", subject(c))?;
+                writeln!(out, "conflict on {} resolved: took {taken}", c.subject())?;
             }
         }
         for key in &dropped {
@@ -170,16 +170,9 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     Ok(())
 }
 
-fn subject(c: &Conflict) -> String {
-    match c {
-        Conflict::Node { id, .. } => format!("node {id}"),
-        Conflict::Edge { key, .. } => format!("edge {key}"),
-    }
-}
-
 /// `conflict node ID` then one line per side.
 fn write_conflict(out: &mut dyn std::io::Write, c: &Conflict) -> Result<(), CliError> {
-    writeln!(out, "conflict {}", subject(c))?;
+    writeln!(out, "conflict {}", c.subject())?;
     let sides: [(&str, String); 3] = match c {
         Conflict::Node { base, ours, theirs, .. } => [
             ("base", node_summary(base.as_ref())),

@@ -64,7 +64,7 @@ pub struct Args {
     #[arg(long, value_name = "KEY=MIN..MAX", group = "query", value_parser = parse_where_range)]
     where_range: Vec<WhereClause>,
     /// Validity time: ms since the epoch or RFC 3339 [default: the commit's timestamp].
-    #[arg(long, value_name = "T", group = "query", value_parser = parse_time)]
+    #[arg(long, value_name = "T", group = "query", value_parser = crate::output::parse_time)]
     valid_at: Option<i64>,
     /// Switch the validity gate off (facts of every time).
     #[arg(long, group = "query", conflicts_with = "valid_at")]
@@ -198,10 +198,6 @@ fn parse_weight(s: &str) -> Result<(String, f64), String> {
     let (lane, w) = split_key(s, "LANE=WEIGHT")?;
     let w = w.parse::<f64>().map_err(|_| format!("weight {w:?} is not a number"))?;
     Ok((lane, w))
-}
-
-fn parse_time(s: &str) -> Result<i64, String> {
-    cairn::rev::parse_time_ms(s).ok_or_else(|| format!("expected {}", cairn::rev::TIME_FORMS))
 }
 
 /// Reads a query vector: raw little-endian f32 for `*.f32`, else a JSON array.

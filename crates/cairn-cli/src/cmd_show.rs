@@ -17,7 +17,7 @@ pub struct Args {
     #[arg(long, value_name = "REV")]
     at: Option<String>,
     /// Also say whether the node is valid at this time (ms since the epoch or RFC 3339).
-    #[arg(long, value_name = "T", value_parser = parse_time)]
+    #[arg(long, value_name = "T", value_parser = crate::output::parse_time)]
     valid_at: Option<i64>,
     /// List the node's edges (out and in), not just count them.
     #[arg(long)]
@@ -54,10 +54,6 @@ struct Edges {
 struct ValidAtCheck {
     time_ms: i64,
     valid: bool,
-}
-
-fn parse_time(s: &str) -> Result<i64, String> {
-    cairn::rev::parse_time_ms(s).ok_or_else(|| format!("expected {}", cairn::rev::TIME_FORMS))
 }
 
 /// Prints the node, or fails with [`cairn::Error::NodeNotFound`].

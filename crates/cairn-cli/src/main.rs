@@ -44,7 +44,7 @@ struct Cli {
         global = true,
         value_name = "PATH",
         env = "CAIRN_REPO",
-        default_value = ".cairn"
+        default_value = DEFAULT_REPO
     )]
     repo: PathBuf,
     /// If another process has the repository open, wait up to this many seconds for it
@@ -60,6 +60,9 @@ struct Cli {
     #[command(subcommand)]
     command: Command,
 }
+
+/// `--repo`'s default.
+pub(crate) const DEFAULT_REPO: &str = ".cairn";
 
 #[derive(Debug, Subcommand)]
 enum Command {

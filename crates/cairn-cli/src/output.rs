@@ -94,6 +94,11 @@ impl Drop for Spinner {
     }
 }
 
+/// A time argument: any form [`cairn::rev::parse_time_ms`] reads.
+pub fn parse_time(s: &str) -> Result<i64, String> {
+    cairn::rev::parse_time_ms(s).ok_or_else(|| format!("expected {}", cairn::rev::TIME_FORMS))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -488,7 +488,7 @@ impl MergeOutcome {
                 if !fits {
                     return Err(Error::InvalidArgument(format!(
                         "conflict {index} is about {}, the resolution is for the other kind",
-                        conflict_subject(c)
+                        c.subject()
                     )));
                 }
                 r
@@ -496,7 +496,7 @@ impl MergeOutcome {
             (Resolution::Node(Some(_)) | Resolution::Edge(Some(_)), c) => {
                 return Err(Error::InvalidArgument(format!(
                     "conflict {index} is about {}, the resolution is for the other kind",
-                    conflict_subject(c)
+                    c.subject()
                 )))
             }
             (r @ (Resolution::Ours | Resolution::Theirs | Resolution::Base), _) => r,
@@ -748,9 +748,12 @@ impl MergeOutcome {
     }
 }
 
-fn conflict_subject(c: &Conflict) -> String {
-    match c {
-        Conflict::Node { id, .. } => format!("node {id:?}"),
-        Conflict::Edge { key, .. } => format!("edge {key}"),
+impl Conflict {
+    /// What the conflict is about: `node ID` or `edge (SOURCE)-[KIND]->(TARGET)`.
+    pub fn subject(&self) -> String {
+        match self {
+            Conflict::Node { id, .. } => format!("node {id}"),
+            Conflict::Edge { key, .. } => format!("edge {key}"),
+        }
     }
 }
