@@ -5,6 +5,7 @@ use cairn_store::StoreError;
 
 /// Errors from reading or writing the versioned graph.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum GraphError {
     /// An object the graph refers to is absent from the store.
     #[error("object {hash} of type {kind} not found")]

@@ -6,6 +6,7 @@ use crate::source::SourceError;
 
 /// Why a retrieval could not run. Bad input is always one of these, never a panic.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RetrieveError {
     /// A JSON retrieval spec that does not parse (syntax, unknown field, wrong type).
     #[error("malformed retrieval spec: {message}")]

@@ -115,6 +115,7 @@ impl Warning {
 /// Warning codes (snake_case in JSON).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum WarningCode {
     /// The gates (labels, properties, validity) admit no node of the commit.
     GatesMatchNothing,

@@ -4,6 +4,7 @@ use cairn_core::Hash;
 
 /// Errors from a [`Store`](crate::Store).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// A stored value failed its checksum (or is too short to carry one).
     #[error("corrupt {space} entry {key}: {detail}")]

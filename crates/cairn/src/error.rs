@@ -9,6 +9,7 @@ use cairn_store::StoreError;
 /// Everything that can go wrong in a [`Repo`](crate::Repo) call. Every variant says what
 /// it is about (node, edge, commit, branch, file line), so a message alone is actionable.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// Input refused by validation; nothing was changed.
     #[error("invalid input: {0}")]
