@@ -1,5 +1,6 @@
 //! `cairn show NODE_ID`: one node as of a revision.
 
+use cairn::export::{EdgeLine, NodeLine};
 use cairn::{CommitId, Node, NodeId};
 use serde::Serialize;
 
@@ -27,27 +28,28 @@ pub struct Args {
     json: bool,
 }
 
-/// `show --json`: the node's own fields plus the commit it was read at. (Serialized
+/// `show --json`: the node in the import format's field names (as `cairn export` writes
+/// it: defaults left out) plus the commit it was read at. (Serialized
 /// directly, not through `serde_json::Value`, which would widen f32 embeddings to f64
 /// and print `0.1961` as `0.19609999656677246`.)
 #[derive(Serialize)]
 struct Shown<'a> {
     commit: CommitId,
     #[serde(flatten)]
-    node: &'a Node,
+    node: NodeLine<'a>,
     /// With `--valid-at`: the time asked about and whether the node is valid then.
     #[serde(skip_serializing_if = "Option::is_none")]
     valid_at: Option<ValidAtCheck>,
     /// With `--edges`: the node's edges.
     #[serde(skip_serializing_if = "Option::is_none")]
-    edges: Option<Edges>,
+    edges: Option<Edges<'a>>,
 }
 
 #[derive(Serialize)]
-struct Edges {
-    out: Vec<cairn::Edge>,
+struct Edges<'a> {
+    out: Vec<EdgeLine<'a>>,
     #[serde(rename = "in")]
-    incoming: Vec<cairn::Edge>,
+    incoming: Vec<EdgeLine<'a>>,
 }
 
 #[derive(Serialize)]
@@ -79,11 +81,11 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
             ctx.out,
             &Shown {
                 commit: at,
-                node: &node,
+                node: NodeLine::of(&node),
                 valid_at,
-                edges: args.edges.then_some(Edges {
-                    out: out_edges,
-                    incoming: in_edges,
+                edges: args.edges.then(|| Edges {
+                    out: out_edges.iter().map(EdgeLine::of).collect(),
+                    incoming: in_edges.iter().map(EdgeLine::of).collect(),
                 }),
             },
         );

@@ -126,9 +126,10 @@ enum Line<'a> {
     Edge(EdgeLine<'a>),
 }
 
-/// A node in the import format's field names, defaults left out.
+/// A node as JSON in the import format's field names (what a `{"node": …}` line holds),
+/// defaults left out; `cairn show --json` prints it too. Serialize it with serde.
 #[derive(Serialize)]
-struct NodeLine<'a> {
+pub struct NodeLine<'a> {
     id: &'a str,
     #[serde(skip_serializing_if = "BTreeSet::is_empty")]
     labels: &'a BTreeSet<String>,
@@ -147,7 +148,8 @@ struct NodeLine<'a> {
 }
 
 impl<'a> NodeLine<'a> {
-    fn of(n: &'a Node) -> NodeLine<'a> {
+    /// `n` in the import format.
+    pub fn of(n: &'a Node) -> NodeLine<'a> {
         let Validity {
             valid_from_ms,
             valid_until_ms,
@@ -165,9 +167,10 @@ impl<'a> NodeLine<'a> {
     }
 }
 
-/// An edge in the import format's field names, defaults left out.
+/// An edge as JSON in the import format's field names (what an `{"edge": …}` line
+/// holds), defaults left out.
 #[derive(Serialize)]
-struct EdgeLine<'a> {
+pub struct EdgeLine<'a> {
     source: &'a str,
     target: &'a str,
     kind: &'a str,
@@ -182,7 +185,8 @@ struct EdgeLine<'a> {
 }
 
 impl<'a> EdgeLine<'a> {
-    fn of(e: &'a Edge) -> EdgeLine<'a> {
+    /// `e` in the import format.
+    pub fn of(e: &'a Edge) -> EdgeLine<'a> {
         EdgeLine {
             source: e.source.as_str(),
             target: e.target.as_str(),
