@@ -1,85 +1,13 @@
 //! End-to-end tests of the `cairn` binary against temporary repositories.
 
+mod common;
+
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 
+use common::{Sandbox, CORPUS, UPDATE};
 use serde_json::Value;
-
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../sample/corpus.jsonl");
-const UPDATE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../sample/update.jsonl");
-
-/// A temporary directory holding one repository (`<dir>/repo`) and any input files.
-struct Sandbox {
-    dir: tempfile::TempDir,
-}
-
-impl Sandbox {
-    fn new() -> Sandbox {
-        Sandbox {
-            dir: tempfile::tempdir().expect("temp dir"),
-        }
-    }
-
-    /// A sandbox with an initialised repository.
-    fn init() -> Sandbox {
-        let s = Sandbox::new();
-        s.ok(&["init"]);
-        s
-    }
-
-    fn repo(&self) -> PathBuf {
-        self.dir.path().join("repo")
-    }
-
-    fn file(&self, name: &str, contents: &str) -> PathBuf {
-        let p = self.dir.path().join(name);
-        std::fs::write(&p, contents).expect("write input file");
-        p
-    }
-
-    fn command(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
-        c.arg("--repo").arg(self.repo()).env_remove("CAIRN_REPO");
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.command().args(args).output().expect("run cairn")
-    }
-
-    /// Runs, asserts exit code 0, returns stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "cairn {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).expect("utf-8 stdout")
-    }
-
-    /// Runs, asserts a failure with exit code `code`, returns stderr.
-    fn fails(&self, args: &[&str], code: i32) -> String {
-        let out = self.run(args);
-        assert_eq!(
-            out.status.code(),
-            Some(code),
-            "cairn {args:?}: stdout {} stderr {}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stderr).expect("utf-8 stderr")
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        serde_json::from_str(&self.ok(args)).expect("valid JSON output")
-    }
-
-    fn commit_count(&self) -> usize {
-        self.json(&["log", "--json"]).as_array().expect("log is an array").len()
-    }
-}
 
 /// Lines of `path` that start with `{"<kind>"`.
 fn count_lines(path: &str, kind: &str) -> u64 {
@@ -132,7 +60,7 @@ fn import_then_log_stats_show() {
         "{human}"
     );
 
-    let err = s.fails(&["show", "doc-999"], 1);
+    let err = s.fails_stderr(&["show", "doc-999"], 1);
     assert!(
         err.starts_with("error: ") && err.contains("doc-999") && err.contains("not found"),
         "{err}"
@@ -208,7 +136,7 @@ fn diff_between_two_imports() {
     assert_eq!(fields[0]["before"], "null");
     // One revision alone: compared with its first parent.
     assert_eq!(s.ok(&["diff", "HEAD"]), human);
-    let err = s.fails(&["diff", "HEAD~1"], 1);
+    let err = s.fails_stderr(&["diff", "HEAD~1"], 1);
     assert!(err.contains("root commit"), "{err}");
 }
 
@@ -220,10 +148,10 @@ fn malformed_line_is_refused_and_nothing_is_committed() {
         "bad.jsonl",
         "{\"node\": {\"id\": \"n1\"}}\n{\"node\": {\"id\": \"n2\"}}\n{\"node\": {\"id\": \"n3\"\n",
     );
-    let err = s.fails(&["import", bad.to_str().unwrap()], 1);
+    let err = s.fails_stderr(&["import", bad.as_str()], 1);
     assert!(err.starts_with("error: line 3:"), "{err}");
     assert_eq!(s.commit_count(), 1);
-    s.fails(&["show", "n1"], 1);
+    s.fails_stderr(&["show", "n1"], 1);
 }
 
 #[test]
@@ -235,7 +163,7 @@ fn dimension_mismatch_is_refused_and_nothing_is_committed() {
         "{\"node\": {\"id\": \"a\", \"embeddings\": {\"tiny\": [1, 0, 0]}}}\n\
          {\"node\": {\"id\": \"b\", \"embeddings\": {\"tiny\": [1, 0, 0, 0]}}}\n",
     );
-    let err = s.fails(&["import", bad.to_str().unwrap()], 1);
+    let err = s.fails_stderr(&["import", bad.as_str()], 1);
     assert!(err.contains("line 2") && err.contains("dimensions"), "{err}");
     assert_eq!(s.commit_count(), 0);
 
@@ -246,7 +174,7 @@ fn dimension_mismatch_is_refused_and_nothing_is_committed() {
         "{\"node\": {\"id\": \"a\", \"embeddings\": {\"tiny\": [1, 0, 0, 0, 0, 0, 0, 0]}}}\n\
          {\"node\": {\"id\": \"b\", \"embeddings\": {\"tiny\": [1, 0, 0]}}}\n",
     );
-    let err = s.fails(&["import", bad.to_str().unwrap()], 1);
+    let err = s.fails_stderr(&["import", bad.as_str()], 1);
     assert!(err.contains("line 2"), "{err}");
     assert_eq!(s.commit_count(), 1);
 }
@@ -277,7 +205,7 @@ fn import_reads_standard_input() {
 #[test]
 fn unknown_revision_is_a_clear_error() {
     let s = Sandbox::init();
-    let err = s.fails(&["stats"], 1);
+    let err = s.fails_stderr(&["stats"], 1);
     assert!(err.contains("no commits yet"), "{err}");
     s.ok(&["import", CORPUS]);
     for args in [
@@ -286,10 +214,10 @@ fn unknown_revision_is_a_clear_error() {
         &["diff", "HEAD", "nope"],
         &["show", "doc-1", "--at", "nope"],
     ] {
-        let err = s.fails(args, 1);
+        let err = s.fails_stderr(args, 1);
         assert!(err.starts_with("error: unknown revision `nope`"), "{args:?}: {err}");
     }
-    let err = s.fails(&["log", "HEAD~3"], 1);
+    let err = s.fails_stderr(&["log", "HEAD~3"], 1);
     assert!(err.contains("HEAD~3"), "{err}");
 }
 
@@ -302,7 +230,7 @@ fn branches_create_list_switch_delete() {
 
     assert!(s.ok(&["branch", "create", "topic"]).contains(&head[..12]));
     s.ok(&["branch", "create", "old", "--at", &head[..8]]);
-    let err = s.fails(&["branch", "create", "topic"], 1);
+    let err = s.fails_stderr(&["branch", "create", "topic"], 1);
     assert!(err.contains("already exists"), "{err}");
 
     s.ok(&["branch", "switch", "topic"]);
@@ -314,7 +242,7 @@ fn branches_create_list_switch_delete() {
 
     s.ok(&["import", UPDATE]);
     assert_eq!(s.commit_count(), 2);
-    let err = s.fails(&["branch", "delete", "topic"], 1);
+    let err = s.fails_stderr(&["branch", "delete", "topic"], 1);
     assert!(err.contains("current branch"), "{err}");
     s.ok(&["branch", "switch", "main"]);
     assert_eq!(s.commit_count(), 1);
@@ -322,7 +250,7 @@ fn branches_create_list_switch_delete() {
     s.ok(&["branch", "delete", "topic"]);
     s.ok(&["branch", "delete", "old"]);
     assert_eq!(s.ok(&["branch"]).lines().count(), 1);
-    let err = s.fails(&["branch", "switch", "topic"], 1);
+    let err = s.fails_stderr(&["branch", "switch", "topic"], 1);
     assert!(err.contains("unknown branch `topic`"), "{err}");
 }
 
@@ -339,15 +267,15 @@ fn fsck_passes_on_a_sound_repository() {
 #[test]
 fn usage_and_repository_errors() {
     let s = Sandbox::new();
-    let err = s.fails(&["log"], 1);
+    let err = s.fails_stderr(&["log"], 1);
     assert!(err.contains("no cairn repository"), "{err}");
     assert!(!s.repo().exists(), "a failed open must not create the repository");
-    s.fails(&["frobnicate"], 2);
-    s.fails(&["show"], 2);
-    s.fails(&["show", ""], 2);
+    s.fails_stderr(&["frobnicate"], 2);
+    s.fails_stderr(&["show"], 2);
+    s.fails_stderr(&["show", ""], 2);
 
     s.ok(&["init"]);
-    let err = s.fails(&["init"], 1);
+    let err = s.fails_stderr(&["init"], 1);
     assert!(err.contains("already exists"), "{err}");
 
     // `--repo` falls back to $CAIRN_REPO, then to `.cairn` in the working directory.

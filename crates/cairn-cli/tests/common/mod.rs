@@ -99,6 +99,16 @@ impl Sandbox {
         )
     }
 
+    /// Runs, asserts a failure with exit code `code`, returns stderr.
+    pub fn fails_stderr(&self, args: &[&str], code: i32) -> String {
+        self.fails(args, code).1
+    }
+
+    /// Commits on the current branch.
+    pub fn commit_count(&self) -> usize {
+        self.json(&["log", "--json"]).as_array().expect("log is an array").len()
+    }
+
     pub fn json(&self, args: &[&str]) -> Value {
         serde_json::from_str(&self.ok(args)).expect("valid JSON output")
     }
