@@ -100,6 +100,9 @@ struct Active {
     len: u64,
     /// Written since the last sync.
     dirty: bool,
+    /// Its hint is missing or stale: written since open, or opened by a scan. Closing
+    /// writes one, so the next open reads a few bytes per record instead of scanning.
+    needs_hint: bool,
 }
 
 /// An append-only log of records in `dir/NNNNNNNN.seg` files.
@@ -177,7 +180,11 @@ impl<K: LogKey> Log<K> {
                 total: 0,
                 live: 0,
             };
-            let entries = if is_last { None } else { hint::read(dir, id, &file) };
+            // A hint is used only if its length matches the segment's: for the active
+            // segment that means nothing was appended since the hint was written (at the
+            // last clean close).
+            let entries = hint::read(dir, id, &file);
+            let hinted = entries.is_some();
             let (entries, end) = match entries {
                 Some(entries) => {
                     let len = file.metadata().map_err(|e| err("reading a segment's length", e))?.len();
@@ -261,6 +268,7 @@ impl<K: LogKey> Log<K> {
                     file: Arc::clone(&file),
                     len: end,
                     dirty: false,
+                    needs_hint: !hinted,
                 });
             }
             segments.insert(id, segment);
@@ -445,6 +453,7 @@ impl<K: LogKey> Log<K> {
         }
         a.len += batch.bytes.len() as u64;
         a.dirty = true;
+        a.needs_hint = true;
         let mut state = self.state.write();
         let State { index, segments } = &mut *state;
         for (key, kind, loc) in batch.records.drain(..) {
@@ -501,34 +510,9 @@ impl<K: LogKey> Log<K> {
             file,
             len: 0,
             dirty: false,
+            needs_hint: true,
         });
         Ok(())
-    }
-
-    /// Writes the hint of sealed segment `id` (of `len` bytes) from a scan of it.
-    fn write_hint(&self, id: u32, len: u64) -> io::Result<()> {
-        let file = File::open(segment_path(&self.dir, id))?;
-        let mut entries = Vec::new();
-        let end = record::scan(&file, |found| {
-            if let Found::Record {
-                offset,
-                kind,
-                key,
-                value_len,
-            } = found
-            {
-                entries.push(hint::Entry {
-                    kind,
-                    key,
-                    offset,
-                    value_len: value_len as u32,
-                });
-            }
-        })?;
-        if end.good_end != len || end.file_len != len {
-            return Err(io::Error::other("segment changed while sealing"));
-        }
-        hint::write(&self.dir, id, len, &entries)
     }
 
     /// Compacts every sealed segment that is mostly dead: copies its live records (and,
@@ -659,5 +643,57 @@ impl<K: LogKey> Batch<K> {
         self.bytes.clear();
         self.records.clear();
         self.keys.clear();
+    }
+}
+
+impl<K> Log<K> {
+    /// At close: syncs the active segment and writes its hint if it has none that holds,
+    /// so the next open reads the hint instead of scanning the segment (a cache: any
+    /// failure is ignored, and a later append makes the hint stale by its length).
+    fn close(&self) {
+        let mut active = self.active.lock();
+        let Some(a) = active.as_mut() else { return };
+        if !a.needs_hint || a.len == 0 {
+            return;
+        }
+        if a.file.sync_data().is_ok() {
+            a.dirty = false;
+            if self.write_hint(a.id, a.len).is_ok() {
+                a.needs_hint = false;
+            }
+        }
+    }
+
+    /// Writes the hint of segment `id` (of `len` bytes) from a scan of it: a sealed
+    /// segment, or the active one at close.
+    fn write_hint(&self, id: u32, len: u64) -> io::Result<()> {
+        let file = File::open(segment_path(&self.dir, id))?;
+        let mut entries = Vec::new();
+        let end = record::scan(&file, |found| {
+            if let Found::Record {
+                offset,
+                kind,
+                key,
+                value_len,
+            } = found
+            {
+                entries.push(hint::Entry {
+                    kind,
+                    key,
+                    offset,
+                    value_len: value_len as u32,
+                });
+            }
+        })?;
+        if end.good_end != len || end.file_len != len {
+            return Err(io::Error::other("segment changed while sealing"));
+        }
+        hint::write(&self.dir, id, len, &entries)
+    }
+}
+
+impl<K> Drop for Log<K> {
+    fn drop(&mut self) {
+        self.close();
     }
 }
