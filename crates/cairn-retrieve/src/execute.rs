@@ -450,8 +450,10 @@ pub(crate) fn run_plan(
     if !plan.lanes.is_empty() && unavailable.len() == plan.lanes.len() {
         return Err(unavailable.swap_remove(0));
     }
-    // A lane that found nothing only because of validity: say what validity hid.
-    if let Some(others) = &gate.without_validity {
+    // A lane that found nothing only because of validity: say what validity hid (the
+    // validity-free filter is built only then).
+    if gate.valid.is_some() && lane_hits.iter().any(|l| l.hits.is_empty()) {
+        let others = Gate::without_validity(indexes, &plan.gates);
         let hidden = validity_hidden(indexes, plan, &lane_hits, others.as_ref(), &unavailable)?;
         if !hidden.is_empty() {
             let when = match plan.valid_at {

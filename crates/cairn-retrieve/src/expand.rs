@@ -474,8 +474,6 @@ pub(crate) mod tests {
             filter: None,
             valid: None,
             valid_at_ms: None,
-            excluded_by_validity: 0,
-            without_validity: None,
         }
     }
 
@@ -570,8 +568,6 @@ pub(crate) mod tests {
             filter: Some(view.filter_of([0, 2])),
             valid: Some(view.filter_of([0, 1, 2])),
             valid_at_ms: Some(10),
-            excluded_by_validity: 0,
-            without_validity: None,
         };
         let e = expand(&g, &GraphExpand::hops(2), &gate, &[(0, 1.0)], 1);
         // 3 does not exist at t (not traversable), 1 is walked through but not added.
@@ -585,8 +581,6 @@ pub(crate) mod tests {
             filter: None,
             valid: None,
             valid_at_ms: t,
-            excluded_by_validity: 0,
-            without_validity: None,
         };
         let at = |t| added(&expand(&g, &GraphExpand::hops(1), &gate(t), &[(0, 1.0)], 1));
         assert_eq!(at(Some(4)), vec![(1, 1, vec![0, 1])]);

@@ -27,47 +27,28 @@ pub(crate) struct Gate {
     pub valid: Option<Filter>,
     /// The validity time, if the validity gate is on.
     pub valid_at_ms: Option<i64>,
-    /// Nodes the other gates admit but the validity gate excludes (0 when it is off).
-    pub excluded_by_validity: u64,
-    /// When the validity gate excludes nodes: the filter of the other gates alone
-    /// (`None` inside: every node), to tell a lane emptied by validity from one that
-    /// matched nothing.
-    pub without_validity: Option<Option<Filter>>,
 }
 
 impl Gate {
     /// Builds the gate filters from the commit's index view.
     pub fn build(indexes: &CommitIndexes, spec: &GateSpec) -> Gate {
         let valid = spec.valid_at_ms.and_then(|t| indexes.valid_at(t));
-        let mut parts = Vec::new();
-        if !spec.labels_all.is_empty() {
-            parts.push(indexes.labels_all_of(&spec.labels_all));
-        }
-        if !spec.labels_any.is_empty() {
-            parts.push(indexes.labels_any_of(&spec.labels_any));
-        }
-        for (key, pred) in &spec.predicates {
-            parts.push(indexes.prop_filter(key, pred));
-        }
-        let mut excluded_by_validity = 0;
-        let mut without_validity = None;
+        let mut parts = other_parts(indexes, spec);
         if let Some(v) = &valid {
-            let others = intersect_all(parts.clone());
-            let admitted = others.as_ref().map_or(u64::from(indexes.node_count()), Filter::len);
             parts.push(v.clone());
-            let all = intersect_all(parts.clone()).map_or(0, |f| f.len());
-            excluded_by_validity = admitted - all;
-            if excluded_by_validity > 0 {
-                without_validity = Some(others);
-            }
         }
         Gate {
             filter: intersect_all(parts),
             valid,
             valid_at_ms: spec.valid_at_ms,
-            excluded_by_validity,
-            without_validity,
         }
+    }
+
+    /// The filter of every gate but validity (`None`: every node), to tell a lane that
+    /// validity emptied from one that matched nothing. Built only when a lane came back
+    /// empty, never on the common path.
+    pub fn without_validity(indexes: &CommitIndexes, spec: &GateSpec) -> Option<Filter> {
+        intersect_all(other_parts(indexes, spec))
     }
 
     /// True if the node passes every gate.
@@ -85,6 +66,21 @@ impl Gate {
         self.valid_at_ms
             .is_none_or(|t| edge.valid_from_ms <= t && t < edge.valid_until_ms)
     }
+}
+
+/// The label and property filters of `spec` (validity aside).
+fn other_parts(indexes: &CommitIndexes, spec: &GateSpec) -> Vec<Filter> {
+    let mut parts = Vec::new();
+    if !spec.labels_all.is_empty() {
+        parts.push(indexes.labels_all_of(&spec.labels_all));
+    }
+    if !spec.labels_any.is_empty() {
+        parts.push(indexes.labels_any_of(&spec.labels_any));
+    }
+    for (key, pred) in &spec.predicates {
+        parts.push(indexes.prop_filter(key, pred));
+    }
+    parts
 }
 
 /// The intersection of `parts`, or `None` (no restriction) if there are none.
@@ -143,8 +139,6 @@ mod tests {
             filter: None,
             valid: None,
             valid_at_ms: Some(100),
-            excluded_by_validity: 0,
-            without_validity: None,
         };
         let edge = |from, until| AdjacentEdge {
             other: 0,
@@ -171,8 +165,6 @@ mod tests {
             filter: Some(v.filter_of([2])),
             valid: Some(v.filter_of([1, 2])),
             valid_at_ms: Some(0),
-            excluded_by_validity: 0,
-            without_validity: None,
         };
         assert!(gate.admits(2) && !gate.admits(1));
         assert!(gate.traversable(1) && !gate.traversable(3));
