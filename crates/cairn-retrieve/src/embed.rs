@@ -41,4 +41,11 @@ impl std::error::Error for EmbedError {}
 pub trait Embedder: Send + Sync {
     /// The query vector for `text`.
     fn embed(&self, text: &str) -> Result<Vec<f32>, EmbedError>;
+
+    /// The vectors for several texts, in order (one per text). The default calls
+    /// [`embed`](Embedder::embed) for each; embedders that batch (a model forward pass, an
+    /// HTTP request) override it. Must equal the one-by-one results bit for bit.
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        texts.iter().map(|t| self.embed(t)).collect()
+    }
 }

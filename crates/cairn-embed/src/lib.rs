@@ -1,0 +1,4 @@
+//! # cairn-embed
+//!
+//! Text embedders for Cairn's dense lane.
+#![warn(missing_docs)]

@@ -1,0 +1,4 @@
+//! # cairn-mcp
+//!
+//! The Model Context Protocol over stdio for a Cairn repository.
+#![warn(missing_docs)]

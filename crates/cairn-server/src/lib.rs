@@ -1,0 +1,4 @@
+//! # cairn-server
+//!
+//! An HTTP server over Cairn repositories.
+#![warn(missing_docs)]
