@@ -108,6 +108,8 @@ pub(crate) struct Plan {
     list: Option<Option<String>>,
     /// Explain every item.
     explain: bool,
+    /// The dense lane's query vector comes from the embedder (reported per lane).
+    dense_embedded: bool,
 }
 
 impl Plan {
@@ -235,6 +237,7 @@ impl Plan {
             ann: spec.ann,
             list: spec.list.then(|| spec.after.clone()),
             explain: spec.explain,
+            dense_embedded: spec.vector.is_none() && plugins.embedder.is_some() && spec.text.is_some(),
         })
     }
 
@@ -422,6 +425,7 @@ pub(crate) fn run_plan(
                     name: query.name(),
                     hits: 0,
                     approximate: false,
+                    embedded: plan.dense_embedded && matches!(query, LaneQuery::Dense { .. }),
                 });
                 continue;
             }
@@ -443,6 +447,7 @@ pub(crate) fn run_plan(
             name: run.hits.name.clone(),
             hits: run.hits.hits.len(),
             approximate: run.approximate,
+            embedded: plan.dense_embedded && matches!(query, LaneQuery::Dense { .. }),
         });
         lane_hits.push(run.hits);
     }

@@ -91,6 +91,11 @@ pub struct LaneReport {
     pub hits: usize,
     /// True if an approximate index chose the candidates.
     pub approximate: bool,
+    /// True if the lane's query vector was embedded from the query text by an
+    /// [`Embedder`](crate::Embedder) (not given by the caller). Left out of the JSON when
+    /// false, so results without an embedder serialize as before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub embedded: bool,
 }
 
 /// A typed warning.
