@@ -1,0 +1,333 @@
+//! `Repo`: the native handle on one repository — opening, transactions, reads at any
+//! revision, history and branches. Results that carry graph data come back as JSON text
+//! in the import format's field names (what `cairn show --json`/`export` write); the
+//! Python `cairn.Repo` wrapper turns them into dataclasses.
+
+use std::sync::Mutex;
+
+use cairn::{CommitId, Repo};
+use pyo3::prelude::*;
+use serde::Serialize;
+
+use crate::convert;
+use crate::errors::{CairnError, OrPyErr};
+use crate::transaction::PyTransaction;
+
+/// A Cairn repository. Safe to share between threads: every call takes a cheap clone of
+/// the handle, and long calls (commits, retrievals, index builds, imports, merges) run
+/// without the GIL.
+#[pyclass(frozen, module = "cairn._native", name = "Repo")]
+pub struct PyRepo {
+    /// `None` once closed.
+    inner: Mutex<Option<Repo>>,
+}
+
+/// One commit in `log` (the fields of `cairn log --json`).
+#[derive(Serialize)]
+struct LogEntry<'a> {
+    commit: CommitId,
+    parents: &'a [CommitId],
+    timestamp_ms: i64,
+    author: &'a str,
+    message: &'a str,
+    node_count: u64,
+    edge_count: u64,
+}
+
+impl PyRepo {
+    fn wrap(repo: Repo) -> PyRepo {
+        PyRepo {
+            inner: Mutex::new(Some(repo)),
+        }
+    }
+
+    /// A handle on the repository, or `CairnError` once closed.
+    pub fn repo(&self) -> PyResult<Repo> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .ok_or_else(|| CairnError::new_err("the repository is closed"))
+    }
+
+    /// Revision `at`, or the head (`None` before the first commit).
+    fn at_or_head(repo: &Repo, at: Option<&str>) -> PyResult<Option<CommitId>> {
+        match at {
+            Some(rev) => repo.resolve(rev).map(Some).py_err(),
+            None => repo.head().py_err(),
+        }
+    }
+}
+
+#[pymethods]
+impl PyRepo {
+    /// Creates a repository at `path` (`Conflict` if one is there).
+    #[staticmethod]
+    fn init(py: Python<'_>, path: std::path::PathBuf) -> PyResult<PyRepo> {
+        py.allow_threads(|| Repo::init(&path)).py_err().map(PyRepo::wrap)
+    }
+
+    /// Opens the repository at `path` (`NotFound` if there is none).
+    #[staticmethod]
+    fn open(py: Python<'_>, path: std::path::PathBuf) -> PyResult<PyRepo> {
+        py.allow_threads(|| Repo::open(&path)).py_err().map(PyRepo::wrap)
+    }
+
+    /// A new repository held in memory.
+    #[staticmethod]
+    fn in_memory() -> PyResult<PyRepo> {
+        Repo::in_memory().py_err().map(PyRepo::wrap)
+    }
+
+    /// Releases this handle. The store closes when the last handle (including open
+    /// transactions) is gone.
+    fn close(&self) {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    /// True until `close`.
+    #[getter]
+    fn is_open(&self) -> bool {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+
+    /// The repository's directory (`None` in memory).
+    #[getter]
+    fn path(&self) -> PyResult<Option<String>> {
+        Ok(self.repo()?.path().map(|p| p.display().to_string()))
+    }
+
+    /// Starts a transaction on `branch` (default: the current branch).
+    #[pyo3(signature = (branch=None, author=None))]
+    fn transaction(&self, branch: Option<&str>, author: Option<&str>) -> PyResult<PyTransaction> {
+        PyTransaction::begin(self.repo()?, branch, author)
+    }
+
+    /// The head commit of the current branch (hex; `None` before the first commit).
+    fn head(&self) -> PyResult<Option<String>> {
+        Ok(self.repo()?.head().py_err()?.map(|c| c.to_hex()))
+    }
+
+    /// Resolves a revision to a commit id (hex).
+    fn resolve(&self, rev: &str) -> PyResult<String> {
+        Ok(self.repo()?.resolve(rev).py_err()?.to_hex())
+    }
+
+    /// The commit `rev` as JSON (the fields of one `log` entry).
+    fn commit_json(&self, rev: &str) -> PyResult<String> {
+        let repo = self.repo()?;
+        let id = repo.resolve(rev).py_err()?;
+        let c = repo.commit(&id).py_err()?;
+        Ok(serde_json::to_string(&log_entry(&id, &c)).expect("a commit serializes"))
+    }
+
+    /// Node `id` at revision `at` (default: the head) as import-format JSON, or `None`.
+    #[pyo3(signature = (id, at=None))]
+    fn node_json(&self, id: &str, at: Option<&str>) -> PyResult<Option<String>> {
+        let repo = self.repo()?;
+        let id = convert::node_id(id)?;
+        let Some(c) = Self::at_or_head(&repo, at)? else {
+            return Ok(None);
+        };
+        Ok(repo.node_at(&c, &id).py_err()?.map(|n| convert::node_json(&n)))
+    }
+
+    /// The nodes at revision `at` (default: the head), in id order, only those with
+    /// `label` if given: a JSON array.
+    #[pyo3(signature = (at=None, label=None))]
+    fn nodes_json(&self, py: Python<'_>, at: Option<&str>, label: Option<&str>) -> PyResult<String> {
+        let repo = self.repo()?;
+        let Some(c) = Self::at_or_head(&repo, at)? else {
+            return Ok("[]".into());
+        };
+        let nodes = py.allow_threads(|| repo.nodes_at(&c, label)).py_err()?;
+        Ok(convert::json_array(nodes.iter().map(convert::node_json)))
+    }
+
+    /// The edges of node `id` at revision `at` (default: the head): `direction` `out`
+    /// (leaving it), `in` (arriving) or `both` (out first; a self-loop once). A JSON array.
+    #[pyo3(signature = (id, at=None, direction="both"))]
+    fn edges_json(&self, id: &str, at: Option<&str>, direction: &str) -> PyResult<String> {
+        let repo = self.repo()?;
+        let id = convert::node_id(id)?;
+        let (outgoing, incoming) = match direction {
+            "out" => (true, false),
+            "in" => (false, true),
+            "both" => (true, true),
+            other => {
+                return Err(crate::errors::InvalidInput::new_err(format!(
+                    "direction: expected \"out\", \"in\" or \"both\", got {other:?}"
+                )))
+            }
+        };
+        let Some(c) = Self::at_or_head(&repo, at)? else {
+            return Ok("[]".into());
+        };
+        let mut edges = Vec::new();
+        if outgoing {
+            edges.extend(repo.edges_from(&c, &id).py_err()?);
+        }
+        if incoming {
+            for e in repo.edges_to(&c, &id).py_err()? {
+                if !(outgoing && e.source == e.target) {
+                    edges.push(e);
+                }
+            }
+        }
+        Ok(convert::json_array(edges.iter().map(convert::edge_json)))
+    }
+
+    /// Commits reachable from `rev` (default: the head), newest first, at most `limit`:
+    /// a JSON array of `cairn log --json` entries.
+    #[pyo3(signature = (rev=None, limit=None))]
+    fn log_json(&self, rev: Option<&str>, limit: Option<usize>) -> PyResult<String> {
+        let repo = self.repo()?;
+        let commits = repo.log(rev, limit).py_err()?;
+        let entries: Vec<LogEntry<'_>> = commits.iter().map(|(id, c)| log_entry(id, c)).collect();
+        Ok(serde_json::to_string(&entries).expect("a log serializes"))
+    }
+
+    /// What changed from revision `a` to revision `b`, as JSON (`from`, `to`, `nodes`,
+    /// `edges`; each change with its kind and object hashes).
+    fn diff_json(&self, py: Python<'_>, a: &str, b: &str) -> PyResult<String> {
+        let repo = self.repo()?;
+        let (a, b) = (repo.resolve(a).py_err()?, repo.resolve(b).py_err()?);
+        let diff = py.allow_threads(|| repo.diff(&a, &b)).py_err()?;
+        Ok(serde_json::to_string(&diff).expect("a diff serializes"))
+    }
+
+    /// The history of node `id` among the ancestors of `rev` (default: the current
+    /// branch's head), newest first, at most `limit` entries, each with its commit's
+    /// message: a JSON array.
+    #[pyo3(signature = (id, rev=None, limit=None))]
+    fn history_json(&self, py: Python<'_>, id: &str, rev: Option<&str>, limit: Option<usize>) -> PyResult<String> {
+        let repo = self.repo()?;
+        let id = convert::node_id(id)?;
+        let entries = py
+            .allow_threads(|| match rev {
+                Some(rev) => repo.history_of(rev, &id, limit),
+                None if limit.is_none() => repo.history(&id),
+                None => match repo.head()? {
+                    Some(h) => repo.history_of(&h.to_hex(), &id, limit),
+                    None => Ok(Vec::new()),
+                },
+            })
+            .py_err()?;
+        #[derive(Serialize)]
+        struct Entry<'a> {
+            #[serde(flatten)]
+            entry: &'a cairn::NodeHistoryEntry,
+            message: String,
+        }
+        let with_messages = entries
+            .iter()
+            .map(|e| {
+                Ok(Entry {
+                    entry: e,
+                    message: repo.commit(&e.commit)?.message,
+                })
+            })
+            .collect::<cairn::Result<Vec<_>>>()
+            .py_err()?;
+        Ok(serde_json::to_string(&with_messages).expect("a history serializes"))
+    }
+
+    /// Counts of revision `rev` (default: the head) as JSON (`cairn stats --json`).
+    #[pyo3(signature = (rev=None))]
+    fn stats_json(&self, rev: Option<&str>) -> PyResult<String> {
+        let repo = self.repo()?;
+        let c = repo.resolve(rev.unwrap_or("HEAD")).py_err()?;
+        Ok(serde_json::to_string(&repo.stats(&c).py_err()?).expect("stats serialize"))
+    }
+
+    /// The current branch.
+    fn current_branch(&self) -> PyResult<String> {
+        Ok(self.repo()?.current_branch().py_err()?.to_string())
+    }
+
+    /// Branches with their heads (hex), in name order.
+    fn branches(&self) -> PyResult<Vec<(String, String)>> {
+        let b = self.repo()?.branches().py_err()?;
+        Ok(b.into_iter().map(|(n, c)| (n, c.to_hex())).collect())
+    }
+
+    /// Creates branch `name` at revision `at` (default: the head); returns its head.
+    #[pyo3(signature = (name, at=None))]
+    fn create_branch(&self, name: &str, at: Option<&str>) -> PyResult<String> {
+        Ok(self.repo()?.create_branch(name, at).py_err()?.to_hex())
+    }
+
+    /// Makes `name` the current branch.
+    fn switch_branch(&self, name: &str) -> PyResult<()> {
+        self.repo()?.switch_branch(name).py_err()
+    }
+
+    /// Deletes branch `name` (not the current one).
+    fn delete_branch(&self, name: &str) -> PyResult<()> {
+        self.repo()?.delete_branch(name).py_err()
+    }
+
+    /// Tags with their commits (hex), in name order.
+    fn tags(&self) -> PyResult<Vec<(String, String)>> {
+        let t = self.repo()?.tags().py_err()?;
+        Ok(t.into_iter().map(|(n, c)| (n, c.to_hex())).collect())
+    }
+
+    /// Creates tag `name` at revision `at` (default: the head); returns its commit.
+    #[pyo3(signature = (name, at=None))]
+    fn create_tag(&self, name: &str, at: Option<&str>) -> PyResult<String> {
+        Ok(self.repo()?.create_tag(name, at).py_err()?.to_hex())
+    }
+
+    /// Deletes tag `name`.
+    fn delete_tag(&self, name: &str) -> PyResult<()> {
+        self.repo()?.delete_tag(name).py_err()
+    }
+
+    /// Builds and stores the index chunks of revision `rev` (and with `graphs`, the HNSW
+    /// unit graphs) ahead of queries, without the GIL. Returns the report as JSON.
+    #[pyo3(signature = (rev="HEAD", graphs=false))]
+    fn build_indexes_json(&self, py: Python<'_>, rev: &str, graphs: bool) -> PyResult<String> {
+        let repo = self.repo()?;
+        let report = py.allow_threads(|| repo.build_indexes_with(rev, graphs)).py_err()?;
+        Ok(serde_json::to_string(&report).expect("a report serializes"))
+    }
+
+    /// Imports JSON Lines text (the import format) as one commit on the current branch,
+    /// without the GIL. Returns the summary as JSON.
+    fn import_jsonl(&self, py: Python<'_>, text: &str, message: &str) -> PyResult<String> {
+        let repo = self.repo()?;
+        let summary = py
+            .allow_threads(|| repo.import_jsonl(text.as_bytes(), message, &mut |_| {}))
+            .py_err()?;
+        Ok(serde_json::to_string(&summary).expect("a summary serializes"))
+    }
+
+    /// Revision `rev` as JSON Lines in the import format (what `cairn export` writes).
+    #[pyo3(signature = (rev="HEAD"))]
+    fn export_jsonl(&self, py: Python<'_>, rev: &str) -> PyResult<String> {
+        let repo = self.repo()?;
+        let mut out = Vec::new();
+        py.allow_threads(|| repo.export_jsonl(rev, &mut out)).py_err()?;
+        String::from_utf8(out).map_err(|e| CairnError::new_err(e.to_string()))
+    }
+
+    fn __repr__(&self) -> String {
+        match self.repo() {
+            Ok(r) => format!("{r:?}"),
+            Err(_) => "Repo(closed)".into(),
+        }
+    }
+}
+
+fn log_entry<'a>(id: &CommitId, c: &'a cairn::Commit) -> LogEntry<'a> {
+    LogEntry {
+        commit: *id,
+        parents: &c.parents,
+        timestamp_ms: c.timestamp_ms,
+        author: &c.author,
+        message: &c.message,
+        node_count: c.node_count,
+        edge_count: c.edge_count,
+    }
+}

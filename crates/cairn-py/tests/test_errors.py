@@ -1,0 +1,94 @@
+"""Every error family raises its own class, all under cairn.CairnError."""
+
+import pytest
+
+import cairn
+
+
+def test_hierarchy():
+    for cls in (cairn.NotFound, cairn.InvalidInput, cairn.Conflict, cairn.Corrupt, cairn.StoreError, cairn.RetrieveError):
+        assert issubclass(cls, cairn.CairnError)
+    assert issubclass(cairn.CairnError, Exception)
+    assert cairn.errors.NotFound is cairn.NotFound
+
+
+def test_not_found(tmp_path, repo):
+    with pytest.raises(cairn.NotFound, match="no cairn repository"):
+        cairn.Repo.open(tmp_path / "nothing-here")
+    with pytest.raises(cairn.NotFound, match="unknown revision"):
+        repo.node("doc-1", at="no-such-branch")
+    with pytest.raises(cairn.NotFound, match="unknown branch"):
+        repo.switch_branch("nope")
+    with pytest.raises(cairn.NotFound, match="edge"):
+        with repo.transaction("x") as tx:
+            tx.delete_edge(("doc-1", "likes", "doc-2"))
+
+
+def test_invalid_input(repo):
+    with pytest.raises(cairn.InvalidInput, match="invalid id"):
+        repo.node("x" * 1000)
+    with pytest.raises(cairn.InvalidInput):
+        with repo.transaction("x") as tx:
+            tx.put_node(cairn.Node("a", embeddings={"m": [1.0, 2.0]}))  # the model has 4 dimensions
+    with pytest.raises(cairn.InvalidInput, match="valid_from"):
+        with repo.transaction("x") as tx:
+            tx.put_node({"id": "a", "valid_from": "not a time"})
+    with pytest.raises(cairn.InvalidInput, match="direction"):
+        repo.edges("doc-1", direction="sideways")
+    with pytest.raises(cairn.InvalidInput):
+        with repo.transaction("x") as tx:
+            tx.put_node(42)
+    with pytest.raises(cairn.InvalidInput):
+        cairn.parse_time("yesterday-ish")
+
+
+def test_conflict(tmp_path, repo):
+    cairn.Repo.init(tmp_path / "r").close()
+    with pytest.raises(cairn.Conflict, match="already exists"):
+        cairn.Repo.init(tmp_path / "r")
+    with pytest.raises(cairn.Conflict, match="already exists"):
+        repo.create_branch("main")
+    # Two transactions from the same head: the second commit finds the branch moved.
+    t1 = repo.transaction("one")
+    t2 = repo.transaction("two")
+    t1.put_node(cairn.Node("x"))
+    t2.put_node(cairn.Node("y"))
+    t1.commit()
+    head = repo.head()
+    with pytest.raises(cairn.Conflict, match="moved"):
+        t2.commit()
+    assert repo.head() == head
+    assert repo.node("y") is None
+
+
+def test_store_error_locked(tmp_path):
+    path = tmp_path / "r"
+    first = cairn.Repo.init(path)
+    try:
+        with pytest.raises(cairn.StoreError, match="in use"):
+            cairn.Repo.open(path)
+    finally:
+        first.close()
+    cairn.Repo.open(path).close()
+
+
+def test_retrieve_errors(repo):
+    with pytest.raises(cairn.RetrieveError, match="malformed"):
+        repo.retrieve_json('{"text": "x", "colour": "red"}')
+    with pytest.raises(cairn.RetrieveError, match="at least one lane"):
+        repo.retrieve(labels="Document")
+    with pytest.raises(cairn.RetrieveError, match="limit"):
+        repo.retrieve("stall", limit=0)
+    with pytest.raises(cairn.RetrieveError, match="model"):
+        repo.retrieve(vector=[1.0, 0.0, 0.0, 0.0])
+    with pytest.raises(cairn.RetrieveError):
+        repo.retrieve(vector=[1.0, 0.0], model="m")  # wrong dimension
+    with pytest.raises(cairn.RetrieveError):
+        repo.retrieve("stall", at="no-such-branch")
+
+
+def test_corrupt_is_distinct_from_invalid_input():
+    # A damaged store cannot be made from Python without reaching into files; the class
+    # exists and is raised for missing or damaged objects (see src/errors.rs).
+    assert cairn.Corrupt is not cairn.InvalidInput
+    assert "damaged" in cairn.Corrupt.__doc__
