@@ -136,13 +136,17 @@ fn parse_op(op: &str, value: Json) -> PyResult<ImportOp> {
     parse_line(&line).map_err(|e| InvalidInput::new_err(format!("{op}: {e}")))
 }
 
-/// The dense vectors of a node dict's `embeddings` entry, read with [`to_vector`].
-fn embeddings(d: &Bound<'_, PyDict>) -> PyResult<Option<Vec<(String, Vec<f32>)>>> {
+/// A dense vector of one model.
+type ModelVector = (String, Vec<f32>);
+
+/// The dense vectors of a node dict's `embeddings` entry (none if absent), read with
+/// [`to_vector`].
+fn embeddings(d: &Bound<'_, PyDict>) -> PyResult<Vec<ModelVector>> {
     let Some(e) = d.get_item("embeddings")? else {
-        return Ok(None);
+        return Ok(Vec::new());
     };
     if e.is_none() {
-        return Ok(None);
+        return Ok(Vec::new());
     }
     let e = as_dict(&e, "embeddings")?;
     let mut out = Vec::with_capacity(e.len());
@@ -153,7 +157,7 @@ fn embeddings(d: &Bound<'_, PyDict>) -> PyResult<Option<Vec<(String, Vec<f32>)>>
         let vector = to_vector(&v, &format!("embeddings[{model:?}]"))?;
         out.push((model, vector));
     }
-    Ok(Some(out))
+    Ok(out)
 }
 
 /// A node from a dict in the import format's field names (`id`, `labels`, `text`,
@@ -165,7 +169,7 @@ pub fn node(obj: &Bound<'_, PyAny>) -> PyResult<Node> {
         ImportOp::PutNode(n) => n,
         _ => unreachable!("a `node` line parses to a node"),
     };
-    for (model, v) in embeddings(d)?.unwrap_or_default() {
+    for (model, v) in embeddings(d)? {
         node.embeddings.insert(model, v);
     }
     Ok(node)
@@ -191,7 +195,7 @@ pub fn patch(obj: &Bound<'_, PyAny>) -> PyResult<(NodeId, NodePatch)> {
         ImportOp::Patch(id, p) => (id, p),
         _ => unreachable!("a `patch` line parses to a patch"),
     };
-    for (model, v) in embeddings(d)?.unwrap_or_default() {
+    for (model, v) in embeddings(d)? {
         patch.embeddings.insert(model, v);
     }
     Ok((id, patch))

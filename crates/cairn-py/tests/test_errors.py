@@ -87,8 +87,20 @@ def test_retrieve_errors(repo):
         repo.retrieve("stall", at="no-such-branch")
 
 
-def test_corrupt_is_distinct_from_invalid_input():
-    # A damaged store cannot be made from Python without reaching into files; the class
-    # exists and is raised for missing or damaged objects (see src/errors.rs).
-    assert cairn.Corrupt is not cairn.InvalidInput
-    assert "damaged" in cairn.Corrupt.__doc__
+def test_corrupt(tmp_path):
+    path = tmp_path / "r"
+    with cairn.Repo.init(path) as repo:
+        with repo.transaction("x") as tx:
+            tx.put_node(cairn.Node("a", text="hello world " * 10))
+    # Damage one byte of the node's stored record (the segment store checksums records).
+    segments = sorted((path / "objects").glob("*.seg"))
+    assert segments, "expected the segment store's layout"
+    seg = segments[0]
+    data = bytearray(seg.read_bytes())
+    at = data.find(b"hello world")
+    assert at >= 0
+    data[at + 3] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    with cairn.Repo.open(path) as repo:
+        with pytest.raises(cairn.Corrupt, match="corrupt"):
+            repo.node("a")
