@@ -12,6 +12,7 @@ pub mod history;
 pub mod mst;
 pub mod objects;
 pub mod refs;
+pub mod tree_keys;
 
 pub use error::GraphError;
 pub use mst::{Change, Mutation};

@@ -36,9 +36,10 @@
 
 use std::collections::BTreeMap;
 
-use cairn_core::codec::{edge_key_prefix, split_edge_tree_key};
+use cairn_core::codec::edge_key_prefix;
 use cairn_core::{CommitId, Edge, EdgeKey, Hash, Node, NodeId, Subject, ValidationError};
 use cairn_graph::refs::BranchName;
+use cairn_graph::tree_keys::{self, Tree};
 use cairn_graph::{history, mst, Change, GraphError, PendingWrites};
 use serde::Serialize;
 
@@ -215,17 +216,14 @@ fn three_way(ours: Vec<Change>, theirs: Vec<Change>) -> Vec<KeyMerge> {
     out
 }
 
-fn node_id_of(key: Vec<u8>) -> Result<NodeId> {
-    String::from_utf8(key)
-        .ok()
-        .and_then(|s| NodeId::new(s).ok())
-        .ok_or_else(|| Error::InvalidArgument("node tree holds a key that is not a node id".into()))
-}
-
-fn edge_key_of(key: &[u8]) -> Result<EdgeKey> {
-    let (source, kind, target) =
-        split_edge_tree_key(key).ok_or_else(|| Error::InvalidArgument("edge tree holds a malformed key".into()))?;
-    Ok(EdgeKey { source, kind, target })
+/// The tree a key of theirs' diff was read from: theirs' tree if theirs holds the key,
+/// else the base's.
+fn key_root(theirs_value: Option<Hash>, theirs_root: Option<Hash>, base_root: Option<Hash>) -> Option<Hash> {
+    if theirs_value.is_some() {
+        theirs_root
+    } else {
+        base_root
+    }
 }
 
 impl Repo {
@@ -277,7 +275,8 @@ impl Repo {
         for m in node_merge {
             match m {
                 KeyMerge::Take { key, after } => {
-                    outcome.nodes.insert(node_id_of(key)?, after);
+                    let id = tree_keys::node_id(key_root(after, tc.node_root, base_nodes), &key)?;
+                    outcome.nodes.insert(id, after);
                 }
                 KeyMerge::Conflict {
                     key,
@@ -286,7 +285,7 @@ impl Repo {
                     theirs,
                 } => outcome.push_conflict(
                     Conflict::Node {
-                        id: node_id_of(key)?,
+                        id: tree_keys::node_id(key_root(theirs, tc.node_root, base_nodes), &key)?,
                         base: load_node(base)?,
                         ours: load_node(ours)?,
                         theirs: load_node(theirs)?,
@@ -304,7 +303,8 @@ impl Repo {
         for m in edge_merge {
             match m {
                 KeyMerge::Take { key, after } => {
-                    outcome.edges.insert(edge_key_of(&key)?, after);
+                    let key = tree_keys::edge_key(Tree::Edges, key_root(after, tc.edge_root, base_edges), &key)?;
+                    outcome.edges.insert(key, after);
                 }
                 KeyMerge::Conflict {
                     key,
@@ -313,7 +313,7 @@ impl Repo {
                     theirs,
                 } => outcome.push_conflict(
                     Conflict::Edge {
-                        key: edge_key_of(&key)?,
+                        key: tree_keys::edge_key(Tree::Edges, key_root(theirs, tc.edge_root, base_edges), &key)?,
                         base: load_edge(base)?,
                         ours: load_edge(ours)?,
                         theirs: load_edge(theirs)?,
@@ -615,12 +615,9 @@ impl MergeOutcome {
                 continue;
             }
             let prefix = edge_key_prefix(id);
-            for (root, reversed) in [(edge_root, false), (edge_in_root, true)] {
+            for (root, tree) in [(edge_root, Tree::Edges), (edge_in_root, Tree::EdgesIn)] {
                 for (k, _) in repo.edge_keys_with_prefix(root, &prefix)? {
-                    let (a, kind, b) = split_edge_tree_key(&k)
-                        .ok_or_else(|| Error::InvalidArgument("edge tree holds a malformed key".into()))?;
-                    let (source, target) = if reversed { (b, a) } else { (a, b) };
-                    let key = EdgeKey { source, kind, target };
+                    let key = tree_keys::edge_key(tree, root, &k)?;
                     if edges.get(&key).is_some_and(Option::is_none) {
                         continue; // deleted by the merge already (or dropped above)
                     }
@@ -755,5 +752,110 @@ impl Conflict {
             Conflict::Node { id, .. } => format!("node {id}"),
             Conflict::Edge { key, .. } => format!("edge {key}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(b: u8) -> Option<Hash> {
+        Some(Hash::from_bytes([b; 32]))
+    }
+
+    fn ch(key: &str, before: Option<Hash>, after: Option<Hash>) -> Change {
+        Change {
+            key: key.as_bytes().to_vec(),
+            before,
+            after,
+        }
+    }
+
+    /// (key, Ok(after)) for a take, (key, Err((base, ours, theirs))) for a conflict.
+    type Out = (
+        String,
+        std::result::Result<Option<Hash>, (Option<Hash>, Option<Hash>, Option<Hash>)>,
+    );
+
+    fn run(ours: Vec<Change>, theirs: Vec<Change>) -> Vec<Out> {
+        three_way(ours, theirs)
+            .into_iter()
+            .map(|m| match m {
+                KeyMerge::Take { key, after } => (String::from_utf8(key).unwrap(), Ok(after)),
+                KeyMerge::Conflict {
+                    key,
+                    base,
+                    ours,
+                    theirs,
+                } => (String::from_utf8(key).unwrap(), Err((base, ours, theirs))),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn only_theirs_changes_are_taken() {
+        let got = run(
+            vec![ch("a", h(1), h(2))],
+            vec![ch("b", None, h(3)), ch("c", h(4), None)],
+        );
+        assert_eq!(got, [("b".to_string(), Ok(h(3))), ("c".to_string(), Ok(None))]);
+    }
+
+    #[test]
+    fn the_same_change_on_both_sides_is_no_conflict_and_needs_nothing() {
+        let got = run(
+            vec![ch("a", h(1), h(2)), ch("d", h(5), None)],
+            vec![ch("a", h(1), h(2)), ch("d", h(5), None)],
+        );
+        assert!(got.is_empty(), "{got:?}");
+    }
+
+    #[test]
+    fn different_changes_to_one_key_conflict_with_all_three_values() {
+        let got = run(
+            vec![ch("a", h(1), h(2)), ch("b", h(3), None), ch("c", None, h(6))],
+            vec![ch("a", h(1), h(9)), ch("b", h(3), h(4)), ch("c", None, h(7))],
+        );
+        assert_eq!(
+            got,
+            [
+                ("a".to_string(), Err((h(1), h(2), h(9)))),
+                ("b".to_string(), Err((h(3), None, h(4)))),
+                ("c".to_string(), Err((None, h(6), h(7)))),
+            ]
+        );
+    }
+
+    #[test]
+    fn interleaved_keys_are_matched_in_order() {
+        // Ours' keys before, between and after theirs' are skipped; equal keys meet.
+        let got = run(
+            vec![
+                ch("a", None, h(1)),
+                ch("c", None, h(2)),
+                ch("e", None, h(3)),
+                ch("z", None, h(4)),
+            ],
+            vec![
+                ch("b", None, h(5)),
+                ch("c", None, h(2)),
+                ch("d", None, h(6)),
+                ch("e", None, h(7)),
+            ],
+        );
+        assert_eq!(
+            got,
+            [
+                ("b".to_string(), Ok(h(5))),
+                ("d".to_string(), Ok(h(6))),
+                ("e".to_string(), Err((None, h(3), h(7)))),
+            ]
+        );
+    }
+
+    #[test]
+    fn empty_sides() {
+        assert!(run(vec![ch("a", None, h(1))], vec![]).is_empty());
+        assert_eq!(run(vec![], vec![ch("a", None, h(1))]), [("a".to_string(), Ok(h(1)))]);
     }
 }

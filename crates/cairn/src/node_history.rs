@@ -1,17 +1,26 @@
-//! Node history: the commits of a branch that added, changed or removed one node.
+//! Node history: the commits that added, changed or removed one node, across merges.
 //!
-//! The walk follows the first-parent chain from the branch head. For each commit it
-//! compares the node-tree root hash with the parent's: equal roots mean no node changed,
-//! and the commit is skipped without reading any tree. Otherwise the node is looked up
-//! with [`mst::get`] (O(log n) tree nodes, mostly cached upper levels), and the commit is
-//! reported if the node's object hash differs from the parent's. The whole tree of a
+//! The walk starts at the branch head and visits ancestors children before parents
+//! (by generation, then timestamp, then commit id), following merges the way
+//! `git log -- PATH` does:
+//!
+//! - a commit whose node is the same as in one of its parents ("unchanged against that
+//!   parent") is not reported, and the walk follows that parent only — so a change a merge
+//!   brought in is reported at the commit on the merged branch that made it, not at the
+//!   merge;
+//! - a commit whose node differs from every parent is reported (relative to its first
+//!   parent) and the walk follows all its parents — a merge that resolved a conflict on
+//!   the node, or an ordinary commit that changed it.
+//!
+//! Comparing node-tree root hashes comes first: an equal root means no node changed, and
+//! the commit is passed without reading any tree. Otherwise the node is looked up with
+//! [`mst::get`] (O(log n) tree nodes, mostly cached upper levels); the whole tree of a
 //! commit is never decoded, so the cost is O(commits walked + commits with a different
 //! node root × log n).
-//!
-//! A merge commit is compared with its first parent only: a change a merge brought in
-//! from the other branch shows as a change made by the merge commit.
 
-use cairn_core::{CommitId, Hash, NodeId};
+use std::collections::{BinaryHeap, HashMap, HashSet};
+
+use cairn_core::{Commit, CommitId, Hash, NodeId};
 use cairn_graph::mst;
 use serde::Serialize;
 
@@ -35,9 +44,10 @@ pub struct NodeHistoryEntry {
 }
 
 impl Repo {
-    /// The history of node `id` on the current branch, newest first: every commit on the
-    /// first-parent chain that added, changed or removed it. Empty if the branch has no
-    /// commits or never held the node.
+    /// The history of node `id` on the current branch, newest first: every ancestor of
+    /// the head that added, changed or removed it, following merged branches (see the
+    /// [module docs](crate::node_history)). Empty if the branch has no commits or never
+    /// held the node.
     ///
     /// ```
     /// use cairn::{ChangeKind, Node, NodeId, Repo};
@@ -64,8 +74,8 @@ impl Repo {
         }
     }
 
-    /// The history of node `id` along the first-parent chain of revision `rev` (a branch,
-    /// or any revision [`Repo::resolve`] accepts), newest first, at most `limit` entries.
+    /// The history of node `id` among the ancestors of revision `rev` (a branch, or any
+    /// revision [`Repo::resolve`] accepts), newest first, at most `limit` entries.
     pub fn history_of(&self, rev: &str, id: &NodeId, limit: Option<usize>) -> Result<Vec<NodeHistoryEntry>> {
         let head = self.resolve(rev)?;
         self.node_history_from(head, id, limit)
@@ -75,50 +85,70 @@ impl Repo {
         let objs = self.objects();
         let key = id.as_bytes();
         let mut out = Vec::new();
-        let mut cur_id = head;
-        let mut cur = self.commit(&head)?;
-        // The node's hash at `cur`, looked up lazily: only once a root differs.
-        let mut cur_hash: Option<Option<Hash>> = None;
-        loop {
+        // Children before parents, newest first: a max-heap on (generation, timestamp,
+        // commit id).
+        let mut queue: BinaryHeap<(u64, i64, CommitId)> = BinaryHeap::new();
+        let mut seen: HashSet<CommitId> = HashSet::new();
+        let mut pending: HashMap<CommitId, Commit> = HashMap::new();
+        // The node's hash at a commit, once known (from a lookup or an equal root).
+        let mut known: HashMap<CommitId, Option<Hash>> = HashMap::new();
+        let first = self.commit(&head)?;
+        queue.push((first.generation, first.timestamp_ms, head));
+        seen.insert(head);
+        pending.insert(head, first);
+        let lookup =
+            |cid: CommitId, root: Option<Hash>, known: &mut HashMap<CommitId, Option<Hash>>| -> Result<Option<Hash>> {
+                if let Some(h) = known.get(&cid) {
+                    return Ok(*h);
+                }
+                let h = mst::get(objs, root, key)?;
+                known.insert(cid, h);
+                Ok(h)
+            };
+        while let Some((_, _, cid)) = queue.pop() {
             if limit.is_some_and(|l| out.len() >= l) {
                 break;
             }
-            let parent = match cur.parents.first() {
-                Some(p) => Some((*p, self.commit(p)?)),
-                None => None,
-            };
-            let parent_root = parent.as_ref().and_then(|(_, c)| c.node_root);
-            let same_root = parent.is_some() && parent_root == cur.node_root;
-            let parent_hash = if same_root {
-                // No node changed: the parent holds what `cur` holds.
-                cur_hash
+            let cur = pending.remove(&cid).expect("queued commits are pending");
+            let parents = cur
+                .parents
+                .iter()
+                .map(|p| Ok((*p, self.commit(p)?)))
+                .collect::<Result<Vec<_>>>()?;
+            // The parents the walk goes on to.
+            let follow: Vec<usize> = if let Some(i) = parents.iter().position(|(_, pc)| pc.node_root == cur.node_root) {
+                // No node changed against parent `i`: it holds what `cur` holds.
+                if let Some(h) = known.get(&cid).copied() {
+                    known.entry(parents[i].0).or_insert(h);
+                }
+                vec![i]
             } else {
-                let here = match cur_hash {
-                    Some(h) => h,
-                    None => mst::get(objs, cur.node_root, key)?,
-                };
-                let before = match &parent {
-                    Some(_) => mst::get(objs, parent_root, key)?,
-                    None => None,
-                };
-                if here != before {
-                    out.push(NodeHistoryEntry {
-                        commit: cur_id,
-                        timestamp_ms: cur.timestamp_ms,
-                        change: change_kind(before, here),
-                        hash: here,
-                        previous: before,
-                    });
+                let here = lookup(cid, cur.node_root, &mut known)?;
+                let mut befores = Vec::with_capacity(parents.len());
+                for (pid, pc) in &parents {
+                    befores.push(lookup(*pid, pc.node_root, &mut known)?);
                 }
-                Some(before)
+                match befores.iter().position(|b| *b == here) {
+                    Some(i) => vec![i],
+                    None if parents.is_empty() && here.is_none() => Vec::new(),
+                    None => {
+                        let before = befores.first().copied().flatten();
+                        out.push(NodeHistoryEntry {
+                            commit: cid,
+                            timestamp_ms: cur.timestamp_ms,
+                            change: change_kind(before, here),
+                            hash: here,
+                            previous: before,
+                        });
+                        (0..parents.len()).collect()
+                    }
+                }
             };
-            match parent {
-                Some((pid, pc)) => {
-                    cur_id = pid;
-                    cur = pc;
-                    cur_hash = parent_hash;
+            for (i, (pid, pc)) in parents.into_iter().enumerate() {
+                if follow.contains(&i) && seen.insert(pid) {
+                    queue.push((pc.generation, pc.timestamp_ms, pid));
+                    pending.insert(pid, pc);
                 }
-                None => break,
             }
         }
         Ok(out)

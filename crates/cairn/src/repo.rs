@@ -3,9 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use cairn_core::codec::{edge_in_tree_key, edge_key_prefix, edge_tree_key, split_edge_tree_key};
+use cairn_core::codec::{edge_in_tree_key, edge_key_prefix, edge_tree_key};
 use cairn_core::{Commit, CommitId, Edge, EdgeKey, Hash, Node, NodeId};
 use cairn_graph::refs::BranchName;
+use cairn_graph::tree_keys::{self, Tree};
 use cairn_graph::{history, mst, Objects, Refs};
 use cairn_store::{MemoryStore, SegmentStore, SledStore, Store};
 
@@ -534,22 +535,20 @@ impl Repo {
         let (ca, cb) = (self.commit(a)?, self.commit(b)?);
         let node_changes = mst::diff(self.objects(), ca.node_root, cb.node_root)?;
         let edge_changes = mst::diff(self.objects(), ca.edge_root, cb.edge_root)?;
+        // A key is read from the newer tree, or from the older one if it was removed.
         let nodes = node_changes
             .into_iter()
             .map(|c| {
-                let id = String::from_utf8(c.key)
-                    .ok()
-                    .and_then(|s| NodeId::new(s).ok())
-                    .ok_or_else(|| Error::InvalidArgument("node tree holds a key that is not a node id".into()))?;
+                let id = tree_keys::node_id(if c.after.is_some() { cb.node_root } else { ca.node_root }, &c.key)?;
                 Ok(NodeChange::new(id, c.before, c.after))
             })
             .collect::<Result<Vec<_>>>()?;
         let edges = edge_changes
             .into_iter()
             .map(|c| {
-                let (source, kind, target) = split_edge_tree_key(&c.key)
-                    .ok_or_else(|| Error::InvalidArgument("edge tree holds a malformed key".into()))?;
-                Ok(EdgeChange::new(EdgeKey { source, kind, target }, c.before, c.after))
+                let tree = if c.after.is_some() { cb.edge_root } else { ca.edge_root };
+                let key = tree_keys::edge_key(Tree::Edges, tree, &c.key)?;
+                Ok(EdgeChange::new(key, c.before, c.after))
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Diff {

@@ -3,9 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use cairn_core::codec::{decode_node, edge_key_prefix, edge_tree_key, encode_node, hash_object, split_edge_tree_key};
+use cairn_core::codec::{decode_node, edge_key_prefix, edge_tree_key, encode_node, hash_object};
 use cairn_core::{Commit, CommitId, Edge, EdgeKey, Hash, Node, NodeId, Subject, ValidationError};
 use cairn_graph::refs::BranchName;
+use cairn_graph::tree_keys::{self, Tree};
 use cairn_graph::{mst, PendingWrites};
 
 use crate::error::{Error, Result};
@@ -196,12 +197,10 @@ impl<'r> Transaction<'r> {
             .collect();
         if let Some(c) = &self.base_commit {
             let prefix = edge_key_prefix(id);
-            for (root, reversed) in [(c.edge_root, false), (c.edge_in_root, true)] {
+            for (root, tree) in [(c.edge_root, Tree::Edges), (c.edge_in_root, Tree::EdgesIn)] {
                 for (k, _) in self.repo.edge_keys_with_prefix(root, &prefix)? {
-                    if let Some((a, kind, b)) = split_edge_tree_key(&k) {
-                        let (source, target) = if reversed { (b, a) } else { (a, b) };
-                        doomed.push(EdgeKey { source, kind, target });
-                    }
+                    // A key that does not decode is damage, reported, never skipped.
+                    doomed.push(tree_keys::edge_key(tree, root, &k)?);
                 }
             }
         }

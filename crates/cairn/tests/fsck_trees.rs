@@ -199,3 +199,40 @@ fn a_reverse_edge_tree_that_does_not_mirror_the_edge_tree_is_reported() {
     let p = problems(&repo);
     assert!(p.contains("does not hold the same edges"), "{p}");
 }
+
+#[test]
+fn a_tree_key_that_does_not_decode_is_corruption_naming_the_tree() {
+    let repo = Repo::in_memory().unwrap();
+    let mut tx = repo.transaction().unwrap();
+    tx.put_node(Node::new(id("a"))).unwrap();
+    let good = tx.commit("good").unwrap();
+    // Any stored hash serves as the entry's value: only the key is read.
+    let value = repo.commit(&good).unwrap().node_root.expect("a node root");
+    // A node tree whose only key is not UTF-8 (a writer never stores one).
+    let bad_key = vec![0xff, 0xfe];
+    let mut out = PendingWrites::default();
+    let root = out.add_tree(&TreeNode {
+        level: key_level(&bad_key),
+        left: None,
+        entries: vec![TreeEntry {
+            key: bad_key,
+            value,
+            right: None,
+        }],
+    });
+    let mut c = commit(Some(root), 1);
+    c.parents = vec![good];
+    publish(&repo, "damaged", out, &c);
+    let damaged = repo.resolve("damaged").unwrap();
+    let err = repo.diff(&good, &damaged).unwrap_err();
+    match &err {
+        cairn::Error::Graph(cairn_graph::GraphError::Corrupt { kind, hash, detail }) => {
+            assert_eq!(*kind, "node tree");
+            assert_eq!(*hash, root);
+            assert!(detail.contains("fffe"), "{detail}");
+        }
+        other => panic!("expected corruption, got {other:?}"),
+    }
+    // Not reported as bad input.
+    assert!(!matches!(err, cairn::Error::InvalidArgument(_)));
+}
