@@ -5,12 +5,12 @@
 #
 #   bash crates/cairn-py/ci.sh
 #
-# Steps: clippy on the crate (-D warnings); a venv in crates/cairn-py/.venv with maturin,
+# Steps: rustfmt check and clippy on the crate (-D warnings); a venv in crates/cairn-py/.venv with maturin,
 # pytest and numpy from PyPI; `maturin develop` (debug build, in crates/cairn-py/target);
 # the `cairn` CLI (`cargo build -p cairn-cli` in the main target dir, for the test that
 # compares Python's retrieval bytes with the CLI's; CAIRN_BIN overrides it); pytest.
 #
-# Environment: PYTHON (default python3); CAIRN_PY_SKIP_CLIPPY=1 skips clippy;
+# Environment: PYTHON (default python3); CAIRN_PY_SKIP_CLIPPY=1 skips fmt and clippy;
 # CAIRN_PY_SKIP_CLI=1 does not build the CLI (that test then skips, saying why).
 set -euo pipefail
 
@@ -19,9 +19,12 @@ root="$(cd "$here/../.." && pwd)"
 python="${PYTHON:-python3}"
 cd "$here"
 
+# Not `--locked`: this crate has its own Cargo.lock, which follows the library's
+# dependencies as they change (cargo updates only what it must).
 if [ "${CAIRN_PY_SKIP_CLIPPY:-0}" != 1 ]; then
-    echo "== cairn-py: cargo clippy"
-    cargo clippy --all-targets --locked -- -D warnings
+    echo "== cairn-py: cargo fmt --check, cargo clippy"
+    cargo fmt --check
+    cargo clippy --all-targets -- -D warnings
 fi
 
 echo "== cairn-py: virtualenv"
@@ -33,7 +36,7 @@ fi
 
 echo "== cairn-py: maturin develop"
 # maturin finds the venv through VIRTUAL_ENV.
-VIRTUAL_ENV="$here/.venv" PATH="$here/.venv/bin:$PATH" .venv/bin/maturin develop --locked
+VIRTUAL_ENV="$here/.venv" PATH="$here/.venv/bin:$PATH" .venv/bin/maturin develop
 
 if [ "${CAIRN_PY_SKIP_CLI:-0}" != 1 ] && [ -z "${CAIRN_BIN:-}" ]; then
     echo "== cairn-py: the cairn CLI (for the byte-identity test)"

@@ -75,6 +75,8 @@ def test_store_error_locked(tmp_path):
 def test_retrieve_errors(repo):
     with pytest.raises(cairn.RetrieveError, match="malformed"):
         repo.retrieve_json('{"text": "x", "colour": "red"}')
+    with pytest.raises(cairn.RetrieveError, match="colour"):
+        repo.retrieve("x", colour="red")
     with pytest.raises(cairn.RetrieveError, match="at least one lane"):
         repo.retrieve(labels="Document")
     with pytest.raises(cairn.RetrieveError, match="limit"):

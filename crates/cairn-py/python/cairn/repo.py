@@ -390,7 +390,7 @@ class Repo:
           dict (``{"method": ..., "k": ..., "weights": {...}}``).
         - ``token_budget``, ``limit``, and the other spec fields as keywords:
           ``text_cap``, ``depth``, ``render_props``, ``rerank_top_n``, ``ann``, ``list``,
-          ``after``, ``explain``.
+          ``after``, ``explain``; any other spec field is passed as given.
 
         Runs without the GIL. Raises :class:`~cairn.RetrieveError` if the retrieval
         cannot run. The result's ``json`` is what ``cairn retrieve --json`` prints for

@@ -184,10 +184,13 @@ def build_spec(
     list: bool = False,
     after: str | None = None,
     explain: bool = False,
+    **extra: Any,
 ) -> dict[str, Any]:
     """The JSON retrieval spec (as a dict) that :meth:`cairn.Repo.retrieve`'s keyword
     arguments describe. The query vector is not part of it (it goes to the native layer
-    as a buffer). See :meth:`cairn.Repo.retrieve` for each argument."""
+    as a buffer). See :meth:`cairn.Repo.retrieve` for each argument; any other keyword
+    is copied into the spec as is (the spec parser refuses unknown fields with
+    :class:`~cairn.RetrieveError`)."""
     spec: dict[str, Any] = {}
     if text is not None:
         spec["text"] = text
@@ -224,4 +227,7 @@ def build_spec(
         spec["list"] = True
     if explain:
         spec["explain"] = True
+    for key, value in extra.items():
+        if value is not None:
+            spec[key] = value
     return spec
