@@ -40,6 +40,7 @@ struct ReadmeDoctests;
 
 mod derived;
 pub mod diff;
+mod embedders;
 pub mod error;
 pub mod eval;
 pub mod export;
@@ -62,6 +63,10 @@ pub use cairn_core::{Commit, CommitId, Edge, EdgeKey, Hash, Node, NodeId, Sparse
 pub use cairn_retrieve as retrieve;
 pub use derived::{DenseReport, IndexReport, IndexStats, DEFAULT_CACHE_BYTES};
 pub use diff::{ChangeKind, Diff, EdgeChange, NodeChange};
+pub use embedders::{
+    EmbedNodesReport, EmbedderConfig, EmbedderError, OpenAiSettings, QueryEmbedder, DEFAULT_EMBED_BATCH,
+    MAX_EMBEDDER_NAME,
+};
 pub use error::{Error, Result};
 pub use export::ExportSummary;
 pub use fsck::FsckReport;

@@ -58,7 +58,16 @@ impl Repo {
     /// assert_eq!(result.items[0].id.as_str(), "a");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    ///
+    /// If the repository has an embedder for a dense model it holds vectors of
+    /// ([`Repo::set_embedder`]), the query `text` is also embedded for that model's dense
+    /// lane (the first such name in name order; the lane report's `embedded` says so),
+    /// unless the spec gives a `vector`. [`Repo::retrieve_without_embedder`] does not.
     pub fn retrieve(&self) -> cairn_retrieve::Retrieval<&Repo> {
-        cairn_retrieve::Retrieval::new(self)
+        let retrieval = cairn_retrieve::Retrieval::new(self);
+        match crate::embedders::auto_query_embedder(self) {
+            Some((name, embedder)) => retrieval.embed_text_with(name, embedder),
+            None => retrieval,
+        }
     }
 }
