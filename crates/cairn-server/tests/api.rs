@@ -86,7 +86,7 @@ fn reads_answer_what_the_library_holds() {
 
     let history = c.json("/nodes/concept-lift/history");
     assert!(!history.as_array().unwrap().is_empty());
-    assert_eq!(history[0]["change"].as_str().is_some(), true);
+    assert!(history[0]["change"].as_str().is_some());
 
     let diff = c.json(&format!("/diff?from={}&to={}", first.to_hex(), head.to_hex()));
     let lib = repo.diff(&first, &head).unwrap();
