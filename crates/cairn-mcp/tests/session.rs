@@ -255,7 +255,7 @@ fn invalidate_then_recall_and_as_of() {
     assert_eq!(inv["valid_until"], 1_717_200_000_000i64);
     assert_eq!(inv["parent"], first.as_str());
 
-    let query = json!({"text": "where does Alice live", "labels_all": ["Fact"]});
+    let query = json!({"text": "Paris", "labels_all": ["Fact"]});
     // Now (the head's time) the fact has ended: not recalled, and a warning says why.
     let now = c.call("recall", query.clone());
     assert!(!Client::ids(&now["structuredContent"]).contains(&"alice-lives-in-paris".to_string()));
@@ -377,7 +377,7 @@ fn bad_tool_arguments_are_tool_errors() {
         (
             "remember",
             json!({"message": "m", "nodes": [{"id": "a", "valid_from": 5, "valid_until": 1}]}),
-            "invalid_arguments",
+            "validation",
         ),
         (
             "remember",
