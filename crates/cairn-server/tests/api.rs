@@ -259,6 +259,16 @@ fn bad_requests_get_typed_errors_and_change_nothing() {
 }
 
 #[test]
+fn node_ids_are_percent_decoded_from_the_path() {
+    let server = start_single(cairn::Repo::in_memory().unwrap());
+    let c = Client::new(&server);
+    c.post_json("/import", r#"{"node": {"id": "a b/c?d", "text": "odd id"}}"#);
+    let node = c.json("/nodes/a%20b%2Fc%3Fd");
+    assert_eq!(node["id"], "a b/c?d");
+    assert_eq!(c.json("/nodes/a%20b%2Fc%3Fd/history").as_array().unwrap().len(), 1);
+}
+
+#[test]
 fn metrics_count_requests_and_commits() {
     let server = start_single(cairn::Repo::in_memory().unwrap());
     let c = Client::new(&server);
