@@ -13,23 +13,8 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use cairn::{MergeKind, Node, NodeId, Repo};
+use cairn_testkit::Rng;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-
-/// A small deterministic generator (xorshift).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 fn id(s: String) -> NodeId {
     NodeId::new(s).expect("valid id")

@@ -19,22 +19,10 @@ mod common;
 use std::time::{Duration, Instant};
 
 use cairn::{Node, NodeId, Repo};
+use cairn_testkit::rss_mib;
 
 const BATCHES: usize = 10;
 const DIM: usize = 384;
-
-/// `VmRSS` and `VmHWM` of this process, in MiB.
-fn rss_mib() -> (f64, f64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-            .map_or(0.0, |kb| kb / 1024.0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
 
 /// Bytes under `path` (the on-disk repository), in MiB.
 fn disk_mib(path: &std::path::Path) -> f64 {

@@ -7,50 +7,18 @@ use std::process::Command;
 
 use cairn::retrieve::expand::GraphExpand;
 use cairn::{Edge, Node, NodeId, Repo, SparseVector, Validity};
+use cairn_testkit::{normalise, Rng, WORDS};
 
 const CHILD_ENV: &str = "CAIRN_DET_CHILD_REPO";
 const DIM: usize = 16;
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn unit(&mut self) -> f32 {
-        (self.next() % 10_000) as f32 / 10_000.0 - 0.5
-    }
+/// The first 20 words of the testkit's list (the snapshots were made with these).
+fn words() -> &'static [&'static str] {
+    &WORDS[..20]
 }
 
-const WORDS: &[&str] = &[
-    "wing",
-    "stall",
-    "lift",
-    "drag",
-    "boundary",
-    "layer",
-    "shock",
-    "wave",
-    "nozzle",
-    "flow",
-    "laminar",
-    "turbulent",
-    "pressure",
-    "heat",
-    "transfer",
-    "supersonic",
-    "vortex",
-    "panel",
-    "flutter",
-    "buckling",
-];
-
 fn vector(rng: &mut Rng) -> Vec<f32> {
-    let v: Vec<f32> = (0..DIM).map(|_| rng.unit()).collect();
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
-    v.into_iter().map(|x| x / norm).collect()
+    normalise((0..DIM).map(|_| rng.unit_steps(10_000)).collect())
 }
 
 /// A repository with two commits: 400 nodes and 600 edges, then 10 changed nodes.
@@ -60,7 +28,7 @@ fn make_repo(path: &Path) -> Repo {
     let mut tx = repo.transaction().unwrap();
     for i in 0..400 {
         let text: Vec<&str> = (0..12)
-            .map(|_| WORDS[(rng.next() % WORDS.len() as u64) as usize])
+            .map(|_| words()[(rng.next() % words().len() as u64) as usize])
             .collect();
         let mut node = Node::new(NodeId::new(format!("doc-{i:04}")).unwrap())
             .with_label(if i % 3 == 0 { "Paper" } else { "Note" })

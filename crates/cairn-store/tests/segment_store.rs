@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use cairn_core::Hash;
 use cairn_store::{CasOutcome, SegmentStore, Store, StoreError};
@@ -37,23 +37,7 @@ fn populated(dir: &Path) -> BTreeMap<Hash, Vec<u8>> {
     objects.into_iter().collect()
 }
 
-/// Every regular file of the store, relative to its directory, in name order.
-fn files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p.strip_prefix(dir).unwrap().to_path_buf());
-            }
-        }
-    }
-    out.sort();
-    out
-}
+use cairn_testkit::files;
 
 fn copy_dir(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();

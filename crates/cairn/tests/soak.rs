@@ -7,6 +7,7 @@
 //! soak`.
 
 use cairn::{Node, NodeId, Repo, StoreKind};
+use cairn_testkit::{rss_mib, Rng};
 
 const NODES: usize = 3_000;
 const BATCHES: usize = 3;
@@ -14,18 +15,6 @@ const DIM: usize = 32;
 const QUERIES: usize = 50;
 const EDITS: usize = 10;
 const COMMON: &[&str] = &["wing", "stall", "lift", "drag", "flow", "shock", "layer", "nozzle"];
-
-/// xorshift: the same nodes on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
 
 fn id(i: usize) -> NodeId {
     NodeId::new(format!("doc-{i:05}")).unwrap()
@@ -88,18 +77,6 @@ fn assert_top(r: &cairn::retrieve::RetrievalResult, i: usize, version: usize, wh
         "{what}: top hit's text {:?} is not version {version}",
         top.text
     );
-}
-
-fn rss_mib() -> (f64, f64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-            .map_or(0.0, |kb| kb / 1024.0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
 }
 
 fn phase(store: &str, name: &str, start: std::time::Instant) {

@@ -132,23 +132,7 @@ pub fn item_ids(result: &Value) -> Vec<String> {
         .collect()
 }
 
-/// Every regular file under `dir`, relative to it, sorted.
-pub fn files(dir: &std::path::Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p.strip_prefix(dir).unwrap().to_path_buf());
-            }
-        }
-    }
-    out.sort();
-    out
-}
+pub use cairn_testkit::files;
 
 /// Copies a repository directory, files and the store's (possibly empty) directories.
 pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
