@@ -74,7 +74,7 @@ fn run(ctx: &Context<'_>, args: Map<String, Value>) -> Result<ToolOutput, ToolEr
             }
             let mut spec = spec_from(query, "query.")?;
             spec.at = Some(commit.to_hex());
-            recall::retrieve(ctx.repo, spec)
+            recall::retrieve(ctx, spec)
         }
         _ => Err(ToolError::InvalidArguments(
             "give exactly one of `id` (a node) and `query` (a retrieval)".into(),

@@ -3,7 +3,6 @@
 //! `cairn retrieve --json` prints it (same commit and spec ⇒ the same bytes).
 
 use cairn::retrieve::{Retrieval, RetrievalResult, RetrieveSpec};
-use cairn::Repo;
 use serde_json::{json, Map, Value};
 
 use super::{schema, spec_from, Context, Tool, ToolOutput};
@@ -42,12 +41,18 @@ fn input_schema() -> Value {
 
 fn run(ctx: &Context<'_>, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
     let spec = spec_from(args, "")?;
-    retrieve(ctx.repo, spec)
+    retrieve(ctx, spec)
 }
 
-/// Runs `spec` and renders the result (shared with `as_of`).
-pub(super) fn retrieve(repo: &Repo, spec: RetrieveSpec) -> Result<ToolOutput, ToolError> {
-    let result = Retrieval::from_spec(repo, spec).execute()?;
+/// Runs `spec` as `cairn retrieve --spec` does (with the repository's query embedder, if
+/// it has one) and renders the result (shared with `as_of`).
+pub(super) fn retrieve(ctx: &Context<'_>, spec: RetrieveSpec) -> Result<ToolOutput, ToolError> {
+    let retrieval = Retrieval::from_spec(ctx.repo, spec);
+    let retrieval = match ctx.query_embedder() {
+        Some(e) => retrieval.embed_text_with(e.name().to_string(), e),
+        None => retrieval,
+    };
+    let result = retrieval.execute()?;
     let structured =
         serde_json::to_string(&result).map_err(|e| ToolError::InvalidArguments(format!("cannot encode: {e}")))?;
     Ok(ToolOutput {
