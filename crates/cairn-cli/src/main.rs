@@ -24,6 +24,7 @@ mod cmd_import;
 mod cmd_index;
 mod cmd_init;
 mod cmd_log;
+mod cmd_mcp;
 mod cmd_merge;
 mod cmd_retrieve;
 mod cmd_show;
@@ -102,6 +103,9 @@ enum Command {
     Merge(cmd_merge::Args),
     /// Delete objects and derived data no branch or tag reaches.
     Gc(cmd_gc::Args),
+    /// Serve the repository to an AI agent over the Model Context Protocol (JSON-RPC on
+    /// stdin/stdout): tools remember, invalidate, recall, history, as_of.
+    Mcp(cmd_mcp::Args),
 }
 
 /// What every command gets: where the repository is, and where to write its output.
@@ -143,6 +147,7 @@ fn dispatch(command: Command, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
         Command::History(args) => cmd_history::run(ctx, args),
         Command::Merge(args) => cmd_merge::run(ctx, args),
         Command::Gc(args) => cmd_gc::run(ctx, args),
+        Command::Mcp(args) => cmd_mcp::run(ctx, args),
     }
 }
 
