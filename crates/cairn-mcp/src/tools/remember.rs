@@ -126,11 +126,18 @@ fn run(ctx: &Context<'_>, args: Map<String, Value>) -> Result<ToolOutput, ToolEr
         ops: args.ops.len(),
     };
     let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let parts: Vec<String> = [
+        (out.nodes, "node", "nodes"),
+        (out.edges, "edge", "edges"),
+        (out.ops, "other operation", "other operations"),
+    ]
+    .into_iter()
+    .filter(|(n, _, _)| *n > 0)
+    .map(|(n, one, many)| plural(n, one, many))
+    .collect();
     let text = format!(
-        "remembered {}, {} and {} in commit {} on branch {}",
-        plural(out.nodes, "node", "nodes"),
-        plural(out.edges, "edge", "edges"),
-        plural(out.ops, "other operation", "other operations"),
+        "remembered {} in commit {} on branch {}",
+        parts.join(", "),
         out.commit,
         out.branch
     );
