@@ -12,9 +12,10 @@ use crate::error::ModelError;
 /// (all-MiniLM-L6-v2's `max_seq_length`).
 pub const MAX_TOKENS: usize = 256;
 
-/// Most tokens one forward pass of [`Embedder::embed_batch`] packs together; longer
+/// Most tokens one forward pass of [`Embedder::embed_batch`] packs together (bounds the
+/// activations to ~12 MB per layer); longer
 /// batches run as several passes (which changes no bit of the result).
-const TOKENS_PER_PASS: usize = 8192;
+const TOKENS_PER_PASS: usize = 2048;
 
 /// A sentence-embedding BERT model (all-MiniLM-L6-v2 or any BERT encoder in the same
 /// layout) run in process.
