@@ -1,4 +1,5 @@
-//! The BM25 text analyzer: lowercase, Unicode word tokens, stopwords, optional stemming.
+//! The BM25 text analyzer: lowercase, Unicode word tokens, stopwords, optional stemming;
+//! and, for queries only, the conversational [`QUESTION_WORDS`].
 
 use std::borrow::Cow;
 
@@ -9,6 +10,94 @@ use serde::{Deserialize, Serialize};
 pub const STOPWORDS: [&str; 33] = [
     "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not", "of",
     "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with",
+];
+
+/// Words that carry no topic in a conversational *question* and that Lucene's
+/// [`STOPWORDS`] keep: interrogatives, auxiliary and modal verbs, personal pronouns and
+/// possessives, and a few fillers of spoken questions. Sorted; lowercase; matched against
+/// whole tokens before stemming.
+///
+/// Applied to queries only ([`strip_question_words`]), never to documents: a document
+/// keeps every word it has, so the index does not depend on this list and changing it
+/// needs no rebuild. The list leaves out words that often *are* the topic of a question
+/// about stored facts (`name`, `time`, `like`, `live`, `work`, numbers, negations) and
+/// `may`, which is also a month.
+pub const QUESTION_WORDS: [&str; 75] = [
+    "about",
+    "am",
+    "any",
+    "anything",
+    "been",
+    "being",
+    "can",
+    "could",
+    "d",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "ever",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "its",
+    "itself",
+    "know",
+    "ll",
+    "m",
+    "me",
+    "might",
+    "mine",
+    "must",
+    "my",
+    "myself",
+    "our",
+    "ours",
+    "ourselves",
+    "please",
+    "re",
+    "remind",
+    "s",
+    "shall",
+    "she",
+    "should",
+    "some",
+    "something",
+    "tell",
+    "theirs",
+    "them",
+    "themselves",
+    "us",
+    "ve",
+    "we",
+    "were",
+    "what",
+    "whatever",
+    "when",
+    "whenever",
+    "where",
+    "wherever",
+    "which",
+    "who",
+    "whom",
+    "whose",
+    "why",
+    "would",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
 ];
 
 /// Turns text into index terms. Documented and versioned, because an index's bytes and a
@@ -46,6 +135,39 @@ impl Default for Analyzer {
 /// True if `token` (lowercase) is one of the [`STOPWORDS`].
 pub fn is_stopword(token: &str) -> bool {
     STOPWORDS.binary_search(&token).is_ok()
+}
+
+/// True if `token` (lowercase) is one of the [`QUESTION_WORDS`].
+pub fn is_question_word(token: &str) -> bool {
+    QUESTION_WORDS.binary_search(&token).is_ok()
+}
+
+/// A query's text without its [`QUESTION_WORDS`], for the BM25 lane: the query's
+/// lowercased tokens (step 2 of [`Analyzer`]) that are not question words, joined by
+/// single spaces — analysing the result gives the same terms as analysing `query` minus
+/// the question words, in the same order.
+///
+/// Fallback: if nothing but question words and [`STOPWORDS`] would remain (`"what did
+/// you do?"`), `query` is returned unchanged, so a query made only of question words still
+/// searches for them. Applied to queries only, never to documents (the index keeps every
+/// word); `query` is borrowed back when it has no question word.
+///
+/// ```
+/// use cairn_index::analyzer::strip_question_words;
+/// assert_eq!(strip_question_words("When did I move to Lisbon?"), "move to lisbon");
+/// assert_eq!(strip_question_words("boundary layer transition"), "boundary layer transition");
+/// assert_eq!(strip_question_words("What did you do?"), "What did you do?");
+/// ```
+pub fn strip_question_words(query: &str) -> Cow<'_, str> {
+    let lower = query.to_lowercase();
+    if !tokens(&lower).any(is_question_word) {
+        return Cow::Borrowed(query);
+    }
+    let kept: Vec<&str> = tokens(&lower).filter(|t| !is_question_word(t)).collect();
+    if kept.iter().all(|t| is_stopword(t)) {
+        return Cow::Borrowed(query);
+    }
+    Cow::Owned(kept.join(" "))
 }
 
 /// The tokens of already-lowercased text: maximal runs of alphanumeric characters.
@@ -118,6 +240,59 @@ mod tests {
     fn stopwords_sorted_and_complete() {
         assert!(STOPWORDS.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(STOPWORDS.len(), 33);
+    }
+
+    #[test]
+    fn question_words_sorted_lowercase_and_apart_from_stopwords() {
+        assert!(QUESTION_WORDS.windows(2).all(|w| w[0] < w[1]));
+        for w in QUESTION_WORDS {
+            assert_eq!(w, w.to_lowercase(), "{w}");
+            assert!(!is_stopword(w), "{w} is already a stopword");
+            assert_eq!(tokens(w).collect::<Vec<_>>(), vec![w], "{w} is one token");
+        }
+        // Words that are often the topic of a question about stored facts stay searchable.
+        for w in ["may", "name", "time", "like", "live", "work", "not", "never", "2023"] {
+            assert!(!is_question_word(w), "{w}");
+        }
+    }
+
+    #[test]
+    fn strip_question_words_keeps_topic_words_in_order() {
+        let cases = [
+            ("When did I move to Lisbon?", "move to lisbon"),
+            ("what's my sister's name", "sister name"),
+            ("How do wings stall", "wings stall"),
+            ("What similarity laws must be obeyed", "similarity laws be obeyed"),
+            ("Über naïve Café", "Über naïve Café"),
+            ("", ""),
+            // Only question words (and stopwords) left: the query stands as written.
+            ("What did you do?", "What did you do?"),
+            ("what is it", "what is it"),
+            ("Who are you", "Who are you"),
+        ];
+        for (query, want) in cases {
+            assert_eq!(strip_question_words(query), want, "{query:?}");
+        }
+        assert!(matches!(strip_question_words("wing stall"), Cow::Borrowed(_)));
+        // Analysing the stripped text = analysing the query minus question words.
+        let a = Analyzer::default();
+        for q in [
+            "When did my flight to Oslo leave?",
+            "What do you know about the boundary layers",
+        ] {
+            let want: Vec<String> = a
+                .analyze(q)
+                .into_iter()
+                .zip(
+                    q.to_lowercase()
+                        .split(|c: char| !c.is_alphanumeric())
+                        .filter(|t| !t.is_empty() && !is_stopword(t)),
+                )
+                .filter(|(_, tok)| !is_question_word(tok))
+                .map(|(term, _)| term)
+                .collect();
+            assert_eq!(a.analyze(&strip_question_words(q)), want, "{q}");
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ use crate::error::RetrieveError;
 use crate::execute::{resolve_for, run_plan, Plan, Plugins};
 use crate::expand::GraphExpand;
 use crate::fusion::Fusion;
+use crate::planner::{PlannerMode, QueryPlanner};
 use crate::rerank::Reranker;
 use crate::result::RetrievalResult;
 use crate::source::RetrievalSource;
@@ -272,6 +273,20 @@ impl<S: RetrievalSource> Retrieval<S> {
     /// given (see [`Embedder`]).
     pub fn embed_text_with(mut self, model: impl Into<String>, embedder: impl Embedder + 'static) -> Self {
         self.plugins.embedder = Some((model.into(), Arc::new(embedder)));
+        self
+    }
+
+    /// Plans the query with `planner` instead of the default [`RulePlanner`](crate::RulePlanner)
+    /// (see [`crate::planner`]).
+    pub fn planner(mut self, planner: impl QueryPlanner + 'static) -> Self {
+        self.plugins.planner = Some(Arc::new(planner));
+        self.spec.planner = None;
+        self
+    }
+
+    /// Switches query planning off (`"planner": "none"`): no rewrite, no soft boost.
+    pub fn no_planner(mut self) -> Self {
+        self.spec.planner = Some(PlannerMode::None);
         self
     }
 

@@ -1,5 +1,5 @@
-//! The pipeline on a resolved commit: validate → gates → lanes → fusion → expansion →
-//! rerank → packing → result. [`execute_spec`] is the whole of it, with no repository in
+//! The pipeline on a resolved commit: validate → gates → plan → lanes → fusion (+ soft
+//! boosts) → expansion → rerank → packing → result. [`execute_spec`] is the whole of it, with no repository in
 //! sight, so every stage is testable over in-memory indexes.
 
 use std::fmt;
@@ -11,11 +11,12 @@ use cairn_index::{CommitIndexes, IndexError, IndexNeeds, Ordinal};
 use crate::embed::Embedder;
 use crate::error::RetrieveError;
 use crate::expand::{expand, GraphExpand, MAX_EXPANSION_VISITS};
-use crate::explain;
+use crate::explain::{self, ExpansionTerm, FusionTerm};
 use crate::fusion::{fuse, Fused, FusionMethod, LaneHits, LanePlace};
 use crate::gates::{Gate, GateSpec};
 use crate::lanes::{run_lane, LaneQuery};
 use crate::pack::pack;
+use crate::planner::{PlanReport, PlanRequest, PlannerMode, QueryPlan, QueryPlanner, RulePlanner, SoftBoost};
 use crate::render::{min_rendered_chars, render_item, DEFAULT_TEXT_CAP_CHARS};
 use crate::rerank::{rerank_order, RerankCandidate, RerankError, Reranker};
 use crate::result::{LaneReport, LaneScore, RetrievalResult, RetrievedItem, Warning, WarningCode};
@@ -24,9 +25,13 @@ use crate::spec::{RetrieveSpec, ValidAt, ANN_DEFAULT_MIN_VECTORS, DEFAULT_RERANK
 use crate::tokens::{CharRatioEstimator, TokenEstimator};
 
 /// The optional models a retrieval can use: a reranker, a token estimator (default
-/// [`CharRatioEstimator`]) and a query embedder for one dense model.
+/// [`CharRatioEstimator`]), a query embedder for one dense model and a query planner
+/// (default [`RulePlanner`]).
 #[derive(Clone, Default)]
 pub struct Plugins {
+    /// Plans the query (rewrites, soft boosts); [`RulePlanner`] if `None`, none at all
+    /// with the spec's `"planner": "none"`.
+    pub planner: Option<Arc<dyn QueryPlanner>>,
     /// Reorders the top `rerank_top_n` items; none by default.
     pub reranker: Option<Arc<dyn Reranker>>,
     /// Estimates tokens for packing; [`CharRatioEstimator`] if `None`.
@@ -41,6 +46,7 @@ impl fmt::Debug for Plugins {
             .field("reranker", &self.reranker.is_some())
             .field("token_estimator", &self.token_estimator.is_some())
             .field("embedder", &self.embedder.as_ref().map(|(m, _)| m))
+            .field("planner", &self.planner.as_ref().map(|p| p.name().to_string()))
             .finish()
     }
 }
@@ -108,8 +114,11 @@ pub(crate) struct Plan {
     list: Option<Option<String>>,
     /// Explain every item.
     explain: bool,
-    /// The dense lane's query vector comes from the embedder (reported per lane).
+    /// The dense lane's query vector comes from the embedder (reported per lane; a plan
+    /// may re-embed it).
     dense_embedded: bool,
+    /// Plan the query (`"planner": "none"` switches it off).
+    planner: PlannerMode,
 }
 
 impl Plan {
@@ -126,6 +135,7 @@ impl Plan {
                 ("expand", spec.expand.is_some()),
                 ("fusion", spec.fusion.is_some()),
                 ("rerank_top_n", spec.rerank_top_n.is_some()),
+                ("planner", spec.planner.is_some()),
             ] {
                 if set {
                     return Err(RetrieveError::invalid(field, "not used by a listing (`list`)"));
@@ -238,6 +248,7 @@ impl Plan {
             list: spec.list.then(|| spec.after.clone()),
             explain: spec.explain,
             dense_embedded: spec.vector.is_none() && plugins.embedder.is_some() && spec.text.is_some(),
+            planner: spec.planner.unwrap_or_default(),
         })
     }
 
@@ -309,12 +320,13 @@ pub(crate) fn resolve_for<S: RetrievalSource>(
 fn validity_hidden(
     indexes: &CommitIndexes,
     plan: &Plan,
+    lanes: &[LaneQuery],
     lane_hits: &[LaneHits],
     others: Option<&cairn_index::Filter>,
     unavailable: &[RetrieveError],
 ) -> Result<Vec<String>, RetrieveError> {
     let mut hidden = Vec::new();
-    for (query, hits) in plan.lanes.iter().zip(lane_hits) {
+    for (query, hits) in lanes.iter().zip(lane_hits) {
         let name = query.name();
         let skipped = unavailable
             .iter()
@@ -357,6 +369,113 @@ struct Ranked {
     rerank_score: Option<f64>,
     lanes: Vec<LanePlace>,
     path: Option<Vec<Ordinal>>,
+    /// How expansion scored it (expansion on only).
+    expansion: Option<ExpansionTerm>,
+}
+
+/// Runs the planner the plugins and the spec ask for. `Ok(None)`: no planning (switched
+/// off, or a listing); `Err`: the planner failed or returned an invalid plan (the
+/// retrieval goes on unplanned, with a warning).
+fn run_planner(plan: &Plan, plugins: &Plugins, reference_ms: i64) -> Result<Option<(String, QueryPlan)>, String> {
+    if plan.planner == PlannerMode::None || plan.list.is_some() {
+        return Ok(None);
+    }
+    let default_planner = RulePlanner::default();
+    let planner: &dyn QueryPlanner = match &plugins.planner {
+        Some(p) => p.as_ref(),
+        None => &default_planner,
+    };
+    let names: Vec<String> = plan.lanes.iter().map(LaneQuery::name).collect();
+    let request = PlanRequest {
+        text: plan.query_text.as_deref(),
+        reference_ms,
+        lanes: &names,
+    };
+    let name = planner.name().to_string();
+    let qp = planner
+        .plan(&request)
+        .map_err(|e| format!("planner `{name}` failed, the query runs unplanned: {e}"))?;
+    for (i, b) in qp.boosts.iter().enumerate() {
+        b.check()
+            .map_err(|m| format!("planner `{name}` returned an invalid boost {i} ({m}), the query runs unplanned"))?;
+    }
+    for (field, text) in [("text", &qp.text), ("embed_text", &qp.embed_text)] {
+        if text.as_deref().is_some_and(|t| t.trim().is_empty()) {
+            return Err(format!(
+                "planner `{name}` returned an empty `{field}`, the query runs unplanned"
+            ));
+        }
+    }
+    Ok(Some((name, qp)))
+}
+
+/// The plan's lanes with the planner's rewrites applied: the text lane's query, and the
+/// dense lane's vector re-embedded from `embed_text` when the embedder made it.
+fn planned_lanes(plan: &Plan, plugins: &Plugins, qp: Option<&QueryPlan>) -> Result<Vec<LaneQuery>, RetrieveError> {
+    let mut lanes = plan.lanes.clone();
+    let Some(qp) = qp else { return Ok(lanes) };
+    for lane in &mut lanes {
+        match lane {
+            LaneQuery::Text { query } => {
+                if let Some(t) = &qp.text {
+                    query.clone_from(t);
+                }
+            }
+            LaneQuery::Dense { vector, .. } if plan.dense_embedded => {
+                if let (Some(t), Some((m, embedder))) = (&qp.embed_text, &plugins.embedder) {
+                    *vector = embedder.embed(t).map_err(|e| RetrieveError::Embedder {
+                        model: m.clone(),
+                        message: e.message,
+                    })?;
+                }
+            }
+            _ => {}
+        }
+        lane.check()?;
+    }
+    Ok(lanes)
+}
+
+/// Adds the plan's soft boosts to the fused scores (each boost in plan order, after the
+/// lanes' sum) and restores the `(score desc, ordinal asc)` order. Returns how many
+/// candidates gained.
+fn apply_boosts(indexes: &CommitIndexes, boosts: &[SoftBoost], top: f64, fused: &mut [Fused]) -> usize {
+    if boosts.is_empty() {
+        return 0;
+    }
+    let mut boosted = 0;
+    for f in fused.iter_mut() {
+        let (from, until) = indexes.validity(f.ordinal);
+        let mut gained = false;
+        for b in boosts {
+            let strength = b.strength(from, until);
+            if strength > 0.0 {
+                f.score += b.weight() * top * strength;
+                gained = true;
+            }
+        }
+        boosted += usize::from(gained);
+    }
+    fused.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.ordinal.cmp(&b.ordinal)));
+    boosted
+}
+
+/// The explanation terms of the boosts a node gained.
+fn boost_terms(indexes: &CommitIndexes, boosts: &[SoftBoost], top: f64, ordinal: Ordinal) -> Vec<FusionTerm> {
+    let (from, until) = indexes.validity(ordinal);
+    boosts
+        .iter()
+        .filter_map(|b| {
+            let strength = b.strength(from, until);
+            (strength > 0.0).then(|| FusionTerm {
+                lane: b.term_name().to_string(),
+                rank: 0,
+                lane_score: strength as f32,
+                weight: b.weight(),
+                contribution: b.weight() * top * strength,
+            })
+        })
+        .collect()
 }
 
 /// Runs a checked plan on a resolved commit.
@@ -393,11 +512,27 @@ pub(crate) fn run_plan(
         ));
     }
 
+    // Plan: the reference time of relative expressions is the validity time asked for,
+    // else the commit's (never the wall clock).
+    let reference_ms = match plan.valid_at {
+        Some(ValidAt::At(t)) => t,
+        _ => resolved.timestamp_ms,
+    };
+    let planned = match run_planner(plan, plugins, reference_ms) {
+        Ok(p) => p,
+        Err(message) => {
+            warnings.push(Warning::new(WarningCode::PlannerFailed, message));
+            None
+        }
+    };
+    let lanes = planned_lanes(plan, plugins, planned.as_ref().map(|p| &p.1))?;
+    let boosts: &[SoftBoost] = planned.as_ref().map_or(&[], |p| &p.1.boosts);
+
     // Lanes.
     let mut lane_hits: Vec<LaneHits> = Vec::with_capacity(plan.lanes.len());
     let mut unavailable: Vec<RetrieveError> = Vec::new();
     let mut reports = Vec::with_capacity(plan.lanes.len());
-    for query in &plan.lanes {
+    for query in &lanes {
         let ann = match query {
             LaneQuery::Dense { model, .. } => plan.ann_for(indexes, model),
             _ => false,
@@ -459,7 +594,7 @@ pub(crate) fn run_plan(
     // validity-free filter is built only then).
     if gate.valid.is_some() && lane_hits.iter().any(|l| l.hits.is_empty()) {
         let others = Gate::without_validity(indexes, &plan.gates);
-        let hidden = validity_hidden(indexes, plan, &lane_hits, others.as_ref(), &unavailable)?;
+        let hidden = validity_hidden(indexes, plan, &lanes, &lane_hits, others.as_ref(), &unavailable)?;
         if !hidden.is_empty() {
             let when = match plan.valid_at {
                 None => "the commit's time, the default",
@@ -476,8 +611,18 @@ pub(crate) fn run_plan(
         }
     }
 
-    // Fusion.
-    let fused = fuse(&lane_hits, plan.fusion_method, plan.rrf_k, &plan.weights);
+    // Fusion, then the planner's soft boosts on the fusion's scale.
+    let mut fused = fuse(&lane_hits, plan.fusion_method, plan.rrf_k, &plan.weights);
+    let scale_top = plan.fusion_method.scale_top(plan.rrf_k, &plan.weights);
+    let boosted = apply_boosts(indexes, boosts, scale_top, &mut fused);
+    let plan_report = planned
+        .as_ref()
+        .filter(|(_, qp)| !qp.is_empty())
+        .map(|(planner, qp)| PlanReport {
+            planner: planner.clone(),
+            plan: qp.clone(),
+            boosted,
+        });
     let mut candidates_seen = fused.len();
 
     // Expansion (onto one score scale with the fused candidates).
@@ -490,6 +635,7 @@ pub(crate) fn run_plan(
                 rerank_score: None,
                 lanes: f.lanes,
                 path: None,
+                expansion: None,
             })
             .collect(),
         Some(settings) => {
@@ -530,6 +676,7 @@ pub(crate) fn run_plan(
                 rerank_score: None,
                 lanes: Vec::new(),
                 path: None,
+                expansion: None,
             })
             .collect();
         // For a listing: how many nodes pass the gates (the whole listing, every page).
@@ -586,7 +733,7 @@ pub(crate) fn run_plan(
         method: plan.fusion_method,
         rrf_k: plan.rrf_k,
         weights: &plan.weights,
-        lanes: &lane_hits,
+        scales: explain::Context::scales_of(plan.fusion_method, &lane_hits),
         lane_names: &lane_names,
         gates: explain::Context::gate_lines(&GateSpec {
             valid_at_ms,
@@ -629,7 +776,14 @@ pub(crate) fn run_plan(
                 node_text: indexes.text(r.ordinal).to_owned(),
                 valid_from_ms: (from != i64::MIN).then_some(from),
                 valid_until_ms: (until != i64::MAX).then_some(until),
-                explain: explainer.as_ref().map(|x| x.explain(&r.lanes, r.path.as_deref())),
+                explain: explainer.as_ref().map(|x| {
+                    x.explain(
+                        &r.lanes,
+                        boost_terms(indexes, boosts, scale_top, r.ordinal),
+                        r.expansion.clone(),
+                        r.path.as_deref(),
+                    )
+                }),
             }
         })
         .collect();
@@ -643,6 +797,7 @@ pub(crate) fn run_plan(
         dropped: packed.dropped,
         candidates_seen,
         lanes: reports,
+        plan: plan_report,
         warnings,
     })
 }
@@ -692,13 +847,28 @@ fn rank_with_expansion(
             format!("graph expansion stopped after examining {MAX_EXPANSION_VISITS} edges"),
         ));
     }
+    let seed_norm: std::collections::BTreeMap<Ordinal, f64> = seeds[..n_seeds].iter().copied().collect();
+    let reached = |reach: &crate::expand::Reach| ExpansionTerm {
+        normalised: seed_norm.get(&reach.path[0]).copied().unwrap_or(0.0),
+        distance: reach.distance,
+        score: reach.score,
+    };
     let mut improved = exp.improved;
     let mut out: Vec<Ranked> = fused
         .into_iter()
         .map(|f| {
-            let (score, path) = match improved.remove(&f.ordinal) {
-                Some(reach) => (reach.score, Some(reach.path)),
-                None => (settings.candidate_score(norm(f.score)), None),
+            let (score, path, term) = match improved.remove(&f.ordinal) {
+                Some(reach) => (reach.score, Some(reach.path.clone()), reached(&reach)),
+                None => {
+                    let n = norm(f.score);
+                    let score = settings.candidate_score(n);
+                    let term = ExpansionTerm {
+                        normalised: n,
+                        distance: 0,
+                        score,
+                    };
+                    (score, None, term)
+                }
             };
             Ranked {
                 ordinal: f.ordinal,
@@ -706,6 +876,7 @@ fn rank_with_expansion(
                 rerank_score: None,
                 lanes: f.lanes,
                 path,
+                expansion: Some(term),
             }
         })
         .collect();
@@ -714,6 +885,7 @@ fn rank_with_expansion(
         score: reach.score,
         rerank_score: None,
         lanes: Vec::new(),
+        expansion: Some(reached(&reach)),
         path: Some(reach.path),
     }));
     out.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.ordinal.cmp(&b.ordinal)));
@@ -899,6 +1071,6 @@ mod tests {
             (plan.limit, plan.depth, plan.text_cap, plan.rrf_k),
             (10, 1000, 1000, 60.0)
         );
-        assert_eq!(plan.fusion_method, FusionMethod::Rrf);
+        assert_eq!(plan.fusion_method, FusionMethod::Score);
     }
 }

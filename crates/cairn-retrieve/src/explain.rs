@@ -6,17 +6,24 @@
 use cairn_index::{AdjacentEdge, CommitIndexes, Ordinal};
 use serde::{Deserialize, Serialize};
 
-use crate::fusion::{FusionMethod, LaneHits, LanePlace};
+use crate::fusion::{contribution, weight_sum, FusionMethod, LaneHits, LanePlace, LaneScale};
 use crate::gates::GateSpec;
 
 /// An item's explanation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Explanation {
-    /// The fusion: `rrf (k = 60)`, `weighted_rrf (k = 60)` or `score (min-max)`.
+    /// The fusion: `dbsf (mean ± 3σ)`, `score (min-max)`, `rrf (k = 60)` or
+    /// `weighted_rrf (k = 60)`.
     pub fusion: String,
-    /// One term per lane that found the item, in lane order; their contributions sum to
-    /// the fused score (before expansion or reranking).
+    /// One term per lane that found the item, in lane order, then one per soft boost the
+    /// query planner gave it; their contributions sum to the fused score (before
+    /// expansion or reranking), on the scale of [`crate::fusion`].
     pub terms: Vec<FusionTerm>,
+    /// With graph expansion on, how the fused score became the item's score (see
+    /// [`crate::expand`]); `None` without expansion, where the item's score is the sum
+    /// of `terms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expansion: Option<ExpansionTerm>,
     /// The gates every item passed (labels, properties, validity time).
     pub gates: Vec<String>,
     /// For an item reached by graph expansion: the steps from its seed.
@@ -24,20 +31,36 @@ pub struct Explanation {
     pub path: Option<Vec<PathStep>>,
 }
 
-/// What one lane contributed.
+/// What one lane (or one soft boost) contributed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FusionTerm {
-    /// The lane.
+    /// The lane, or `boost:<kind>` for a planner's soft boost (e.g. `boost:time`).
     pub lane: String,
-    /// The item's rank in the lane (1-based).
+    /// The item's rank in the lane (1-based); 0 for a boost.
     pub rank: usize,
-    /// The lane's own score for the item.
+    /// The lane's own score for the item; for a boost, the boost's strength in `[0, 1]`.
     pub lane_score: f32,
-    /// The lane's weight.
+    /// The lane's weight; for a boost, the share of the scale's top it may add.
     pub weight: f64,
-    /// What the lane added to the fused score: `weight / (k + rank)` for RRF,
-    /// `weight · (score − min) / (max − min)` for score fusion.
+    /// What the term added to the fused score: `weight / Σ weights · n(score)` under
+    /// `dbsf` and `score`, `weight / (k + rank)` under RRF, `weight · scale top ·
+    /// strength` for a boost.
     pub contribution: f64,
+}
+
+/// How graph expansion turned an item's fused score into its score (see
+/// [`crate::expand`]): a fused candidate scores `alpha · normalised + beta`; a node
+/// reached over edges scores `alpha · seed_normalised · γ^d + beta · e^{−d/τ}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExpansionTerm {
+    /// The fused score min-max normalised over the competing window (the top
+    /// `limit + max_nodes` fused candidates): the item's own for a candidate kept as
+    /// is, its seed's for an item scored by a path.
+    pub normalised: f64,
+    /// Edges from the seed (0 for a candidate scored as itself).
+    pub distance: u32,
+    /// The item's score on the expansion scale `[0, α + β]`.
+    pub score: f64,
 }
 
 /// One edge of an expansion path.
@@ -59,9 +82,10 @@ pub(crate) struct Context<'a> {
     pub method: FusionMethod,
     pub rrf_k: f64,
     pub weights: &'a [f64],
-    pub lanes: &'a [LaneHits],
     pub lane_names: &'a [&'a str],
     pub gates: Vec<String>,
+    /// Each lane's normalisation (score-scale methods).
+    pub scales: Vec<LaneScale>,
 }
 
 impl Context<'_> {
@@ -84,14 +108,27 @@ impl Context<'_> {
         out
     }
 
-    /// The explanation of one item.
-    pub(crate) fn explain(&self, places: &[LanePlace], path: Option<&[Ordinal]>) -> Explanation {
+    /// The lanes' normalisations under `method`, for [`Context::scales`].
+    pub(crate) fn scales_of(method: FusionMethod, lanes: &[LaneHits]) -> Vec<LaneScale> {
+        lanes.iter().map(|l| LaneScale::of(method, &l.hits)).collect()
+    }
+
+    /// The explanation of one item: its lane terms, then `boosts` (already terms).
+    pub(crate) fn explain(
+        &self,
+        places: &[LanePlace],
+        boosts: Vec<FusionTerm>,
+        expansion: Option<ExpansionTerm>,
+        path: Option<&[Ordinal]>,
+    ) -> Explanation {
         let fusion = match self.method {
             FusionMethod::Rrf => format!("rrf (k = {})", self.rrf_k),
             FusionMethod::WeightedRrf => format!("weighted_rrf (k = {})", self.rrf_k),
             FusionMethod::Score => "score (min-max)".to_string(),
+            FusionMethod::Dbsf => "dbsf (mean ± 3σ)".to_string(),
         };
-        let terms = places
+        let total = weight_sum(self.weights);
+        let mut terms: Vec<FusionTerm> = places
             .iter()
             .map(|p| {
                 // Plain RRF weighs every lane 1, as the fusion does.
@@ -99,33 +136,21 @@ impl Context<'_> {
                     FusionMethod::Rrf => 1.0,
                     _ => self.weights[p.lane],
                 };
-                let contribution = match self.method {
-                    FusionMethod::Rrf | FusionMethod::WeightedRrf => weight / (self.rrf_k + p.rank as f64),
-                    FusionMethod::Score => {
-                        let hits = &self.lanes[p.lane].hits;
-                        let (min, max) = hits.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), h| {
-                            (lo.min(f64::from(h.score)), hi.max(f64::from(h.score)))
-                        });
-                        if max > min {
-                            weight * (f64::from(p.score) - min) / (max - min)
-                        } else {
-                            weight
-                        }
-                    }
-                };
                 FusionTerm {
                     lane: self.lane_names[p.lane].to_string(),
                     rank: p.rank,
                     lane_score: p.score,
                     weight,
-                    contribution,
+                    contribution: contribution(self.method, self.rrf_k, weight, total, &self.scales[p.lane], p),
                 }
             })
             .collect();
+        terms.extend(boosts);
         Explanation {
             fusion,
             terms,
             gates: self.gates.clone(),
+            expansion,
             path: path.map(|p| self.steps(p)),
         }
     }

@@ -1,42 +1,68 @@
-//! Fusing the lanes' ranked lists into one: reciprocal rank fusion with k = 60 (the
-//! default), weighted reciprocal rank fusion, or a weighted sum of min-max-normalised
-//! scores.
+//! Fusing the lanes' ranked lists into one.
 //!
-//! Formulas, with lanes taken in name order (`dense:*` < `sparse:*` < `text`) so that each
+//! Methods, with lanes taken in name order (`dense:*` < `sparse:*` < `text`) so that each
 //! node's sum is accumulated in the same order every time and is reproducible bit for bit:
 //!
-//! * **Score** (`score`): `score(n) = Σ_l w_l · (s_l(n) − min_l) / (max_l − min_l)`
-//!   over each lane's candidate list; if `max_l == min_l` every hit of the lane normalises
-//!   to 1. A node absent from a lane gets nothing from it.
-//! * **RRF** (`rrf`, the default): `score(n) = Σ_l 1 / (k + rank_l(n))`, ranks from 1 within each lane's
+//! * **Score** (`score`, the default): the weighted mean of min-max-normalised lane
+//!   scores, `score(x) = Σ_l w_l · n_l(s_l(x)) / Σ_l w_l` with
+//!   `n_l(s) = (s − min_l) / (max_l − min_l)` over the lane's candidate list (1 for every
+//!   hit if `max_l == min_l`).
+//! * **DBSF** (`dbsf`): distribution-based score fusion, the same weighted mean over
+//!   `n_l(s) = clamp((s − (μ_l − 3σ_l)) / 6σ_l, 0, 1)` (mean μ and population standard
+//!   deviation σ of the lane's candidate scores; 1 for every hit if `σ = 0`).
+//! * **RRF** (`rrf`): `score(x) = Σ_l 1 / (k + rank_l(x))`, ranks from 1 within each lane's
 //!   candidate list. `k` defaults to [`DEFAULT_RRF_K`] = 60.
-//! * **Weighted RRF** (`weighted_rrf`): `score(n) = Σ_l w_l / (k + rank_l(n))`.
+//! * **Weighted RRF** (`weighted_rrf`): `score(x) = Σ_l w_l / (k + rank_l(x))`.
 //!
-//! A lane without an explicit weight weighs 1, except the `text` lane under `score`, which
-//! weighs [`DEFAULT_TEXT_WEIGHT`] = 0.8.
+//! A node absent from a lane gets nothing from it (under `score` and `dbsf`: the bottom
+//! of the lane's scale, 0). A lane without an explicit weight weighs 1, except the `text`
+//! lane under `score` and `dbsf`, which weighs [`DEFAULT_TEXT_WEIGHT`] = 0.8.
 //!
-//! ## Measured (`tests/eval_hybrid.rs`)
+//! ## The fusion scale
 //!
-//! RRF with k = 60 is the default: rank-based, it needs no score calibration between
-//! lanes and is what agent frameworks expect. Score fusion with the text lane weighted 0.8
-//! measured better on both tuning collections; ask for it with `Fusion::score()` (the
-//! `cairn eval` command reports both).
+//! Under `score` and `dbsf` the fused score is a weighted *mean* of per-lane scores that
+//! each lie in `[0, 1]`, so it lies in `[0, 1]` whatever the number of lanes and weights:
+//! 1 is "the best candidate of every lane". Each lane's term `w_l · n_l / Σ w` is what
+//! `explain` shows as its contribution, and the terms sum to the fused score. The query
+//! planner's soft boosts ([`crate::planner`]) are added on this scale as a share of its
+//! top ([`FusionMethod::scale_top`]: 1 here, `Σ_l w_l / (k + 1)` under RRF) and appear as
+//! terms too. Graph expansion maps the fused score onto its own `[0, α + β]` scale by a
+//! min-max over the competing window (see [`crate::expand`]); `explain` shows that step as
+//! its [`ExpansionTerm`](crate::ExpansionTerm).
 //!
-//! Tuned on Cranfield and CISI only (NPL/Vaswani is kept for acceptance), dense MiniLM +
-//! BM25 (k1 = 0.9, b = 0.4, stemmed), nDCG@10:
+//! ## Why `score` by default (measured)
 //!
-//! | fusion | Cranfield | CISI |
-//! |---|---:|---:|
-//! | RRF, k = 60 | 0.4295 | 0.4481 |
-//! | score, text 1.0, depth 1000 | 0.4321 | 0.4531 |
-//! | **score, text 0.8, depth 1000** | **0.4383** | **0.4525** |
-//! | score, text 0.8, depth 100 | 0.4369 | 0.4425 |
-//! | README best RRF row (either BM25 setting) | 0.4370 | 0.4483 |
+//! Dense MiniLM + BM25 (k1 = 0.9, b = 0.4, stemmed, question words dropped from the
+//! query), depth 1000, `tests/eval_hybrid.rs`. Tuned on Cranfield and CISI only; NPL
+//! (Vaswani) is the acceptance set, never tuned on. nDCG@10 / Recall@100:
 //!
-//! Min-max normalisation needs a deep list for a meaningful minimum, hence the default
-//! depth of 1000 for multi-lane queries (see [`RetrieveSpec::effective_depth`]); RRF does
-//! not care about depth but leaves Cranfield below its reference row. Text weights 0.5–0.85
-//! all pass both references at depth 700–1000; 0.8 has the widest margin.
+//! | fusion | Cranfield | CISI | Vaswani (acceptance) |
+//! |---|---:|---:|---:|
+//! | dense lane alone | 0.3998 / 0.7724 | 0.4192 / 0.4720 | 0.4335 / 0.6074 |
+//! | text lane alone | 0.3780 / 0.7341 | 0.3799 / 0.4330 | 0.4475 / 0.6231 |
+//! | RRF, k = 60 (the old default) | 0.4349 / 0.7929 | 0.4440 / 0.5015 | 0.5147 / 0.6942 |
+//! | **score (min-max), text 0.8 (the default)** | **0.4397 / 0.7948** | **0.4575 / 0.5072** | **0.5237 / 0.6998** |
+//!
+//! The default is at least as good as the better lane on every collection and on both
+//! metrics, and better than RRF everywhere. The tuning grid (`fusion_grid` and
+//! `zscore_grid`, ignored tests) on Cranfield / CISI nDCG@10: RRF k = 20 0.4391 / 0.4517;
+//! score with text weight 0.5–1.2 0.4340–0.4397 / 0.4501–0.4575 (0.8 best on CISI, within
+//! 0.0001 of the best on Cranfield); DBSF 0.3795–0.3879 / 0.4340–0.4440 — its ±3σ clamp
+//! saturates: on Cranfield many BM25 hits stand more than 3σ above the lane's mean and all
+//! normalise to 1, so the text lane stops ordering them; a z-score without the clamp
+//! (`(s − min) / σ`) 0.4345–0.4388 / 0.4542–0.4561, no better than min-max and without a
+//! bounded scale. So `score` is the default and `dbsf` stays available.
+//!
+//! Beyond these numbers, a score-scale fusion is the robust choice when one lane is weak
+//! (conversational agent memory, where a small embedding model's neighbours are
+//! near-ties): RRF gives a lane's first place the same 1/61 whether the lane is sure or
+//! guessing, so equal-weight RRF pulls a weak lane's noise into the head of the ranking.
+//! Under a score fusion a lane adds what its own scores say: a lane whose candidates score
+//! alike adds nearly the same to each of them and leaves the order to the lane that
+//! discriminates, and its weight is one plain, visible number.
+//!
+//! Min-max needs a deep list for a meaningful minimum, hence the default depth of 1000
+//! for multi-lane queries (see [`RetrieveSpec::effective_depth`]).
 //!
 //! The fused list is ordered by `(score desc, ordinal asc)` — ordinal order is node-id
 //! order, so ties go to the smaller node id.
@@ -53,35 +79,79 @@ use crate::error::RetrieveError;
 /// The RRF constant when none is given.
 pub const DEFAULT_RRF_K: f64 = 60.0;
 
-/// The `text` lane's weight under the `score` method when none is given (module docs).
+/// The `text` lane's weight under the `dbsf` and `score` methods when none is given
+/// (module docs); every other lane weighs 1.
 pub const DEFAULT_TEXT_WEIGHT: f64 = 0.8;
+
+/// How many standard deviations either side of a lane's mean DBSF maps onto `[0, 1]`.
+pub const DBSF_SIGMAS: f64 = 3.0;
 
 /// How lanes are fused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum FusionMethod {
-    /// Reciprocal rank fusion, every lane weight 1 (the default).
-    #[default]
+    /// Reciprocal rank fusion, every lane weight 1.
     Rrf,
     /// Reciprocal rank fusion with a weight per lane.
     WeightedRrf,
-    /// Weighted sum of min-max-normalised lane scores.
+    /// Weighted mean of min-max-normalised lane scores (the default).
+    #[default]
     Score,
+    /// Distribution-based score fusion: weighted mean of lane scores normalised by each
+    /// lane's mean ± 3σ.
+    Dbsf,
 }
 
-/// Fusion settings. In JSON: `{"method": "score"|"rrf"|"weighted_rrf", "k": 60,
+impl FusionMethod {
+    /// The method's name in JSON (`rrf`, `weighted_rrf`, `score`, `dbsf`).
+    pub fn name(self) -> &'static str {
+        match self {
+            FusionMethod::Rrf => "rrf",
+            FusionMethod::WeightedRrf => "weighted_rrf",
+            FusionMethod::Score => "score",
+            FusionMethod::Dbsf => "dbsf",
+        }
+    }
+
+    /// True for the rank-based methods (`rrf`, `weighted_rrf`), which take `k`.
+    pub fn is_rank_based(self) -> bool {
+        matches!(self, FusionMethod::Rrf | FusionMethod::WeightedRrf)
+    }
+
+    /// The highest fused score the method can give with these lane weights (lane order):
+    /// 1 for `score` and `dbsf` (a weighted mean of `[0, 1]` terms), `Σ w / (k + 1)` for
+    /// weighted RRF and `lanes / (k + 1)` for RRF. Soft boosts are a share of it.
+    ///
+    /// ```
+    /// use cairn_retrieve::FusionMethod;
+    /// assert_eq!(FusionMethod::Score.scale_top(60.0, &[1.0, 0.8]), 1.0);
+    /// assert_eq!(FusionMethod::Rrf.scale_top(60.0, &[1.0, 0.8]), 2.0 / 61.0);
+    /// ```
+    pub fn scale_top(self, k: f64, weights: &[f64]) -> f64 {
+        match self {
+            FusionMethod::Rrf => weights.len() as f64 / (k + 1.0),
+            FusionMethod::WeightedRrf => weights.iter().sum::<f64>() / (k + 1.0),
+            FusionMethod::Score | FusionMethod::Dbsf => 1.0,
+        }
+    }
+}
+
+/// Fusion settings. In JSON: `{"method": "score"|"dbsf"|"rrf"|"weighted_rrf", "k": 60,
 /// "weights": {"dense:minilm": 1.0, "text": 0.5}}`, every field optional (`method`
-/// defaults to `rrf`).
+/// defaults to `score`).
 ///
-/// `k` applies to the RRF methods only and `weights` to `weighted_rrf` and `score` only;
+/// `k` applies to the RRF methods only and `weights` to every method but plain `rrf`;
 /// `execute()` refuses a setting its method would ignore, a weight for a lane the query
 /// does not have, and a negative or non-finite number.
 ///
 /// ```
 /// use cairn_retrieve::{Fusion, FusionMethod};
+/// assert_eq!(Fusion::default().method, FusionMethod::Score);
 /// let f = Fusion::weighted_rrf().k(30.0).weight("text", 0.5);
 /// assert_eq!(f.method, FusionMethod::WeightedRrf);
 /// assert_eq!(f.weights["text"], 0.5);
+/// assert_eq!(Fusion::rrf().method, FusionMethod::Rrf);
 /// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -92,29 +162,39 @@ pub struct Fusion {
     /// RRF constant (default [`DEFAULT_RRF_K`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub k: Option<f64>,
-    /// Weight per lane name; missing lanes weigh 1 (`text` under `score`: 0.8).
+    /// Weight per lane name; missing lanes weigh 1 (`text` under `dbsf` and `score`:
+    /// [`DEFAULT_TEXT_WEIGHT`]).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub weights: BTreeMap<String, f64>,
 }
 
 impl Fusion {
-    /// Plain RRF with `k` = 60 (the default).
+    /// Plain RRF with `k` = 60.
     pub fn rrf() -> Fusion {
-        Fusion::default()
+        Fusion::with_method(FusionMethod::Rrf)
     }
 
     /// Weighted RRF (set weights with [`Fusion::weight`]).
     pub fn weighted_rrf() -> Fusion {
-        Fusion {
-            method: FusionMethod::WeightedRrf,
-            ..Fusion::default()
-        }
+        Fusion::with_method(FusionMethod::WeightedRrf)
     }
 
-    /// Weighted sum of min-max-normalised scores (text lane weight 0.8 unless set).
+    /// Weighted mean of min-max-normalised scores, the default (text lane weight
+    /// [`DEFAULT_TEXT_WEIGHT`] unless set).
     pub fn score() -> Fusion {
+        Fusion::with_method(FusionMethod::Score)
+    }
+
+    /// Distribution-based score fusion (text lane weight [`DEFAULT_TEXT_WEIGHT`] unless
+    /// set).
+    pub fn dbsf() -> Fusion {
+        Fusion::with_method(FusionMethod::Dbsf)
+    }
+
+    /// Default settings for `method`.
+    pub fn with_method(method: FusionMethod) -> Fusion {
         Fusion {
-            method: FusionMethod::Score,
+            method,
             ..Fusion::default()
         }
     }
@@ -134,11 +214,14 @@ impl Fusion {
     /// Checks the settings against the query's lanes (sorted names) and returns the
     /// resolved `(k, weight per lane)`.
     pub(crate) fn resolve(&self, lanes: &[String]) -> Result<(f64, Vec<f64>), RetrieveError> {
-        let k = match (self.method, self.k) {
-            (FusionMethod::Score, Some(_)) => {
+        let k = match (self.method.is_rank_based(), self.k) {
+            (false, Some(_)) => {
                 return Err(RetrieveError::invalid(
                     "fusion.k",
-                    "`k` applies to methods `rrf` and `weighted_rrf` only (this fusion's method is `score`)",
+                    format!(
+                        "`k` applies to methods `rrf` and `weighted_rrf` only (this fusion's method is `{}`)",
+                        self.method.name()
+                    ),
                 ))
             }
             (_, Some(k)) if !(k.is_finite() && k >= 0.0) => {
@@ -152,7 +235,7 @@ impl Fusion {
         if self.method == FusionMethod::Rrf && !self.weights.is_empty() {
             return Err(RetrieveError::invalid(
                 "fusion.weights",
-                "plain `rrf` ignores weights; use method `weighted_rrf` or `score`",
+                "plain `rrf` ignores weights; use method `weighted_rrf`, `dbsf` or `score`",
             ));
         }
         for (lane, w) in &self.weights {
@@ -170,7 +253,7 @@ impl Fusion {
             }
         }
         let default_weight = |lane: &str| match (self.method, lane) {
-            (FusionMethod::Score, "text") => DEFAULT_TEXT_WEIGHT,
+            (FusionMethod::Score | FusionMethod::Dbsf, "text") => DEFAULT_TEXT_WEIGHT,
             _ => 1.0,
         };
         let weights: Vec<f64> = lanes
@@ -218,47 +301,92 @@ pub(crate) struct Fused {
     pub lanes: Vec<LanePlace>,
 }
 
+/// How one lane's raw scores map onto `[0, 1]` under a score-scale method:
+/// `n(s) = clamp((s − lo) / (hi − lo), 0, 1)`, or 1 for every hit if `hi ≤ lo`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct LaneScale {
+    lo: f64,
+    hi: f64,
+}
+
+impl LaneScale {
+    /// The scale of `hits` under `method` (unused, all-zero, for the RRF methods). Sums
+    /// run in rank order, so the statistics are reproducible bit for bit.
+    pub(crate) fn of(method: FusionMethod, hits: &[Hit]) -> LaneScale {
+        let scores = || hits.iter().map(|h| f64::from(h.score));
+        match method {
+            FusionMethod::Rrf | FusionMethod::WeightedRrf => LaneScale { lo: 0.0, hi: 0.0 },
+            FusionMethod::Score => {
+                let (lo, hi) = scores().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), s| (lo.min(s), hi.max(s)));
+                LaneScale { lo, hi }
+            }
+            FusionMethod::Dbsf => {
+                if hits.is_empty() {
+                    return LaneScale { lo: 0.0, hi: 0.0 };
+                }
+                let n = hits.len() as f64;
+                let mean = scores().sum::<f64>() / n;
+                let var = scores().map(|s| (s - mean) * (s - mean)).sum::<f64>() / n;
+                let sd = var.sqrt();
+                LaneScale {
+                    lo: mean - DBSF_SIGMAS * sd,
+                    hi: mean + DBSF_SIGMAS * sd,
+                }
+            }
+        }
+    }
+
+    /// The normalised score, in `[0, 1]`.
+    pub(crate) fn normalise(&self, score: f32) -> f64 {
+        if self.hi > self.lo {
+            ((f64::from(score) - self.lo) / (self.hi - self.lo)).clamp(0.0, 1.0)
+        } else {
+            1.0
+        }
+    }
+}
+
+/// What a lane adds to a node's fused score: `weight / (k + rank)` under the RRF methods
+/// (plain RRF passes weight 1), `weight / weight_sum · n(score)` under the score-scale ones.
+pub(crate) fn contribution(
+    method: FusionMethod,
+    k: f64,
+    weight: f64,
+    weight_sum: f64,
+    scale: &LaneScale,
+    place: &LanePlace,
+) -> f64 {
+    match method {
+        FusionMethod::Rrf => 1.0 / (k + place.rank as f64),
+        FusionMethod::WeightedRrf => weight / (k + place.rank as f64),
+        FusionMethod::Score | FusionMethod::Dbsf => weight / weight_sum * scale.normalise(place.score),
+    }
+}
+
+/// The sum of `weights`, in lane order.
+pub(crate) fn weight_sum(weights: &[f64]) -> f64 {
+    weights.iter().sum()
+}
+
 /// Fuses `lanes` (sorted by name; `weights[i]` belongs to `lanes[i]`) into one list in
 /// `(score desc, ordinal asc)` order. See the [module docs](self) for the formulas.
 pub(crate) fn fuse(lanes: &[LaneHits], method: FusionMethod, k: f64, weights: &[f64]) -> Vec<Fused> {
     debug_assert!(lanes.windows(2).all(|w| w[0].name < w[1].name));
     debug_assert_eq!(lanes.len(), weights.len());
+    let total = weight_sum(weights);
     // Every (ordinal, lane) contribution, in lane order; a stable sort by ordinal then
     // groups each node's contributions, still in lane order (the sum's fixed order).
     let mut entries: Vec<(Ordinal, f64, LanePlace)> = Vec::with_capacity(lanes.iter().map(|l| l.hits.len()).sum());
     for (li, lane) in lanes.iter().enumerate() {
-        let w = match method {
-            FusionMethod::Rrf => 1.0,
-            _ => weights[li],
-        };
-        let (min, max) = lane
-            .hits
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), h| {
-                (lo.min(f64::from(h.score)), hi.max(f64::from(h.score)))
-            });
+        let scale = LaneScale::of(method, &lane.hits);
         for (i, hit) in lane.hits.iter().enumerate() {
-            let rank = i + 1;
-            let contribution = match method {
-                FusionMethod::Rrf | FusionMethod::WeightedRrf => w / (k + rank as f64),
-                FusionMethod::Score => {
-                    let normalised = if max > min {
-                        (f64::from(hit.score) - min) / (max - min)
-                    } else {
-                        1.0
-                    };
-                    w * normalised
-                }
+            let place = LanePlace {
+                lane: li,
+                rank: i + 1,
+                score: hit.score,
             };
-            entries.push((
-                hit.ordinal,
-                contribution,
-                LanePlace {
-                    lane: li,
-                    rank,
-                    score: hit.score,
-                },
-            ));
+            let c = contribution(method, k, weights[li], total, &scale, &place);
+            entries.push((hit.ordinal, c, place));
         }
     }
     entries.sort_by_key(|e| e.0);
@@ -362,10 +490,72 @@ mod tests {
             lane("text", &[(3, 7.0)]),
         ];
         let f = fuse(&lanes, FusionMethod::Score, 60.0, &[1.0, 0.5]);
-        // dense: 1 → 1.0, 2 → 0.5, 3 → 0.0; text has one hit (max == min) → 1.0 · 0.5.
+        // dense: 1 → 1.0, 2 → 0.5, 3 → 0.0; text has one hit (max == min) → 1.0. Each
+        // lane's term is weighted by its share of the weight sum 1.5.
         let (lo, hi) = (f64::from(0.1f32), f64::from(0.9f32));
-        let d = |s: f32| (f64::from(s) - lo) / (hi - lo);
-        assert_eq!(scores(&f), vec![(1, d(0.9)), (2, d(0.5)), (3, d(0.1) + 0.5)]);
+        let d = |s: f32| 1.0 / 1.5 * ((f64::from(s) - lo) / (hi - lo));
+        assert_eq!(scores(&f), vec![(1, d(0.9)), (2, d(0.5)), (3, d(0.1) + 0.5 / 1.5)]);
+        assert_eq!(f[0].score, 1.0 / 1.5);
+    }
+
+    #[test]
+    fn dbsf_by_hand() {
+        // dense: mean 0.5, σ = sqrt(((0.4)² + 0 + (0.4)²)/3); text: one hit (σ = 0) → 1.
+        let lanes = [
+            lane("dense:m", &[(1, 0.9), (2, 0.5), (3, 0.1)]),
+            lane("text", &[(3, 7.0)]),
+        ];
+        let f = fuse(&lanes, FusionMethod::Dbsf, 60.0, &[1.0, 1.0]);
+        let xs = [0.9f32, 0.5, 0.1].map(f64::from);
+        let mean = xs.iter().sum::<f64>() / 3.0;
+        let sd = (xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / 3.0).sqrt();
+        let (lo, hi) = (mean - 3.0 * sd, mean + 3.0 * sd);
+        let n = |s: f32| ((f64::from(s) - lo) / (hi - lo)).clamp(0.0, 1.0);
+        assert_eq!(
+            scores(&f),
+            vec![(3, 0.5 * n(0.1) + 0.5), (1, 0.5 * n(0.9)), (2, 0.5 * n(0.5))]
+        );
+        // Every fused score stays on the unit scale.
+        assert!(f.iter().all(|x| (0.0..=1.0).contains(&x.score)));
+    }
+
+    #[test]
+    fn dbsf_clamps_outliers_and_ties_by_ordinal() {
+        // 9 equal scores and one far outlier: the outlier clamps to 1, the rest sit at
+        // the same normalised value and tie, broken by ordinal.
+        let mut hits: Vec<(Ordinal, f32)> = (10..19).rev().map(|o| (o, 1.0)).collect();
+        hits.insert(0, (50, 100.0));
+        let scale = LaneScale::of(FusionMethod::Dbsf, &lane("text", &hits).hits);
+        assert_eq!(scale.normalise(100.0), 1.0);
+        assert_eq!(scale.normalise(-1e9), 0.0);
+        let f = fuse(&[lane("text", &hits)], FusionMethod::Dbsf, 60.0, &[1.0]);
+        assert_eq!(f[0].ordinal, 50);
+        let rest: Vec<Ordinal> = f[1..].iter().map(|x| x.ordinal).collect();
+        assert_eq!(rest, (10..19).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn scale_top_bounds_every_method() {
+        let lanes = [
+            lane("dense:m", &[(1, 0.9), (2, 0.5), (3, 0.1)]),
+            lane("text", &[(1, 7.0), (4, 3.0)]),
+        ];
+        for method in [
+            FusionMethod::Rrf,
+            FusionMethod::WeightedRrf,
+            FusionMethod::Score,
+            FusionMethod::Dbsf,
+        ] {
+            let w = [1.0, 0.8];
+            let f = fuse(&lanes, method, 60.0, &w);
+            let top = method.scale_top(60.0, &w);
+            assert!(f[0].score <= top + 1e-12, "{method:?}");
+            if method != FusionMethod::Dbsf {
+                // Node 1 tops both lanes: the top of the scale. (Under DBSF a lane's best
+                // reaches 1 only if it stands 3σ above the lane's mean.)
+                assert!((f[0].score - top).abs() < 1e-12, "{method:?}");
+            }
+        }
     }
 
     #[test]
@@ -376,8 +566,17 @@ mod tests {
     #[test]
     fn resolve_checks_settings() {
         let lanes = vec!["dense:m".to_string(), "text".to_string()];
+        let field = |f: Fusion| match f.resolve(&lanes) {
+            Err(RetrieveError::InvalidSetting { field, .. }) => field,
+            other => panic!("{other:?}"),
+        };
         assert_eq!(Fusion::rrf().resolve(&lanes).unwrap(), (60.0, vec![1.0, 1.0]));
-        assert_eq!(Fusion::default(), Fusion::rrf());
+        assert_eq!(Fusion::default(), Fusion::score());
+        assert_eq!(
+            Fusion::default().resolve(&lanes).unwrap(),
+            (60.0, vec![1.0, DEFAULT_TEXT_WEIGHT])
+        );
+        assert_eq!(field(Fusion::dbsf().k(3.0)), "fusion.k");
         assert_eq!(
             Fusion::score().resolve(&lanes).unwrap(),
             (60.0, vec![1.0, DEFAULT_TEXT_WEIGHT])
@@ -394,10 +593,6 @@ mod tests {
                 .unwrap(),
             (5.0, vec![1.0, 0.5])
         );
-        let field = |f: Fusion| match f.resolve(&lanes) {
-            Err(RetrieveError::InvalidSetting { field, .. }) => field,
-            other => panic!("{other:?}"),
-        };
         assert_eq!(field(Fusion::rrf().weight("text", 2.0)), "fusion.weights");
         assert_eq!(field(Fusion::score().k(3.0)), "fusion.k");
         assert_eq!(field(Fusion::rrf().k(-1.0)), "fusion.k");

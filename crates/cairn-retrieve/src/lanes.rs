@@ -2,6 +2,10 @@
 //!
 //! Lane names, used in the result and as fusion weight keys: `dense:<model>`,
 //! `sparse:<model>`, `text` (BM25).
+//!
+//! The `text` lane searches its query without the conversational question words
+//! ([`cairn_index::analyzer::QUESTION_WORDS`]: "when did I ..." searches what follows),
+//! unless nothing else would remain; documents keep every word.
 
 use cairn_core::SparseVector;
 use cairn_index::{CommitIndexes, Filter, IndexError};
@@ -117,7 +121,10 @@ pub(crate) fn run_lane(
         LaneQuery::Sparse { model, vector } => {
             (indexes.sparse_search(model, vector, depth, filter).map_err(err)?, false)
         }
-        LaneQuery::Text { query } => (indexes.text_search(query, depth, filter), false),
+        LaneQuery::Text { query } => (
+            indexes.text_search(&cairn_index::analyzer::strip_question_words(query), depth, filter),
+            false,
+        ),
     };
     Ok(LaneRun {
         hits: LaneHits { name, hits },

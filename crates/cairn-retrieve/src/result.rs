@@ -31,6 +31,10 @@ pub struct RetrievalResult {
     pub candidates_seen: usize,
     /// What each lane returned, in lane-name order.
     pub lanes: Vec<LaneReport>,
+    /// What the query planner did — a rewritten query, soft boosts (e.g. the time window
+    /// a time expression named) and how many candidates gained — when it did anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<crate::planner::PlanReport>,
     /// Everything worth knowing that is not an error, in pipeline order.
     pub warnings: Vec<Warning>,
 }
@@ -143,6 +147,8 @@ pub enum WarningCode {
     ExpansionTruncated,
     /// The reranker failed; the retrieval order stands.
     RerankFailed,
+    /// The query planner failed or returned an invalid plan; the query ran unplanned.
+    PlannerFailed,
     /// Items were skipped because they did not fit the token budget.
     BudgetDropped,
     /// Derived index data was found damaged or missing and rebuilt from the objects (the

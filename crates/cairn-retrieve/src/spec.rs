@@ -42,13 +42,15 @@
 //! | `valid_at` | validity time in ms (a node or edge counts iff `valid_from ≤ t < valid_until`), or `"all_time"` to switch the gate off | the commit's timestamp |
 //! | `at` | revision to read (resolved by the [`RetrievalSource`](crate::RetrievalSource)) | the branch head |
 //! | `expand` | graph expansion, see [`GraphExpand`] | off |
-//! | `fusion` | see [`Fusion`] | `rrf`, `k` = 60 |
+//! | `fusion` | see [`Fusion`] | `score` (min-max), text weight 0.8 |
 //! | `token_budget` | packing budget in estimated tokens (≥ 1) | unlimited |
 //! | `limit` | most items returned (1..=[`MAX_DEPTH`]) | [`DEFAULT_LIMIT`] |
 //! | `text_cap` | characters of node text rendered per item | [`DEFAULT_TEXT_CAP_CHARS`](crate::DEFAULT_TEXT_CAP_CHARS) |
 //! | `depth` | candidates each lane fetches (1..=[`MAX_DEPTH`]) | several lanes: `max(1000, limit)`; one lane: `max(100, limit)` |
 //! | `render_props` | property keys rendered into each item's text, in this order | none |
 //! | `rerank_top_n` | how many top items a reranker reorders (≥ 1) | [`DEFAULT_RERANK_TOP_N`] |
+//! | `explain` | explain every item (lane terms, boosts, expansion) | off |
+//! | `planner` | `"none"` switches query planning off (see [`crate::planner`]) | `"default"`: the rule planner |
 
 use std::fmt;
 
@@ -59,6 +61,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::error::RetrieveError;
 use crate::expand::GraphExpand;
 use crate::fusion::Fusion;
+use crate::planner::PlannerMode;
 
 /// Items returned when the spec says nothing.
 pub const DEFAULT_LIMIT: usize = 10;
@@ -141,6 +144,10 @@ pub struct RetrieveSpec {
     /// fusion terms, gates, expansion path. Changes no ranking.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub explain: bool,
+    /// Query planning: `"default"` (the planner plugin, else the
+    /// [`RulePlanner`](crate::RulePlanner)) or `"none"`; absent means `"default"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planner: Option<PlannerMode>,
 }
 
 /// From this many vectors of a dense model, a spec without `ann` searches approximately.

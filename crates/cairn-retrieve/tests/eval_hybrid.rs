@@ -1,6 +1,8 @@
-//! Retrieval quality on real judged collections (`shared/eval`, see its README): hybrid
-//! fusion must reach the README's best RRF row and beat either lane alone; graph
-//! expansion over CISI's links is measured. Skips (with a message) if the data is absent.
+//! Retrieval quality on real judged collections (`shared/eval`, see its README): the
+//! default fusion must be at least as good as either lane alone on every collection and
+//! reach the README's best RRF row on the tuning ones; question words must not hurt; the
+//! planner must not change their results; graph expansion over CISI's links is measured.
+//! Skips (with a message) if the data is absent.
 
 mod common;
 
@@ -89,43 +91,299 @@ fn spec(c: &Collection, i: usize, text: bool, vector: bool) -> RetrieveSpec {
 /// README `baselines.py`, best RRF row per collection (either BM25 setting).
 const REFERENCE_RRF_NDCG10: [(&str, f64); 2] = [("cranfield", 0.437), ("cisi", 0.448)];
 
+/// The three collections: Cranfield and CISI tune, NPL (Vaswani) is acceptance only.
+const COLLECTIONS: [&str; 3] = ["cranfield", "cisi", "vaswani"];
+
+fn fused(c: &Collection, i: usize, fusion: Option<Fusion>) -> RetrieveSpec {
+    RetrieveSpec {
+        fusion,
+        ..spec(c, i, true, true)
+    }
+}
+
+/// The default hybrid (text + dense, default fusion) is at least as good as the better
+/// single lane on every collection, on nDCG@10 and on Recall@100; the tuned collections
+/// also reach the README's best RRF row.
 #[test]
-fn hybrid_fusion_reaches_the_reference_numbers() {
+fn default_fusion_never_loses_to_a_lane() {
     let Some(dir) = eval_dir() else { return };
-    for (name, reference) in REFERENCE_RRF_NDCG10 {
+    for name in COLLECTIONS {
         let c = Collection::load(&dir.join(name)).unwrap();
         let commit = commit(&c, false);
         let dense = evaluate(&c, &commit, |i| spec(&c, i, false, true));
         let text = evaluate(&c, &commit, |i| spec(&c, i, true, false));
-        // The default fusion (RRF, k = 60) and the tuned one (score fusion, text 0.8).
-        let rrf = evaluate(&c, &commit, |i| spec(&c, i, true, true));
-        let hybrid = evaluate(&c, &commit, |i| RetrieveSpec {
-            fusion: Some(Fusion::score()),
-            ..spec(&c, i, true, true)
-        });
+        let rrf = evaluate(&c, &commit, |i| fused(&c, i, Some(Fusion::rrf())));
+        let hybrid = evaluate(&c, &commit, |i| fused(&c, i, None));
         eprintln!(
-            "{name}: nDCG@10 dense {:.4} text {:.4} rrf(k=60, default) {:.4} score(text 0.8) {:.4}; \
-             R@100 dense {:.4} text {:.4} rrf(k=60) {:.4} score {:.4}",
+            "| {name} | {:.4} / {:.4} | {:.4} / {:.4} | {:.4} / {:.4} | {:.4} / {:.4} |",
             dense.ndcg10,
-            text.ndcg10,
-            rrf.ndcg10,
-            hybrid.ndcg10,
             dense.recall100,
+            text.ndcg10,
             text.recall100,
+            rrf.ndcg10,
             rrf.recall100,
+            hybrid.ndcg10,
             hybrid.recall100
         );
         assert!(
-            hybrid.ndcg10 >= reference,
-            "{name}: {:.4} < reference {reference}",
+            hybrid.ndcg10 >= dense.ndcg10.max(text.ndcg10),
+            "{name}: default fusion nDCG@10 {:.4} below a single lane",
             hybrid.ndcg10
         );
-        for fused in [&hybrid, &rrf] {
+        assert!(
+            hybrid.recall100 >= dense.recall100.max(text.recall100),
+            "{name}: default fusion R@100 {:.4} below a single lane",
+            hybrid.recall100
+        );
+        if let Some((_, reference)) = REFERENCE_RRF_NDCG10.iter().find(|r| r.0 == name) {
             assert!(
-                fused.ndcg10 >= dense.ndcg10.max(text.ndcg10),
-                "{name}: fusion below a single lane"
+                hybrid.ndcg10 >= *reference,
+                "{name}: {:.4} < reference {reference}",
+                hybrid.ndcg10
             );
         }
+    }
+}
+
+/// The tuning grid behind the default (Cranfield and CISI only; run with `--ignored
+/// --nocapture`).
+#[test]
+#[ignore = "a measurement: prints the fusion grid on the tuning collections"]
+fn fusion_grid() {
+    let Some(dir) = eval_dir() else { return };
+    for name in ["cranfield", "cisi"] {
+        let c = Collection::load(&dir.join(name)).unwrap();
+        let commit = commit(&c, false);
+        let mut rows: Vec<(String, Fusion)> = vec![
+            ("rrf k=60".into(), Fusion::rrf()),
+            ("rrf k=20".into(), Fusion::rrf().k(20.0)),
+        ];
+        for w in [0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.2] {
+            rows.push((format!("score text {w}"), Fusion::score().weight("text", w)));
+            rows.push((format!("dbsf text {w}"), Fusion::dbsf().weight("text", w)));
+        }
+        for (title, fusion) in rows {
+            let s = evaluate(&c, &commit, |i| fused(&c, i, Some(fusion.clone())));
+            eprintln!("{name} | {title} | {:.4} | {:.4}", s.ndcg10, s.recall100);
+        }
+    }
+}
+
+/// One lane's hits straight from the indexes (no question-word handling).
+fn raw_lane(commit: &ResolvedCommit, c: &Collection, i: usize, text: Option<&str>) -> Vec<cairn_index::Hit> {
+    match text {
+        Some(t) => commit.indexes.text_search(t, 1000, None),
+        None => {
+            commit
+                .indexes
+                .dense_search("minilm", c.query_embedding(i), 1000, None)
+                .unwrap()
+                .hits
+        }
+    }
+}
+
+/// How a by-hand fusion maps a lane's raw scores onto its scale.
+#[derive(Clone, Copy, Debug)]
+enum Norm {
+    /// `(s − min) / (max − min)`, the pipeline's `score`.
+    MinMax,
+    /// `(s − min) / σ`: the z-score, shifted so that a lane's last candidate (and a node
+    /// the lane did not find) is 0.
+    ZScore,
+}
+
+/// A weighted-mean score fusion over two raw lanes, written out here so that a query can
+/// be fused without the text lane's question-word handling, or with a normalisation the
+/// pipeline does not offer (dense first, then text: the pipeline's order).
+fn fuse_by_hand(lanes: [(Vec<cairn_index::Hit>, f64); 2], norm: Norm) -> Vec<u32> {
+    let total: f64 = lanes.iter().map(|l| l.1).sum();
+    let mut sums: BTreeMap<u32, f64> = BTreeMap::new();
+    for (hits, w) in &lanes {
+        let n = hits.len() as f64;
+        let scores = || hits.iter().map(|h| f64::from(h.score));
+        let mean = scores().sum::<f64>() / n;
+        let sd = (scores().map(|s| (s - mean) * (s - mean)).sum::<f64>() / n).sqrt();
+        let (min, max) = scores().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), s| (a.min(s), b.max(s)));
+        for h in hits {
+            let s = f64::from(h.score);
+            let v = match norm {
+                Norm::MinMax if max > min => (s - min) / (max - min),
+                Norm::MinMax => 1.0,
+                Norm::ZScore if sd > 0.0 => (s - min) / sd,
+                Norm::ZScore => 1.0,
+            };
+            *sums.entry(h.ordinal).or_insert(0.0) += w / total * v;
+        }
+    }
+    let mut v: Vec<(u32, f64)> = sums.into_iter().collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    v.into_iter().take(100).map(|x| x.0).collect()
+}
+
+/// Metrics of a ranking function over every query of `c`.
+fn score_ranked(c: &Collection, ranked: &dyn Fn(usize) -> Vec<String>) -> (f64, f64) {
+    let mut ndcg = Vec::new();
+    let mut recall = Vec::new();
+    for (i, q) in c.queries.iter().enumerate() {
+        let qrels = c.qrels.get(&q.id);
+        let r = ranked(i);
+        ndcg.push(ndcg_at_k(&r, &qrels, 10));
+        recall.push(recall_at_k(&r, &qrels, 100));
+    }
+    (mean(ndcg), mean(recall))
+}
+
+/// The z-score candidate, which the pipeline does not offer (Cranfield and CISI only).
+#[test]
+#[ignore = "a measurement: prints the z-score fusion on the tuning collections"]
+fn zscore_grid() {
+    use cairn_index::analyzer::strip_question_words;
+    let Some(dir) = eval_dir() else { return };
+    for name in ["cranfield", "cisi"] {
+        let c = Collection::load(&dir.join(name)).unwrap();
+        let commit = commit(&c, false);
+        for w in [0.4, 0.6, 0.8, 1.0] {
+            let (n, r) = score_ranked(&c, &|i| {
+                let q = strip_question_words(&c.queries[i].text).into_owned();
+                fuse_by_hand(
+                    [
+                        (raw_lane(&commit, &c, i, None), 1.0),
+                        (raw_lane(&commit, &c, i, Some(&q)), w),
+                    ],
+                    Norm::ZScore,
+                )
+                .into_iter()
+                .map(|o| commit.indexes.id(o).as_str().to_string())
+                .collect()
+            });
+            eprintln!("{name} | zscore text {w} | {n:.4} | {r:.4}");
+        }
+    }
+}
+
+/// The question words ([`cairn_index::analyzer::QUESTION_WORDS`]) must not hurt the
+/// judged collections: text lane and default hybrid, with and without them.
+#[test]
+fn question_words_do_not_hurt_the_collections() {
+    use cairn_index::analyzer::strip_question_words;
+    let Some(dir) = eval_dir() else { return };
+    for name in COLLECTIONS {
+        let c = Collection::load(&dir.join(name)).unwrap();
+        let commit = commit(&c, false);
+        let ids = |ordinals: Vec<u32>| -> Vec<String> {
+            ordinals
+                .into_iter()
+                .map(|o| commit.indexes.id(o).as_str().to_string())
+                .collect()
+        };
+        let score = |ranked: &dyn Fn(usize) -> Vec<String>| score_ranked(&c, ranked);
+        let changed = c
+            .queries
+            .iter()
+            .filter(|q| strip_question_words(&q.text) != q.text.as_str())
+            .count();
+        let text = |strip: bool| {
+            score(&|i| {
+                let q = &c.queries[i].text;
+                let q = if strip {
+                    strip_question_words(q).into_owned()
+                } else {
+                    q.clone()
+                };
+                ids(raw_lane(&commit, &c, i, Some(&q))
+                    .into_iter()
+                    .take(100)
+                    .map(|h| h.ordinal)
+                    .collect())
+            })
+        };
+        let hybrid = |strip: bool| {
+            score(&|i| {
+                let q = &c.queries[i].text;
+                let q = if strip {
+                    strip_question_words(q).into_owned()
+                } else {
+                    q.clone()
+                };
+                ids(fuse_by_hand(
+                    [
+                        (raw_lane(&commit, &c, i, None), 1.0),
+                        (raw_lane(&commit, &c, i, Some(&q)), cairn_retrieve::DEFAULT_TEXT_WEIGHT),
+                    ],
+                    Norm::MinMax,
+                ))
+            })
+        };
+        let (text_off, text_on, hybrid_off, hybrid_on) = (text(false), text(true), hybrid(false), hybrid(true));
+        // The hand-written fusion is the pipeline's: the same numbers through execute_spec.
+        let pipeline = evaluate(&c, &commit, |i| fused(&c, i, None));
+        assert!(
+            (pipeline.ndcg10 - hybrid_on.0).abs() < 1e-9,
+            "{name}: {} vs {}",
+            pipeline.ndcg10,
+            hybrid_on.0
+        );
+        let text_pipeline = evaluate(&c, &commit, |i| spec(&c, i, true, false));
+        assert!((text_pipeline.ndcg10 - text_on.0).abs() < 1e-9);
+        eprintln!(
+            "| {name} | {changed}/{} | {:.4} / {:.4} | {:.4} / {:.4} | {:.4} / {:.4} | {:.4} / {:.4} |",
+            c.queries.len(),
+            text_off.0,
+            text_off.1,
+            text_on.0,
+            text_on.1,
+            hybrid_off.0,
+            hybrid_off.1,
+            hybrid_on.0,
+            hybrid_on.1
+        );
+        // "Must not hurt": no more than measurement noise below (one query of a few
+        // hundred moving a place), on either metric.
+        for (what, off, on) in [("text", text_off, text_on), ("hybrid", hybrid_off, hybrid_on)] {
+            assert!(
+                on.0 >= off.0 - 0.002,
+                "{name} {what}: nDCG@10 {:.4} -> {:.4}",
+                off.0,
+                on.0
+            );
+            assert!(
+                on.1 >= off.1 - 0.002,
+                "{name} {what}: R@100 {:.4} -> {:.4}",
+                off.1,
+                on.1
+            );
+        }
+    }
+}
+
+/// The rule planner is on by default; on collections without validity it must change
+/// nothing: the same items and scores as with `"planner": "none"`, for every query.
+#[test]
+fn planner_changes_nothing_without_validity() {
+    let Some(dir) = eval_dir() else { return };
+    for name in COLLECTIONS {
+        let c = Collection::load(&dir.join(name)).unwrap();
+        let commit = commit(&c, false);
+        let mut with_time = 0;
+        for i in 0..c.queries.len() {
+            let on = execute_spec(&commit, &fused(&c, i, None), &Plugins::default()).unwrap();
+            let off = execute_spec(
+                &commit,
+                &RetrieveSpec {
+                    planner: Some(cairn_retrieve::PlannerMode::None),
+                    ..fused(&c, i, None)
+                },
+                &Plugins::default(),
+            )
+            .unwrap();
+            assert_eq!(on.items, off.items, "{name} query {i}");
+            if let Some(p) = &on.plan {
+                assert_eq!(p.boosted, 0);
+                with_time += 1;
+            }
+        }
+        eprintln!("{name}: {with_time} queries name a time; no result changed");
     }
 }
 

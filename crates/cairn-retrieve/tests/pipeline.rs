@@ -188,7 +188,8 @@ fn sparse_lane_and_score_fusion() {
     assert_eq!(r.lanes[0].name, "sparse:splade");
     assert_eq!(r.items[0].id.as_str(), "doc-01");
     assert!(r.items.windows(2).all(|w| w[0].score >= w[1].score));
-    // Gated to one node, each lane normalises its single hit to 1: 1·1 + 0.5·1.
+    // Gated to one node, each lane normalises its single hit to 1: the weighted mean
+    // (1·1 + 0.5·1) / 1.5 is the top of the scale.
     let one = Retrieval::new(&src)
         .where_exists("title")
         .sparse("splade", SparseVector::new(vec![1, 2], vec![1.0, 0.5]))
@@ -197,7 +198,7 @@ fn sparse_lane_and_score_fusion() {
         .execute()
         .unwrap();
     assert_eq!(ids(&one), vec!["doc-01"]);
-    assert_eq!(one.items[0].score, 1.5);
+    assert_eq!(one.items[0].score, 1.0);
 }
 
 #[test]
@@ -444,6 +445,11 @@ fn an_embedder_fills_in_the_dense_lane() {
         .vector("minilm", &STALL)
         .execute()
         .unwrap();
+    // The same result as with the vector given, but for the lane report saying the
+    // dense query was embedded.
+    assert!(r.lanes[0].embedded && !direct.lanes[0].embedded);
+    let mut r = r;
+    r.lanes[0].embedded = false;
     assert_eq!(
         serde_json::to_string(&r).unwrap(),
         serde_json::to_string(&direct).unwrap()
