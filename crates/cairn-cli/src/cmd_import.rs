@@ -30,9 +30,16 @@ pub struct Args {
     #[arg(long)]
     allow_empty: bool,
     /// Print the result as JSON ({"commit", "operations"}; `commit` is null when an empty
-    /// import made no commit).
+    /// import made no commit; with --embed also "embed": {"commit", "embedded"}).
     #[arg(long)]
     json: bool,
+    /// Then give every node with text but no vector of this embedder's model one (see
+    /// `cairn embedder`), in a second commit.
+    #[arg(long, value_name = "NAME")]
+    embed: Option<String>,
+    /// Texts per embedding call with --embed.
+    #[arg(long, value_name = "N", default_value_t = cairn::DEFAULT_EMBED_BATCH, requires = "embed")]
+    embed_batch: usize,
 }
 
 /// Imports the file as one commit; on a bad line nothing is committed and the error
@@ -82,6 +89,10 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     }
     let operations = result?;
     if operations == 0 && !args.allow_empty {
+        if let Some(name) = &args.embed {
+            let embed = embed_nodes(&repo, name, args.embed_batch)?;
+            return write_summary(ctx, None, 0, Some((name, embed)), args.json);
+        }
         if args.json {
             write_json(ctx.out, &serde_json::json!({"commit": null, "operations": 0}))?;
         } else {
@@ -92,22 +103,66 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
         }
         return Ok(());
     }
-    let summary = cairn::ImportSummary {
-        commit: tx.commit(&message)?,
-        operations,
+    let commit = tx.commit(&message)?;
+    let embed = match &args.embed {
+        Some(name) => Some((name, embed_nodes(&repo, name, args.embed_batch)?)),
+        None => None,
     };
+    write_summary(ctx, Some(commit), operations, embed, args.json)
+}
 
-    if args.json {
-        write_json(ctx.out, &summary)?;
+/// Prints what the import (and the embedding) did.
+fn write_summary(
+    ctx: &mut Ctx<'_>,
+    commit: Option<cairn::CommitId>,
+    operations: u64,
+    embed: Option<(&String, cairn::EmbedNodesReport)>,
+    json: bool,
+) -> Result<(), CliError> {
+    if json {
+        let mut v = match commit {
+            Some(commit) => serde_json::to_value(cairn::ImportSummary { commit, operations })?,
+            None => serde_json::json!({"commit": null, "operations": operations}),
+        };
+        if let Some((_, report)) = &embed {
+            v["embed"] = serde_json::to_value(report)?;
+        }
+        return write_json(ctx.out, &v);
+    }
+    if let Some(commit) = commit {
+        let plural = if operations == 1 { "" } else { "s" };
+        writeln!(ctx.out, "imported {operations} operation{plural}: commit {commit}")?;
     } else {
-        let plural = if summary.operations == 1 { "" } else { "s" };
-        writeln!(
-            ctx.out,
-            "imported {} operation{plural}: commit {}",
-            summary.operations, summary.commit
-        )?;
+        writeln!(ctx.out, "nothing to import: no operation, no commit made")?;
+    }
+    if let Some((name, report)) = embed {
+        match report.commit {
+            Some(c) => writeln!(ctx.out, "embedded {} node(s) with {name}: commit {c}", report.embedded)?,
+            None => writeln!(ctx.out, "no node needed a vector of {name}")?,
+        }
     }
     Ok(())
+}
+
+/// `--embed NAME`: embeds the nodes missing a vector of NAME, with a progress bar on a
+/// terminal.
+fn embed_nodes(repo: &cairn::Repo, name: &str, batch: usize) -> Result<cairn::EmbedNodesReport, CliError> {
+    let bar: Option<ProgressBar> = io::stderr().is_terminal().then(|| {
+        let style = ProgressStyle::with_template("embedding [{bar:40}] {pos}/{len} ({eta})")
+            .map(|s| s.progress_chars("=> "))
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+        ProgressBar::new(0).with_style(style)
+    });
+    let result = repo.embed_nodes(name, batch, &format!("embed with {name}"), &mut |done, total| {
+        if let Some(bar) = &bar {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        }
+    });
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    result.map_err(crate::cmd_embedder::embedder_error)
 }
 
 fn progress_bar(len: u64) -> ProgressBar {

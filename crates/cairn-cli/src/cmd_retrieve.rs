@@ -13,7 +13,7 @@ use cairn::retrieve::{
     Direction, Fusion, FusionMethod, GraphExpand, Retrieval, RetrievalResult, RetrieveSpec, SparseQuery, ValidAt,
     VectorQuery, WhereClause,
 };
-use cairn::{Repo, Value};
+use cairn::{QueryEmbedder, Repo, Value};
 use clap::ValueEnum;
 use serde::Deserialize;
 
@@ -34,9 +34,18 @@ use crate::Ctx;
     and the batch goes on; the command exits with code 1 at the end if any line failed."
 )]
 pub struct Args {
-    /// BM25 query text (lane `text`).
+    /// BM25 query text (lane `text`). If the repository has an embedder for a dense model
+    /// it holds vectors of (`cairn embedder`), the text is also embedded for that lane
+    /// `dense:<name>` (see --no-embed, --embedder).
     #[arg(long, value_name = "Q", group = "query")]
     text: Option<String>,
+    /// Do not embed the query text (BM25 alone, unless a vector is given).
+    #[arg(long, conflicts_with = "embedder")]
+    no_embed: bool,
+    /// Embed the query text with this configured embedder [default: the first one, in name
+    /// order, whose model has vectors].
+    #[arg(long, value_name = "NAME")]
+    embedder: Option<String>,
     /// Dense model of the query vector (lane `dense:<M>`); needs --vector-file.
     #[arg(long, value_name = "M", group = "query", requires = "vector_file")]
     vector_model: Option<String>,
@@ -314,8 +323,9 @@ impl Args {
 /// Runs the retrieval (or the batch) and prints the result(s).
 pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let repo = ctx.open()?;
+    let embedder = crate::cmd_embedder::query_embedder(&repo, args.embedder.as_deref(), args.no_embed)?;
     if let Some(file) = &args.batch {
-        return run_batch(ctx, &repo, file);
+        return run_batch(ctx, &repo, file, embedder.as_ref());
     }
     let spec = match &args.spec {
         Some(json) => RetrieveSpec::from_json(json)?,
@@ -323,8 +333,10 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     };
     // The first query of a commit builds (or loads) its indexes: say so on a terminal.
     let spinner = crate::output::spinner("retrieving (the first query of a commit builds its indexes)");
-    let result = Retrieval::from_spec(&repo, spec).execute()?;
+    let result = with_embedder(Retrieval::from_spec(&repo, spec), embedder.as_ref()).execute();
     drop(spinner);
+    print_embed_warnings(embedder.as_ref());
+    let result = result?;
     if args.json {
         serde_json::to_writer(&mut *ctx.out, &result)?;
         writeln!(ctx.out)?;
@@ -334,7 +346,7 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
 }
 
 /// One result JSON line per spec line; failures reported per line, counted at the end.
-fn run_batch(ctx: &mut Ctx<'_>, repo: &Repo, file: &Path) -> Result<(), CliError> {
+fn run_batch(ctx: &mut Ctx<'_>, repo: &Repo, file: &Path, embedder: Option<&QueryEmbedder>) -> Result<(), CliError> {
     let read_error = |source| CliError::Read {
         path: file.to_path_buf(),
         source,
@@ -351,7 +363,9 @@ fn run_batch(ctx: &mut Ctx<'_>, repo: &Repo, file: &Path) -> Result<(), CliError
             continue;
         }
         total += 1;
-        let result = RetrieveSpec::from_json(&line).and_then(|spec| Retrieval::from_spec(repo, spec).execute());
+        let result = RetrieveSpec::from_json(&line)
+            .and_then(|spec| with_embedder(Retrieval::from_spec(repo, spec), embedder).execute());
+        print_embed_warnings(embedder);
         match result {
             Ok(r) => {
                 serde_json::to_writer(&mut *ctx.out, &r)?;
@@ -371,6 +385,23 @@ fn run_batch(ctx: &mut Ctx<'_>, repo: &Repo, file: &Path) -> Result<(), CliError
         return Err(CliError::BatchFailed { failed, total });
     }
     Ok(())
+}
+
+/// The retrieval with the query embedder, if any.
+fn with_embedder<'r>(r: Retrieval<&'r Repo>, embedder: Option<&QueryEmbedder>) -> Retrieval<&'r Repo> {
+    match embedder {
+        Some(e) => r.embed_text_with(e.name().to_string(), e.clone()),
+        None => r,
+    }
+}
+
+/// Reports on standard error what the query embedder met (damaged cache entries), once.
+fn print_embed_warnings(embedder: Option<&QueryEmbedder>) {
+    if let Some(e) = embedder {
+        for w in e.take_warnings() {
+            let _ = writeln!(io::stderr(), "warning: {w}");
+        }
+    }
 }
 
 /// The human-readable form: a header, the items, the warnings.
@@ -395,7 +426,8 @@ fn write_human(out: &mut dyn Write, r: &RetrievalResult) -> Result<(), CliError>
         .iter()
         .map(|l| {
             let approx = if l.approximate { ", approximate" } else { "" };
-            format!("{} ({} hits{approx})", l.name, l.hits)
+            let embedded = if l.embedded { ", query embedded" } else { "" };
+            format!("{} ({} hits{approx}{embedded})", l.name, l.hits)
         })
         .collect();
     if !listing {

@@ -15,6 +15,7 @@ use clap::{Parser, Subcommand};
 
 mod cmd_branch;
 mod cmd_diff;
+mod cmd_embedder;
 mod cmd_eval;
 mod cmd_export;
 mod cmd_fsck;
@@ -103,6 +104,8 @@ enum Command {
     Merge(cmd_merge::Args),
     /// Delete objects and derived data no branch or tag reaches.
     Gc(cmd_gc::Args),
+    /// List, set or remove the embedders of dense model names (query text → vector).
+    Embedder(cmd_embedder::Args),
     /// Serve the repository to an AI agent over the Model Context Protocol (JSON-RPC on
     /// stdin/stdout): tools remember, invalidate, recall, history, as_of.
     Mcp(cmd_mcp::Args),
@@ -147,6 +150,7 @@ fn dispatch(command: Command, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
         Command::History(args) => cmd_history::run(ctx, args),
         Command::Merge(args) => cmd_merge::run(ctx, args),
         Command::Gc(args) => cmd_gc::run(ctx, args),
+        Command::Embedder(args) => cmd_embedder::run(ctx, args),
         Command::Mcp(args) => cmd_mcp::run(ctx, args),
     }
 }
