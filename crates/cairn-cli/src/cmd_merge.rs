@@ -24,11 +24,12 @@ pub struct Args {
     /// `ours` / `theirs` take that side's version of every conflicting node and edge.
     #[arg(long, value_name = "S", default_value = "manual")]
     strategy: StrategyArg,
-    /// Settle one node's conflict: `ID=ours`, `ID=theirs` or `ID=base` (repeatable;
-    /// applied after `--strategy`, so `--strategy theirs --resolve x=ours` takes theirs
-    /// except for `x`).
+    /// Settle one conflict: `ID=ours`, `ID=theirs` or `ID=base` for a node, and
+    /// `(SRC)-[KIND]->(DST)=SIDE` for an edge, as conflicts print it (repeatable; applied
+    /// after `--strategy`, so `--strategy theirs --resolve x=ours` takes theirs except for
+    /// `x`).
     #[arg(long, value_name = "ID=SIDE", value_parser = parse_resolve)]
-    resolve: Vec<(NodeId, StrategySide)>,
+    resolve: Vec<(Target, StrategySide)>,
     /// Merge commit message [default: "merge THEIRS into OURS"].
     #[arg(short, long, value_name = "MSG")]
     message: Option<String>,
@@ -45,7 +46,14 @@ enum StrategySide {
     Base,
 }
 
-fn parse_resolve(s: &str) -> Result<(NodeId, StrategySide), String> {
+/// What a `--resolve` names: a node, or an edge in the `(SRC)-[KIND]->(DST)` form.
+#[derive(Debug, Clone)]
+enum Target {
+    Node(NodeId),
+    Edge(EdgeKey),
+}
+
+fn parse_resolve(s: &str) -> Result<(Target, StrategySide), String> {
     let (id, side) = s
         .rsplit_once('=')
         .ok_or_else(|| format!("expected ID=ours|theirs|base, got {s:?}"))?;
@@ -55,7 +63,27 @@ fn parse_resolve(s: &str) -> Result<(NodeId, StrategySide), String> {
         "base" => StrategySide::Base,
         other => return Err(format!("`{other}`: the side is ours, theirs or base")),
     };
-    Ok((NodeId::new(id).map_err(|e| e.to_string())?, side))
+    if let Some(key) = parse_edge_key(id) {
+        return Ok((Target::Edge(key?), side));
+    }
+    Ok((Target::Node(NodeId::new(id).map_err(|e| e.to_string())?), side))
+}
+
+/// `(SRC)-[KIND]->(DST)`, the form conflicts print; `None` if `s` does not have that shape.
+fn parse_edge_key(s: &str) -> Option<Result<EdgeKey, String>> {
+    let inner = s.strip_prefix('(')?.strip_suffix(')')?;
+    let (source, rest) = inner.split_once(")-[")?;
+    let (kind, target) = rest.rsplit_once("]->(")?;
+    let parse = || -> Result<EdgeKey, String> {
+        let source = NodeId::new(source).map_err(|e| e.to_string())?;
+        let target = NodeId::new(target).map_err(|e| e.to_string())?;
+        Ok(EdgeKey {
+            source,
+            kind: kind.to_string(),
+            target,
+        })
+    };
+    Some(parse())
 }
 
 /// `--strategy`.
@@ -101,7 +129,10 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
             StrategySide::Theirs => Resolution::Theirs,
             StrategySide::Base => Resolution::Base,
         };
-        merge.resolve_node(id, resolution)?;
+        match id {
+            Target::Node(id) => merge.resolve_node(id, resolution)?,
+            Target::Edge(key) => merge.resolve_edge(key, resolution)?,
+        }
     }
     let unresolved = merge.unresolved();
     let dropped = merge.dropped_edges()?;
@@ -112,6 +143,15 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
         Some(merge.commit(&message)?)
     } else {
         None
+    };
+    // What the merge changed on ours, counted as `cairn diff OURS MERGE` counts it
+    // (resolved conflicts included); before a commit, the clean changes.
+    let (node_changes, edge_changes) = match (merge.ours(), commit) {
+        (Some(before), Some(after)) => {
+            let d = repo.diff(&before, &after)?;
+            (d.nodes.len(), d.edges.len())
+        }
+        _ => (merge.node_changes().len(), merge.edge_changes().len()),
     };
 
     if args.json {
@@ -124,8 +164,8 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
                 theirs: merge.theirs(),
                 base: merge.base(),
                 commit,
-                node_changes: merge.node_changes().len(),
-                edge_changes: merge.edge_changes().len(),
+                node_changes,
+                edge_changes,
                 dropped_edges: &dropped,
                 conflicts: merge.conflicts(),
             },
@@ -159,8 +199,8 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
                 "merged {} into {ours}: commit {} ({} node and {} edge changes)",
                 args.theirs,
                 c.short(),
-                merge.node_changes().len(),
-                merge.edge_changes().len()
+                node_changes,
+                edge_changes
             )?,
         }
     }

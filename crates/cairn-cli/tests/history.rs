@@ -184,3 +184,77 @@ fn merge_resolve_settles_conflicts_one_by_one() {
     assert!(out.contains("conflict on node doc-4 resolved: took theirs"), "{out}");
     assert_eq!(s.json(&["show", "doc-4", "--json"])["text"], "topic");
 }
+
+#[test]
+fn merge_resolves_edge_conflicts_and_counts_changes_as_diff_does() {
+    let s = diverged(true);
+    // Both sides add the same edge with different weights: an edge conflict.
+    s.ok(&["branch", "switch", "topic"]);
+    let t = s.file(
+        "topic-edge.jsonl",
+        "{\"edge\": {\"source\": \"doc-1\", \"target\": \"doc-2\", \"kind\": \"cites\", \"weight\": 3.0}}\n",
+    );
+    s.ok(&["import", &t]);
+    s.ok(&["branch", "switch", "main"]);
+    let m = s.file(
+        "main-edge.jsonl",
+        "{\"edge\": {\"source\": \"doc-1\", \"target\": \"doc-2\", \"kind\": \"cites\", \"weight\": 2.0}}\n",
+    );
+    s.ok(&["import", &m]);
+    let before = s.rev("HEAD");
+    let (out, _) = s.fails(&["merge", "topic"], 1);
+    assert!(out.contains("conflict edge (doc-1)-[cites]->(doc-2)"), "{out}");
+    // A malformed edge form is a usage error; an edge without a conflict names it.
+    let (_, err) = s.fails(
+        &[
+            "merge",
+            "topic",
+            "--resolve",
+            "(doc-1)-[cites]->(doc-3)=theirs",
+            "--resolve",
+            "doc-4=ours",
+        ],
+        1,
+    );
+    assert!(err.contains("doc-3"), "{err}");
+    assert_eq!(s.rev("HEAD"), before);
+
+    let json = s.json(&[
+        "merge",
+        "topic",
+        "--resolve",
+        "(doc-1)-[cites]->(doc-2)=theirs",
+        "--resolve",
+        "doc-4=theirs",
+        "--json",
+    ]);
+    let commit = json["commit"].as_str().expect("committed").to_string();
+    let export = s.ok(&["export"]);
+    let edge = export
+        .lines()
+        .find(|l| l.contains("\"cites\"") && l.contains("\"doc-2\"") && l.contains("\"doc-1\""))
+        .expect("the edge is exported");
+    assert!(edge.contains("\"weight\":3.0"), "theirs' weight: {edge}");
+    // The printed counts are the diff's: doc-4 (resolved to theirs), topic-note, and the
+    // edge (resolved to theirs).
+    let diff = s.json(&["diff", &before, &commit, "--json"]);
+    let n = diff["nodes"].as_array().unwrap().len();
+    let e = diff["edges"].as_array().unwrap().len();
+    assert_eq!(
+        (json["node_changes"].as_u64(), json["edge_changes"].as_u64()),
+        (Some(n as u64), Some(e as u64))
+    );
+    assert_eq!((n, e), (2, 1));
+}
+
+#[test]
+fn strategy_theirs_prints_the_diffs_change_count() {
+    let s = diverged(true);
+    let before = s.rev("HEAD");
+    let out = s.ok(&["merge", "topic", "--strategy", "theirs"]);
+    let commit = s.rev("HEAD");
+    let diff = s.json(&["diff", &before, &commit, "--json"]);
+    let n = diff["nodes"].as_array().unwrap().len();
+    assert!(out.contains(&format!("({n} node and 0 edge changes)")), "{out}");
+    assert_eq!(n, 2, "doc-4 taken from theirs and topic-note");
+}
