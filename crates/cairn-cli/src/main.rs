@@ -28,11 +28,13 @@ mod cmd_log;
 mod cmd_mcp;
 mod cmd_merge;
 mod cmd_retrieve;
+mod cmd_serve;
 mod cmd_show;
 mod cmd_stats;
 mod cmd_tag;
 mod error;
 mod output;
+mod remote;
 
 use error::CliError;
 
@@ -59,6 +61,11 @@ struct Cli {
         default_value_t = 0.0
     )]
     wait: f64,
+    /// Send the command to a `cairn serve` server at URL instead of opening the repository
+    /// (retrieve, ls, import, log, show, stats, history, diff, fsck; bearer token from
+    /// $CAIRN_TOKEN).
+    #[arg(long, global = true, value_name = "URL", env = "CAIRN_REMOTE")]
+    remote: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -109,6 +116,9 @@ enum Command {
     /// Serve the repository to an AI agent over the Model Context Protocol (JSON-RPC on
     /// stdin/stdout): tools remember, invalidate, recall, history, as_of.
     Mcp(cmd_mcp::Args),
+    /// Serve the repository over HTTP so that many processes share it (`cairn serve token
+    /// add` makes bearer tokens).
+    Serve(cmd_serve::Args),
 }
 
 /// What every command gets: where the repository is, and where to write its output.
@@ -152,12 +162,14 @@ fn dispatch(command: Command, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
         Command::Gc(args) => cmd_gc::run(ctx, args),
         Command::Embedder(args) => cmd_embedder::run(ctx, args),
         Command::Mcp(args) => cmd_mcp::run(ctx, args),
+        Command::Serve(args) => cmd_serve::run(ctx, args),
     }
 }
 
 fn main() -> ExitCode {
     // Usage errors exit with clap's code 2 inside `parse`.
-    let cli = Cli::parse();
+    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let cli = <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let mut ctx = Ctx {
@@ -165,7 +177,11 @@ fn main() -> ExitCode {
         wait: std::time::Duration::try_from_secs_f64(cli.wait.max(0.0)).unwrap_or(std::time::Duration::MAX),
         out: &mut out,
     };
-    let result = dispatch(cli.command, &mut ctx).and_then(|()| out.flush().map_err(CliError::from));
+    let result = match &cli.remote {
+        Some(url) => remote::run(url, &matches, &mut *ctx.out),
+        None => dispatch(cli.command, &mut ctx),
+    }
+    .and_then(|()| out.flush().map_err(CliError::from));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         // `cairn log | head`: the reader left; that is not a failure of ours.
