@@ -303,3 +303,18 @@ fn without_a_config_only_loopback_is_served() {
         "{err:?}"
     );
 }
+
+#[test]
+fn a_request_past_the_timeout_is_answered_503_timeout() {
+    let options = ServerOptions {
+        request_timeout: std::time::Duration::from_millis(1),
+        ..ServerOptions::default()
+    };
+    let server = start(Repos::Single(sample_repo()), options);
+    let c = Client::new(&server);
+    // A thousand retrievals take far longer than a millisecond.
+    let batch = format!("[{}]", vec![SPECS[1]; 1000].join(","));
+    let (status, body) = c.post("/retrieve", &batch);
+    assert_eq!((status, code(&body).as_str()), (503, "timeout"), "{body}");
+    assert_eq!(c.get("/health").0, 200, "the server still answers");
+}
