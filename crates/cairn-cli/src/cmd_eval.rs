@@ -31,7 +31,7 @@ pub struct Args {
     /// The collection directory (`corpus.jsonl`, `queries.jsonl`, `qrels.tsv`, embeddings).
     #[arg(long, value_name = "DIR")]
     collection: PathBuf,
-    /// Rows to evaluate, comma-separated [default: dense,text,hybrid,hybrid-score, plus
+    /// Rows to evaluate, comma-separated [default: dense,text,hybrid,hybrid-rrf, plus
     /// hybrid-expand with --links].
     #[arg(long, value_name = "LANES", value_delimiter = ',')]
     lanes: Vec<Lane>,
@@ -56,8 +56,10 @@ enum Lane {
     Dense,
     /// The BM25 lane alone.
     Text,
-    /// Dense + BM25, RRF k = 60 (the retrieval default).
+    /// Dense + BM25, the retrieval default (score fusion, text weight 0.8).
     Hybrid,
+    /// Dense + BM25, RRF k = 60 (the old default).
+    HybridRrf,
     /// Dense + BM25, score fusion (text weight 0.8).
     HybridScore,
     /// Dense + BM25, RRF, with graph expansion over the links (needs --links).
@@ -70,6 +72,7 @@ impl Lane {
             Lane::Dense => EvalRun::dense(),
             Lane::Text => EvalRun::text(),
             Lane::Hybrid => EvalRun::hybrid(),
+            Lane::HybridRrf => EvalRun::hybrid().fusion(Fusion::rrf()),
             Lane::HybridScore => EvalRun::hybrid().fusion(Fusion::score()),
             Lane::HybridExpand => EvalRun::hybrid().expand(GraphExpand::hops(1).kind(LINK_KIND)),
         }
@@ -80,7 +83,8 @@ impl Lane {
             Lane::Dense if scores.approximate => "dense (approximate)".into(),
             Lane::Dense => "dense (exact)".into(),
             Lane::Text => "text (BM25)".into(),
-            Lane::Hybrid => format!("hybrid rrf k={DEFAULT_RRF_K} (default)"),
+            Lane::Hybrid => format!("hybrid score fusion (text {DEFAULT_TEXT_WEIGHT}, default)"),
+            Lane::HybridRrf => format!("hybrid rrf k={DEFAULT_RRF_K}"),
             Lane::HybridScore => format!("hybrid score fusion (text {DEFAULT_TEXT_WEIGHT})"),
             Lane::HybridExpand => "hybrid + expansion".into(),
         }
@@ -130,7 +134,7 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     }
     let mut lanes = args.lanes.clone();
     if lanes.is_empty() {
-        lanes = vec![Lane::Dense, Lane::Text, Lane::Hybrid, Lane::HybridScore];
+        lanes = vec![Lane::Dense, Lane::Text, Lane::Hybrid, Lane::HybridRrf];
         if args.links {
             lanes.push(Lane::HybridExpand);
         }
