@@ -132,6 +132,10 @@ pub struct Args {
     /// score, the gates, and an expanded item's path with edge kinds.
     #[arg(long, group = "query")]
     explain: bool,
+    /// Search the query as written: no query planning (by default time expressions such
+    /// as "in July 2023" give items valid then a small, soft boost).
+    #[arg(long, group = "query")]
+    no_planner: bool,
     /// Render this property into each item (repeatable, in this order).
     #[arg(long, value_name = "KEY", group = "query")]
     render_prop: Vec<String>,
@@ -316,6 +320,7 @@ impl Args {
             list: self.list,
             after: self.after.clone(),
             explain: self.explain,
+            planner: self.no_planner.then_some(cairn::retrieve::PlannerMode::None),
         })
     }
 }

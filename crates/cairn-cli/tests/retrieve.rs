@@ -434,3 +434,36 @@ fn eval_on_a_few_cisi_queries() {
     let (_, err) = s.fails(&["eval", "--collection", dir, "--lanes", "hybrid-expand"], 1);
     assert!(err.contains("needs --links"), "{err}");
 }
+
+#[test]
+fn a_time_expression_boosts_softly_unless_no_planner() {
+    let s = Sandbox::sample();
+    let q = [
+        "retrieve",
+        "--text",
+        "team lead in 2020",
+        "--valid-at",
+        "2020-06-01",
+        "--json",
+    ];
+    let planned = s.json(&q);
+    assert_eq!(planned["plan"]["boosts"][0]["expression"], "2020", "{planned}");
+    assert_eq!(planned["plan"]["boosted"], 1, "{planned}");
+    let plain = s.json(&[&q[..], &["--no-planner"]].concat());
+    assert!(plain.get("plan").is_none(), "{plain}");
+    // The boost lifts the fact valid in 2020 above its unplanned score, never hides anything.
+    let score = |v: &serde_json::Value| {
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["id"] == "fact-team-lead")
+            .map(|i| i["score"].as_f64().unwrap())
+            .expect("the fact is retrieved")
+    };
+    assert!(score(&planned) > score(&plain));
+    assert_eq!(
+        planned["items"].as_array().unwrap().len(),
+        plain["items"].as_array().unwrap().len()
+    );
+}

@@ -141,7 +141,7 @@ pub struct EvalRun {
     pub dense: bool,
     /// Use the BM25 lane (the query's text).
     pub text: bool,
-    /// Fusion settings (`None`: the retrieval default, RRF k = 60).
+    /// Fusion settings (`None`: the retrieval default, min-max score fusion, text weight 0.8).
     pub fusion: Option<Fusion>,
     /// Graph expansion (`None`: off).
     pub expand: Option<GraphExpand>,
@@ -173,7 +173,7 @@ impl EvalRun {
         EvalRun::lanes(false, true)
     }
 
-    /// Dense and BM25, fused by the default (RRF, k = 60).
+    /// Dense and BM25, fused by the default (min-max score fusion, text weight 0.8).
     pub fn hybrid() -> EvalRun {
         EvalRun::lanes(true, true)
     }
