@@ -443,7 +443,12 @@ fn write_human(out: &mut dyn Write, r: &RetrievalResult) -> Result<(), CliError>
     }
     for item in &r.items {
         writeln!(out)?;
-        let ranks: Vec<String> = item.lanes.iter().map(|(l, s)| format!("{l} #{}", s.rank)).collect();
+        // Each lane's own rank and raw score (BM25, dot product) beside the fused score.
+        let ranks: Vec<String> = item
+            .lanes
+            .iter()
+            .map(|(l, s)| format!("{l} #{} {:.4}", s.rank, s.score))
+            .collect();
         let ranks = if ranks.is_empty() {
             "expanded".to_string()
         } else {

@@ -35,7 +35,7 @@ fn text_query_human_and_json() {
     assert!(human.contains("  1. "), "{human}");
     let first_item = human.lines().find(|l| l.contains("  1. ")).unwrap();
     assert!(
-        first_item.contains(" doc-7 ") && first_item.contains("[text #1]"),
+        first_item.contains(" doc-7 ") && first_item.contains("[text #1 "),
         "{human}"
     );
     assert!(human.contains("     text: A blended winglet"), "{human}");
