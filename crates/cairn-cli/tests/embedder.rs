@@ -3,69 +3,20 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use cairn_testkit::embed_stub;
 use common::Sandbox;
 
 /// A stub embeddings service: "wing" texts point one way, the rest another; the third
 /// component is the request number (a drifting service). Returns its URL and request count.
 fn stub() -> (String, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let requests = Arc::new(AtomicUsize::new(0));
-    let count = Arc::clone(&requests);
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { return };
-            let Some(body) = read_body(&stream) else { continue };
-            let n = count.fetch_add(1, Ordering::SeqCst);
-            let data: Vec<serde_json::Value> = body["input"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .enumerate()
-                .map(|(i, t)| {
-                    let wing = if t.as_str().unwrap().contains("wing") { 1.0 } else { 0.0 };
-                    serde_json::json!({"index": i, "embedding": [wing, 1.0 - wing, n as f64 * 0.125]})
-                })
-                .collect();
-            respond(stream, &serde_json::json!({ "data": data }).to_string());
-        }
+    let s = embed_stub(|text, n| {
+        let wing = if text.contains("wing") { 1.0 } else { 0.0 };
+        vec![wing, 1.0 - wing, n as f32 * 0.125]
     });
-    (url, requests)
-}
-
-fn read_body(stream: &TcpStream) -> Option<serde_json::Value> {
-    let mut reader = BufReader::new(stream);
-    let mut length = 0;
-    loop {
-        let mut h = String::new();
-        reader.read_line(&mut h).ok()?;
-        let h = h.trim_end();
-        if h.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = h.split_once(':') {
-            if k.eq_ignore_ascii_case("content-length") {
-                length = v.trim().parse().ok()?;
-            }
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
-    serde_json::from_slice(&body).ok()
-}
-
-fn respond(mut stream: TcpStream, body: &str) {
-    let head = format!(
-        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    let _ = stream.write_all(head.as_bytes());
-    let _ = stream.write_all(body.as_bytes());
+    (s.url, s.requests)
 }
 
 const DOCS: &str = r#"{"node": {"id": "a", "labels": ["Doc"], "text": "how wings stall"}}

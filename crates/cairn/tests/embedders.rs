@@ -2,79 +2,10 @@
 //! `Repo::retrieve`, the query-vector cache (replay, damage), `Repo::embed_nodes`. The
 //! remote service is a stub on loopback.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
 
 use cairn::{EmbedderConfig, EmbedderError, Node, NodeId, OpenAiSettings, Repo};
-
-/// A stub embeddings service: answers every request with `vector(text, request number)`
-/// for each input; records the inputs of each request.
-struct Stub {
-    url: String,
-    requests: Arc<AtomicUsize>,
-    inputs: Arc<Mutex<Vec<Vec<String>>>>,
-}
-
-fn stub(vector: fn(&str, usize) -> Vec<f32>) -> Stub {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let requests = Arc::new(AtomicUsize::new(0));
-    let inputs = Arc::new(Mutex::new(Vec::new()));
-    let (count, log) = (Arc::clone(&requests), Arc::clone(&inputs));
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { return };
-            let Some(body) = read_body(&stream) else { continue };
-            let n = count.fetch_add(1, Ordering::SeqCst);
-            let texts: Vec<String> = body["input"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|t| t.as_str().unwrap().to_string())
-                .collect();
-            let data: Vec<serde_json::Value> = texts
-                .iter()
-                .enumerate()
-                .map(|(i, t)| serde_json::json!({"index": i, "embedding": vector(t, n)}))
-                .collect();
-            log.lock().unwrap().push(texts);
-            respond(stream, &serde_json::json!({ "data": data }).to_string());
-        }
-    });
-    Stub { url, requests, inputs }
-}
-
-fn read_body(stream: &TcpStream) -> Option<serde_json::Value> {
-    let mut reader = BufReader::new(stream);
-    let mut length = 0;
-    loop {
-        let mut h = String::new();
-        reader.read_line(&mut h).ok()?;
-        let h = h.trim_end();
-        if h.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = h.split_once(':') {
-            if k.eq_ignore_ascii_case("content-length") {
-                length = v.trim().parse().ok()?;
-            }
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
-    serde_json::from_slice(&body).ok()
-}
-
-fn respond(mut stream: TcpStream, body: &str) {
-    let head = format!(
-        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    let _ = stream.write_all(head.as_bytes());
-    let _ = stream.write_all(body.as_bytes());
-}
+use cairn_testkit::{embed_stub as stub, EmbedStub as Stub};
 
 /// "wing"-ish texts point one way, the rest another; `n` (the request number) tilts
 /// the vector, as a drifting service would.
