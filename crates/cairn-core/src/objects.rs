@@ -62,11 +62,11 @@ pub struct Commit {
     /// Number of first-parent ancestors (0 for a root commit): the commit's position on
     /// its branch's first-parent chain.
     pub generation: u64,
-    /// The commit whose node set the dense (HNSW) index base of this commit is built over,
-    /// chosen at commit time by a documented rule; [`Hash::ZERO`] means this commit
-    /// itself; `None` means no base (exact scan only).
+    /// Retired with index format 2 (storage-format §3.4, §7.5): written `None` and never
+    /// read. Older commits may hold the commit an HNSW base was built over (`Some(0³²)`
+    /// meaning the commit itself); the field stays so their bytes, and so their ids,
+    /// still decode.
     pub index_base: Option<CommitId>,
-    /// Node changes (adds, changes, removals) since `index_base`'s node set, counted
-    /// commit by commit (an upper bound of the true difference). Drives the rule.
+    /// Retired with `index_base`: written 0 and never read.
     pub changes_since_base: u64,
 }
