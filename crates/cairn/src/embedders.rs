@@ -453,11 +453,23 @@ impl Repo {
         let config = self
             .embedder(name)?
             .ok_or_else(|| EmbedderError::Unknown(name.into()))?;
+        // One built embedder per (name, configuration) and repository handle.
+        let built = {
+            let mut cache = self.inner.built_embedders.lock();
+            match cache.get(name) {
+                Some((c, slot)) if *c == config => Arc::clone(slot),
+                _ => {
+                    let slot = BuiltSlot::default();
+                    cache.insert(name.to_string(), (config.clone(), Arc::clone(&slot)));
+                    slot
+                }
+            }
+        };
         Ok(QueryEmbedder {
             repo: self.clone(),
             name: name.into(),
             config,
-            built: Arc::default(),
+            built,
             warnings: Arc::default(),
             print_warnings: false,
         })
@@ -605,7 +617,7 @@ pub struct QueryEmbedder {
     repo: Repo,
     name: String,
     config: EmbedderConfig,
-    built: Arc<Mutex<Option<Arc<dyn Embedder>>>>,
+    built: BuiltSlot,
     warnings: Arc<Mutex<Vec<String>>>,
     /// Print warnings on standard error as they happen (the automatic embedder of
     /// [`Repo::retrieve`], whose caller cannot ask for them).
@@ -730,9 +742,29 @@ impl Embedder for QueryEmbedder {
 
 /// The automatic query embedder of [`Repo::retrieve`], if the repository has one (errors
 /// reading the configuration leave the retrieval without one).
+/// Where a query embedder keeps the embedder it built (empty until first used).
+pub(crate) type BuiltSlot = Arc<Mutex<Option<Arc<dyn Embedder>>>>;
+
+/// The embedders a repository handle has built, by name, with the configuration each was
+/// built from (a changed configuration builds anew).
+pub(crate) type BuiltEmbedders = parking_lot::Mutex<BTreeMap<String, (EmbedderConfig, BuiltSlot)>>;
+
+/// The embedder [`Repo::retrieve`] attaches by itself. A configuration that cannot be
+/// read (a damaged `meta/embedders`) turns query embedding off for this retrieval with a
+/// warning on standard error, never silently; the retrieval itself still runs.
 pub(crate) fn auto_query_embedder(repo: &Repo) -> Option<(String, QueryEmbedder)> {
-    let name = repo.default_query_embedder().ok().flatten()?;
-    let mut e = repo.query_embedder(&name).ok()?;
-    e.print_warnings = true;
-    Some((name, e))
+    let found = repo
+        .default_query_embedder()
+        .and_then(|name| name.map(|n| repo.query_embedder(&n).map(|e| (n, e))).transpose());
+    match found {
+        Ok(Some((name, mut e))) => {
+            e.print_warnings = true;
+            Some((name, e))
+        }
+        Ok(None) => None,
+        Err(err) => {
+            eprintln!("cairn: warning: query embedding is off for this retrieval: {err}");
+            None
+        }
+    }
 }

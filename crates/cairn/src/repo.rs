@@ -55,6 +55,10 @@ pub(crate) struct Inner {
     /// a registration taken back after a lost swap was seen by no commit that landed
     /// (see `writer.rs`).
     pub(crate) dims_lock: parking_lot::Mutex<()>,
+    /// Embedders built for query embedding, by name with the configuration they were
+    /// built from, shared by every [`Repo::retrieve`] of this handle (a local model is
+    /// loaded once, not per retrieval).
+    pub(crate) built_embedders: crate::embedders::BuiltEmbedders,
 }
 
 impl std::fmt::Debug for Repo {
@@ -254,6 +258,7 @@ impl Repo {
                 derived: Derived::default(),
                 gc_lock: parking_lot::RwLock::new(()),
                 dims_lock: parking_lot::Mutex::new(()),
+                built_embedders: Default::default(),
             }),
         }
     }
