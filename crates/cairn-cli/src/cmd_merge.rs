@@ -1,8 +1,7 @@
 //! `cairn merge THEIRS`: three-way merge of a revision into a branch.
 
-use cairn::{CommitId, Conflict, Edge, EdgeKey, MergeKind, MergeStrategy, Node, NodeId, Resolution};
+use cairn::{Conflict, Edge, EdgeKey, MergeKind, MergeStrategy, Node, NodeId, Resolution};
 use clap::ValueEnum;
-use serde::Serialize;
 
 use crate::error::CliError;
 use crate::output::write_json;
@@ -94,22 +93,6 @@ enum StrategyArg {
     Theirs,
 }
 
-/// `merge --json`.
-#[derive(Serialize)]
-struct Outcome<'a> {
-    kind: MergeKind,
-    branch: &'a str,
-    ours: Option<CommitId>,
-    theirs: CommitId,
-    base: Option<CommitId>,
-    /// The branch's new head; `None` when conflicts stopped the merge.
-    commit: Option<CommitId>,
-    node_changes: usize,
-    edge_changes: usize,
-    dropped_edges: &'a [EdgeKey],
-    conflicts: &'a [Conflict],
-}
-
 /// Merges; prints the new head, or the conflicts (and fails) under `manual`.
 pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let repo = ctx.open()?;
@@ -144,32 +127,11 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     } else {
         None
     };
-    // What the merge changed on ours, counted as `cairn diff OURS MERGE` counts it
-    // (resolved conflicts included); before a commit, the clean changes.
-    let (node_changes, edge_changes) = match (merge.ours(), commit) {
-        (Some(before), Some(after)) => {
-            let d = repo.diff(&before, &after)?;
-            (d.nodes.len(), d.edges.len())
-        }
-        _ => (merge.node_changes().len(), merge.edge_changes().len()),
-    };
+    // The change counts are `cairn diff OURS MERGE`'s (resolved conflicts included).
+    let summary = merge.summary(commit, dropped)?;
 
     if args.json {
-        write_json(
-            ctx.out,
-            &Outcome {
-                kind: merge.kind(),
-                branch: merge.branch(),
-                ours: merge.ours(),
-                theirs: merge.theirs(),
-                base: merge.base(),
-                commit,
-                node_changes,
-                edge_changes,
-                dropped_edges: &dropped,
-                conflicts: merge.conflicts(),
-            },
-        )?;
+        write_json(ctx.out, &summary)?;
     } else {
         let out = &mut *ctx.out;
         for (i, c) in merge.conflicts().iter().enumerate() {
@@ -185,7 +147,7 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
                 writeln!(out, "conflict on {} resolved: took {taken}", c.subject())?;
             }
         }
-        for key in &dropped {
+        for key in &summary.dropped_edges {
             writeln!(out, "dropped edge {key} (an endpoint is deleted)")?;
         }
         match (merge.kind(), commit) {
@@ -199,8 +161,8 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
                 "merged {} into {ours}: commit {} ({} node and {} edge changes)",
                 args.theirs,
                 c.short(),
-                node_changes,
-                edge_changes
+                summary.node_changes,
+                summary.edge_changes
             )?,
         }
     }

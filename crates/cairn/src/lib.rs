@@ -72,7 +72,7 @@ pub use export::ExportSummary;
 pub use fsck::FsckReport;
 pub use gc::{GcOptions, GcReport};
 pub use import::{ImportOp, ImportSummary};
-pub use merge::{Conflict, MergeKind, MergeOutcome, MergeStrategy, Resolution};
+pub use merge::{Conflict, MergeKind, MergeOutcome, MergeStrategy, MergeSummary, Resolution};
 pub use node_history::NodeHistoryEntry;
 pub use patch::NodePatch;
 pub use repo::{Repo, Stats, StoreKind, DEFAULT_BRANCH};

@@ -356,6 +356,34 @@ impl Repo {
     }
 }
 
+/// What a merge did, as `cairn merge --json` and the server's `POST /merge` print it
+/// ([`MergeOutcome::summary`]).
+#[derive(Debug, Clone, Serialize)]
+#[non_exhaustive]
+pub struct MergeSummary {
+    /// The kind of merge.
+    pub kind: MergeKind,
+    /// The branch merged into.
+    pub branch: String,
+    /// Ours' head when the merge started.
+    pub ours: Option<CommitId>,
+    /// Theirs' head.
+    pub theirs: CommitId,
+    /// The merge base.
+    pub base: Option<CommitId>,
+    /// The branch's new head; `None` when conflicts stopped the merge.
+    pub commit: Option<CommitId>,
+    /// Nodes the merge changed on ours, counted as `cairn diff OURS COMMIT` counts them
+    /// (resolved conflicts included); before a commit, the clean changes.
+    pub node_changes: usize,
+    /// Edges, likewise.
+    pub edge_changes: usize,
+    /// Edges dropped because the merge deletes an endpoint.
+    pub dropped_edges: Vec<EdgeKey>,
+    /// Every conflict, in full.
+    pub conflicts: Vec<Conflict>,
+}
+
 /// The change set a merge commit applies to ours, after resolutions and dropped edges.
 struct Plan {
     nodes: BTreeMap<NodeId, Option<Hash>>,
@@ -555,6 +583,32 @@ impl MergeOutcome {
             }
         }
         Ok(())
+    }
+
+    /// What the merge did, for output: its kind and heads, the commit it made (`None`
+    /// when conflicts stopped it), the change counts — after a commit, those of
+    /// [`Repo::diff`] from ours' head to it, so resolved conflicts count — the
+    /// `dropped_edges` (from [`MergeOutcome::dropped_edges`]) and the conflicts.
+    pub fn summary(&self, commit: Option<CommitId>, dropped_edges: Vec<EdgeKey>) -> Result<MergeSummary> {
+        let (node_changes, edge_changes) = match (self.ours, commit) {
+            (Some(before), Some(after)) => {
+                let d = self.repo.diff(&before, &after)?;
+                (d.nodes.len(), d.edges.len())
+            }
+            _ => (self.nodes.len(), self.edges.len()),
+        };
+        Ok(MergeSummary {
+            kind: self.kind,
+            branch: self.branch.to_string(),
+            ours: self.ours,
+            theirs: self.theirs,
+            base: self.base,
+            commit,
+            node_changes,
+            edge_changes,
+            dropped_edges,
+            conflicts: self.conflicts.clone(),
+        })
     }
 
     /// The edges committing now would drop because the merge deletes an endpoint (see

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use axum::extract::State as Shared;
-use cairn::{CommitId, Conflict, EdgeKey, MergeKind, MergeStrategy};
-use serde::{Deserialize, Serialize};
+use cairn::{CommitId, MergeKind, MergeStrategy};
+use serde::Deserialize;
 
 use super::{blocking, pretty, JsonBytes};
 use crate::error::{ApiError, ErrorCode};
@@ -135,21 +135,6 @@ enum Strategy {
     Theirs,
 }
 
-/// `cairn merge --json`.
-#[derive(Serialize)]
-struct Outcome<'a> {
-    kind: MergeKind,
-    branch: &'a str,
-    ours: Option<CommitId>,
-    theirs: CommitId,
-    base: Option<CommitId>,
-    commit: Option<CommitId>,
-    node_changes: usize,
-    edge_changes: usize,
-    dropped_edges: &'a [EdgeKey],
-    conflicts: &'a [Conflict],
-}
-
 /// `POST /merge` `{"theirs", "into", "strategy", "message", "author", "expected_head"}`:
 /// `cairn merge --json`'s outcome. Unsettled conflicts: 409 `merge_conflicts`, the
 /// outcome (with the conflicts in full) in `error.details`, nothing committed.
@@ -199,25 +184,7 @@ pub(crate) async fn merge(
         } else {
             None
         };
-        let (node_changes, edge_changes) = match (merge.ours(), commit) {
-            (Some(before), Some(after)) => {
-                let d = repo.diff(&before, &after)?;
-                (d.nodes.len(), d.edges.len())
-            }
-            _ => (merge.node_changes().len(), merge.edge_changes().len()),
-        };
-        let outcome = Outcome {
-            kind: merge.kind(),
-            branch: merge.branch(),
-            ours: merge.ours(),
-            theirs: merge.theirs(),
-            base: merge.base(),
-            commit,
-            node_changes,
-            edge_changes,
-            dropped_edges: &dropped,
-            conflicts: merge.conflicts(),
-        };
+        let outcome = merge.summary(commit, dropped)?;
         if unresolved > 0 {
             let mut e = ApiError::new(
                 ErrorCode::MergeConflicts,
