@@ -1,7 +1,6 @@
 //! `cairn log`: commits reachable from a revision, newest first.
 
-use cairn::CommitId;
-use serde::Serialize;
+use cairn::LogEntry;
 
 use crate::error::CliError;
 use crate::output::{format_time_s, write_json};
@@ -21,36 +20,13 @@ pub struct Args {
     json: bool,
 }
 
-/// One commit in `log --json`.
-#[derive(Serialize)]
-struct Entry<'a> {
-    commit: CommitId,
-    parents: &'a [CommitId],
-    timestamp_ms: i64,
-    author: &'a str,
-    message: &'a str,
-    node_count: u64,
-    edge_count: u64,
-}
-
 /// Prints the log: one line per commit (`short-id  time  author  first line of message`),
 /// or a JSON array.
 pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let repo = ctx.open()?;
     let commits = repo.log(args.rev.as_deref(), args.max_count)?;
     if args.json {
-        let entries: Vec<Entry<'_>> = commits
-            .iter()
-            .map(|(id, c)| Entry {
-                commit: *id,
-                parents: &c.parents,
-                timestamp_ms: c.timestamp_ms,
-                author: &c.author,
-                message: &c.message,
-                node_count: c.node_count,
-                edge_count: c.edge_count,
-            })
-            .collect();
+        let entries: Vec<LogEntry> = commits.iter().map(|(id, c)| LogEntry::new(*id, c)).collect();
         return write_json(ctx.out, &entries);
     }
     for (id, c) in &commits {

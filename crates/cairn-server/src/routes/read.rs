@@ -4,7 +4,7 @@
 use axum::extract::State as Shared;
 use cairn::diff::{edge_field_changes, node_field_changes, FieldChange};
 use cairn::export::{EdgeLine, NodeLine};
-use cairn::{ChangeKind, CommitId, NodeHistoryEntry};
+use cairn::{ChangeKind, CommitId, LogEntry, NodeHistoryEntry};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -175,34 +175,11 @@ pub(crate) struct LogParams {
     limit: Option<usize>,
 }
 
-/// One commit of the log, as `cairn log --json` prints it.
-#[derive(Serialize)]
-struct LogEntry<'a> {
-    commit: CommitId,
-    parents: &'a [CommitId],
-    timestamp_ms: i64,
-    author: &'a str,
-    message: &'a str,
-    node_count: u64,
-    edge_count: u64,
-}
-
 /// `GET /log?rev=&limit=`: `cairn log [REV] [-n N] --json`.
 pub(crate) async fn log(TenantRepo(t): TenantRepo, Params(p): Params<LogParams>) -> Result<JsonBytes, ApiError> {
     blocking(move || {
         let commits = t.repo.log(p.rev.as_deref(), p.limit)?;
-        let entries: Vec<LogEntry<'_>> = commits
-            .iter()
-            .map(|(id, c)| LogEntry {
-                commit: *id,
-                parents: &c.parents,
-                timestamp_ms: c.timestamp_ms,
-                author: &c.author,
-                message: &c.message,
-                node_count: c.node_count,
-                edge_count: c.edge_count,
-            })
-            .collect();
+        let entries: Vec<LogEntry> = commits.iter().map(|(id, c)| LogEntry::new(*id, c)).collect();
         pretty(&entries)
     })
     .await
