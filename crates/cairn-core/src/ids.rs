@@ -1,4 +1,4 @@
-//! Small typed ids: a content [`Hash`], the [`CommitId`] made from one, and the
+//! Small typed ids: a content [`Hash`](struct@Hash), the [`CommitId`] made from one, and the
 //! caller-chosen [`NodeId`].
 
 use std::fmt;
@@ -124,7 +124,7 @@ impl<'de> Deserialize<'de> for Hash {
     }
 }
 
-/// The id of a commit: the [`Hash`] of its encoding.
+/// The id of a commit: the [`Hash`](struct@Hash) of its encoding.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct CommitId(pub Hash);

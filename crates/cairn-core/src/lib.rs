@@ -1,6 +1,6 @@
 //! # cairn-core
 //!
-//! The bottom layer of Cairn: typed ids ([`Hash`], [`NodeId`], [`CommitId`]), the data
+//! The bottom layer of Cairn: typed ids ([`Hash`](struct@Hash), [`NodeId`], [`CommitId`]), the data
 //! model ([`Node`], [`Edge`], [`Value`], [`Validity`], [`SparseVector`]), its validation
 //! rules and limits, the stored object types ([`Commit`], [`TreeNode`]) and the one module
 //! ([`codec`]) that defines every hashed byte.
