@@ -44,6 +44,7 @@ const CONFIG: Cfg = config::standard()
 
 /// Why bytes could not be decoded as an object.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DecodeError {
     /// Empty input.
     #[error("empty object")]

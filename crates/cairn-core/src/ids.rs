@@ -9,6 +9,7 @@ use crate::limits::MAX_NODE_ID_BYTES;
 
 /// Why a textual id could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ParseIdError {
     /// A hash must be exactly 64 lowercase or uppercase hex digits.
     #[error("`{input}` is not a 64-digit hex hash")]

@@ -93,6 +93,7 @@ impl SparseVector {
 
 /// What is wrong with a [`SparseVector`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SparseProblem {
     /// Different numbers of indices and values.
     LengthMismatch {
@@ -414,6 +415,7 @@ impl fmt::Display for Subject {
 
 /// Input refused by validation. Every variant names the node or edge and the field.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ValidationError {
     /// A NaN or infinite number.
     #[error("{subject}: `{field}` is not a finite number")]

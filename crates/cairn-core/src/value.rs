@@ -95,6 +95,7 @@ impl Value {
 
 /// What is wrong with a [`Value`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ValueProblem {
     /// A float is NaN or infinite.
     NonFinite,

@@ -439,6 +439,7 @@ fn describe(problem: cairn_core::value::ValueProblem) -> &'static str {
     match problem {
         cairn_core::value::ValueProblem::NonFinite => "not a finite number",
         cairn_core::value::ValueProblem::TooDeep => "lists or maps nested too deeply",
+        _ => "not a storable value",
     }
 }
 
