@@ -495,7 +495,8 @@ impl Repo {
     /// Gives every node of the current head that has text but no vector of `name` one,
     /// embedded by the configured embedder `batch_size` texts at a time, and commits them
     /// all with `message` (no commit if there is nothing to embed). `progress` is called
-    /// with (nodes done, nodes to do) after each batch. On any failure nothing is
+    /// with (nodes done, nodes to do) after each batch (and the observer of
+    /// [`Repo::set_progress`] with [`Step::Embed`](crate::Step::Embed)). On any failure nothing is
     /// committed. The vectors' dimension must be the repository's for `name`
     /// ([`EmbedderError::DimensionMismatch`]). Uses no cache.
     ///
@@ -546,6 +547,7 @@ impl Repo {
         let embedder = build(name, &config, dim)?;
         let total = todo.len();
         progress(0, total);
+        let meter = self.meter(crate::progress::Step::Embed, Some(total as u64));
         let mut tx = self.transaction()?;
         let mut done = 0;
         for chunk in todo.chunks(batch_size) {
@@ -575,6 +577,7 @@ impl Repo {
             }
             done += chunk.len();
             progress(done, total);
+            meter.add(chunk.len() as u64);
         }
         let commit = tx.commit(message)?;
         Ok(EmbedNodesReport {

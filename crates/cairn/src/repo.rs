@@ -59,6 +59,8 @@ pub(crate) struct Inner {
     /// built from, shared by every [`Repo::retrieve`] of this handle (a local model is
     /// loaded once, not per retrieval).
     pub(crate) built_embedders: crate::embedders::BuiltEmbedders,
+    /// The observer of long steps' progress ([`Repo::set_progress`]).
+    pub(crate) progress: parking_lot::RwLock<Option<crate::progress::ProgressFn>>,
 }
 
 impl std::fmt::Debug for Repo {
@@ -259,6 +261,7 @@ impl Repo {
                 gc_lock: parking_lot::RwLock::new(()),
                 dims_lock: parking_lot::Mutex::new(()),
                 built_embedders: Default::default(),
+                progress: parking_lot::RwLock::new(None),
             }),
         }
     }

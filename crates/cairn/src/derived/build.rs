@@ -31,6 +31,7 @@ use crate::derived::keys::{
 };
 use crate::derived::spans::{self, ChunkList, ChunkRef, Span};
 use crate::error::{Error, Result};
+use crate::progress::{Meter, Step};
 use crate::repo::Repo;
 
 /// Bytes of derived values written per store batch.
@@ -122,6 +123,16 @@ impl Donor {
     fn new(entry: ViewEntry) -> Donor {
         let index = entry.nodes.iter().enumerate().map(|(i, c)| (c.key, i)).collect();
         Donor { entry, index }
+    }
+}
+
+/// Counts one unit of a [`Meter`] when dropped: whether the unit's work succeeded or
+/// returned early, it is done.
+struct Tick<'a>(&'a Meter);
+
+impl Drop for Tick<'_> {
+    fn drop(&mut self) {
+        self.0.add(1);
     }
 }
 
@@ -256,10 +267,12 @@ impl Repo {
             }
         };
         if needs.text && !view.has_text() {
+            let meter = self.meter(Step::IndexParts, Some(list.len() as u64));
             let parts = list
                 .par_iter()
                 .zip(&from_donor)
                 .map(|(ch, d)| {
+                    let _tick = Tick(&meter);
                     if let Some(t) = dv.zip(*d).and_then(|(dv, i)| dv.text_part(i)) {
                         return Ok(Arc::clone(t));
                     }
@@ -277,11 +290,13 @@ impl Repo {
             if !view.has_sparse_model(model) || view.sparse_loaded(model) {
                 continue;
             }
+            let meter = self.meter(Step::IndexParts, Some(list.len() as u64));
             let parts = list
                 .par_iter()
                 .zip(&from_donor)
                 .zip(view.chunks().par_iter())
                 .map(|((ch, d), core)| {
+                    let _tick = Tick(&meter);
                     if !core.sparse_models().contains_key(model) {
                         return Ok(None);
                     }
@@ -304,11 +319,13 @@ impl Repo {
                 continue;
             }
             let donor_dense = dv.and_then(|dv| dv.dense(model));
+            let meter = self.meter(Step::IndexParts, Some(list.len() as u64));
             let parts = list
                 .par_iter()
                 .zip(&from_donor)
                 .zip(view.chunks().par_iter())
                 .map(|((ch, d), core)| {
+                    let _tick = Tick(&meter);
                     if !core.dense_models().contains_key(model.as_str()) {
                         return Ok(None);
                     }
@@ -505,7 +522,12 @@ impl Repo {
         }
         let top = spans::top_spans(self.objects(), root, CHUNK_LEVEL)?;
         let known = donor.filter(|_| tree == TreeKind::Nodes).map(|d| &d.index);
-        let list = self.resolve_spans(ctx, tree, top, known)?;
+        let step = match tree {
+            TreeKind::Nodes => Step::IndexChunks,
+            TreeKind::Edges | TreeKind::EdgesIn => Step::IndexEdges,
+        };
+        let meter = self.meter(step, Some(top.len() as u64));
+        let list = self.resolve_spans(ctx, tree, top, known, Some(&meter))?;
         let list = Arc::new(list);
         cache.put_list(tree as u8, r, Arc::clone(&list));
         Ok(list)
@@ -517,6 +539,7 @@ impl Repo {
         tree: TreeKind,
         spans: Vec<Span>,
         known: Option<&HashMap<Hash, usize>>,
+        meter: Option<&Meter>,
     ) -> Result<ChunkList> {
         let core_tag = if tree == TreeKind::Nodes {
             TAG_NODE_CORE
@@ -526,6 +549,7 @@ impl Repo {
         let resolved: Vec<Result<ChunkList>> = spans
             .into_par_iter()
             .map(|span| {
+                let _tick = meter.map(Tick);
                 let ch = ChunkRef {
                     key: span.key(&ctx.fp, tree),
                     span,
@@ -537,7 +561,7 @@ impl Repo {
                     Found::Part(_) => Ok(vec![ch]),
                     Found::Split => {
                         let pieces = spans::pieces(self.objects(), &ch.span)?;
-                        self.resolve_spans(ctx, tree, pieces, None)
+                        self.resolve_spans(ctx, tree, pieces, None, None)
                     }
                 }
             })
@@ -736,9 +760,11 @@ impl Repo {
         let firsts: Vec<&[u8]> = view.chunks().iter().map(|c| c.ids()[0].as_str().as_bytes()).collect();
         let units = unit_ranges(&chunk_levels(firsts));
         let cache = &self.inner.derived.cache;
+        let meter = self.meter(Step::IndexGraphs, Some(units.len() as u64));
         units
             .into_par_iter()
             .map(|range| {
+                let _tick = Tick(&meter);
                 let keys: Vec<Hash> = list[range.clone()].iter().map(|c| c.key).collect();
                 let key = unit_key(&ctx.fp, &keys);
                 let skey = graph_store_key(&key, model);
@@ -809,6 +835,7 @@ impl Repo {
         if pending.is_empty() {
             return;
         }
+        let meter = self.meter(Step::IndexStore, Some(pending.len() as u64));
         let mut batch = Vec::new();
         let mut size = 0usize;
         let mut written = (0usize, 0u64);
@@ -818,7 +845,10 @@ impl Repo {
             }
             // Flushing each batch keeps a large build from piling up unwritten values in
             // the store's memory (sled held ~2 GiB extra across a 325 MiB build without it).
-            match self.store().put_derived(batch).and_then(|()| self.store().flush()) {
+            let values = batch.len() as u64;
+            let result = self.store().put_derived(batch).and_then(|()| self.store().flush());
+            meter.add(values);
+            match result {
                 Ok(()) => {
                     written.0 += batch.len();
                     written.1 += *size as u64;

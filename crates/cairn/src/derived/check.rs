@@ -7,6 +7,7 @@ use cairn_index::persist;
 
 use crate::derived::keys::{Space, SPACES};
 use crate::error::Result;
+use crate::progress::Step;
 use crate::repo::Repo;
 
 /// One damaged derived entry: its store key and what is wrong.
@@ -76,11 +77,16 @@ impl Repo {
         let store = self.store();
         let mut checked = 0u64;
         let mut damage = Vec::new();
+        let mut spaces = Vec::new();
         for space in SPACES {
-            if matches!(space, Space::TimeIndex | Space::Retired(_)) {
-                continue;
+            if !matches!(space, Space::TimeIndex | Space::Retired(_)) {
+                spaces.push((space, store.derived_keys(space.prefix())?));
             }
-            for key in store.derived_keys(space.prefix())? {
+        }
+        let total = spaces.iter().map(|(_, keys)| keys.len() as u64).sum();
+        let meter = self.meter(Step::FsckDerived, Some(total));
+        for (space, keys) in spaces {
+            for key in keys {
                 checked += 1;
                 let problem = match store.get_derived(&key) {
                     Ok(Some(value)) => check_entry(space, &key, &value).err(),
@@ -90,6 +96,7 @@ impl Repo {
                 if let Some(problem) = problem {
                     damage.push(DerivedDamage { key, problem });
                 }
+                meter.add(1);
             }
         }
         Ok((checked, damage))
