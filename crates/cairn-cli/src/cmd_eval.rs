@@ -1,14 +1,13 @@
 //! `cairn eval --collection DIR`: import a judged test collection and print nDCG@10 and
-//! Recall@100 per lane (the mapping and the metrics are [`cairn::eval`]'s; this command
+//! Recall@100 per lane (the mapping and the metrics are [`cairn_eval`]'s; this command
 //! only times the steps and prints the table).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use cairn::eval::{evaluate, import_collection_with_meta, DocMeta, EvalRun, EvalScores, LINK_KIND};
-use cairn::retrieve::eval::Collection;
 use cairn::retrieve::{Fusion, GraphExpand, DEFAULT_RRF_K, DEFAULT_TEXT_WEIGHT};
 use cairn::{CommitId, Repo};
+use cairn_eval::{evaluate, import_collection_with_meta, Collection, DocMeta, EvalRun, EvalScores, LINK_KIND};
 use clap::ValueEnum;
 use serde::Serialize;
 

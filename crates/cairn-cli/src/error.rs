@@ -48,10 +48,10 @@ pub enum CliError {
     },
     /// An evaluation collection could not be loaded (the message names the file).
     #[error(transparent)]
-    EvalCollection(#[from] cairn::retrieve::eval::EvalError),
+    EvalCollection(#[from] cairn_eval::EvalError),
     /// An evaluation query failed (the message names the query).
     #[error(transparent)]
-    EvalQuery(#[from] cairn::eval::QueryFailed),
+    EvalQuery(#[from] cairn_eval::QueryFailed),
     /// A command-specific refusal that is not the library's (e.g. `eval --links` on a
     /// collection without links).
     #[error("{0}")]

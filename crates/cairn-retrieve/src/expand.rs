@@ -22,8 +22,9 @@
 //! So a neighbour of the top seed scores `0.35 + 0.3·e^{−1/2} ≈ 0.53` and outranks the
 //! candidates whose normalised score is below ≈ 0.5: it wins a place over weak direct
 //! hits, not over strong ones. Why γ = 0.5 and not 1 (no decay): measured on CISI, whose
-//! `links.tsv` gives every document ~53 neighbours (`tests/eval_hybrid.rs`, hybrid RRF,
-//! limit 100): without expansion nDCG@10 0.4481 / R@100 0.4978; γ = 1: 0.3489 / 0.2774
+//! `links.tsv` gives every document ~53 neighbours
+//! (`crates/cairn-eval/tests/eval_hybrid.rs`, hybrid RRF, limit 100): without expansion
+//! nDCG@10 0.4481 / R@100 0.4978; γ = 1: 0.3489 / 0.2774
 //! (neighbours of the top seeds crowd out the direct hits); γ = 0.5: 0.4481 / 0.4212 (the
 //! head is intact, neighbours take places in the tail). CISI's links do not raise
 //! Recall@100 at any setting tried: expansion is for bringing in the connected context an

@@ -33,8 +33,8 @@
 //! ## Why `score` by default (measured)
 //!
 //! Dense MiniLM + BM25 (k1 = 0.9, b = 0.4, stemmed, question words dropped from the
-//! query), depth 1000, `tests/eval_hybrid.rs`. Tuned on Cranfield and CISI only; NPL
-//! (Vaswani) is the acceptance set, never tuned on. nDCG@10 / Recall@100:
+//! query), depth 1000, `crates/cairn-eval/tests/eval_hybrid.rs`. Tuned on Cranfield and
+//! CISI only; NPL (Vaswani) is the acceptance set, never tuned on. nDCG@10 / Recall@100:
 //!
 //! | fusion | Cranfield | CISI | Vaswani (acceptance) |
 //! |---|---:|---:|---:|

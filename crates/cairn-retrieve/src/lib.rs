@@ -41,15 +41,14 @@
 //! hash-map order leaks.
 //!
 //! Entry points: the builder [`Retrieval`] (`repo.retrieve()` in the `cairn` crate), the
-//! JSON [`RetrieveSpec`], and [`execute_spec`] on an already-resolved commit. The
-//! [`eval`] module holds ranking metrics and a loader for the evaluation collections.
+//! JSON [`RetrieveSpec`], and [`execute_spec`] on an already-resolved commit. Evaluation
+//! on judged collections (metrics, loader, `cairn eval`) lives in the `cairn-eval` crate.
 
 #![warn(missing_docs)]
 
 pub mod builder;
 pub mod embed;
 pub mod error;
-pub mod eval;
 pub mod execute;
 pub mod expand;
 pub mod explain;

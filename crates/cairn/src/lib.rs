@@ -42,7 +42,6 @@ mod derived;
 pub mod diff;
 mod embedders;
 pub mod error;
-pub mod eval;
 pub mod export;
 pub mod fsck;
 pub mod gc;

@@ -1,4 +1,4 @@
-//! Loading a judged test collection in the BEIR-like layout of `shared/eval/<name>/`:
+//! Loading a judged test collection in the BEIR-like layout of `../shared/eval/<name>/`:
 //!
 //! | file | content |
 //! |---|---|
@@ -8,9 +8,9 @@
 //! | `meta.json` | `embedding.dim` |
 //! | `corpus.emb.f32`, `queries.emb.f32` | little-endian `f32` rows of `dim`, row `i` = line `i` |
 //! | `links.tsv` (optional) | a header line, then `source-id⇥target-id⇥weight` |
+//! | `doc_meta.jsonl` (optional) | `{"id", <field>: <string>...}` per line ([`DocMeta`]) |
 //!
-//! This is the one place in the crate that does file I/O; it serves tools and tests,
-//! never the retrieval pipeline.
+//! This is the one module of the crate that reads files.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -177,6 +177,48 @@ impl Collection {
     }
 }
 
+/// Per-document metadata from `doc_meta.jsonl`: document id → (field → value). Empty for
+/// a collection without the file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DocMeta(pub BTreeMap<String, BTreeMap<String, String>>);
+
+impl DocMeta {
+    /// Reads `dir/doc_meta.jsonl` (one `{"id", <field>: <string>...}` object per line;
+    /// fields that are not strings are skipped). A missing file gives an empty map.
+    pub fn load(dir: &Path) -> Result<DocMeta, EvalError> {
+        let path = dir.join("doc_meta.jsonl");
+        if !path.exists() {
+            return Ok(DocMeta::default());
+        }
+        let text = read(&path)?;
+        let mut out = BTreeMap::new();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let bad = |message: String| EvalError::Parse {
+                path: path.clone(),
+                line: i + 1,
+                message,
+            };
+            let fields: BTreeMap<String, serde_json::Value> =
+                serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
+            let id = fields
+                .get("id")
+                .and_then(serde_json::Value::as_str)
+                .ok_or_else(|| bad("no string `id`".into()))?
+                .to_string();
+            let props = fields
+                .into_iter()
+                .filter(|(k, _)| k != "id")
+                .filter_map(|(k, v)| v.as_str().map(|s| (k, s.to_string())))
+                .collect();
+            out.insert(id, props);
+        }
+        Ok(DocMeta(out))
+    }
+}
+
 fn read(path: &Path) -> Result<String, EvalError> {
     fs::read_to_string(path).map_err(|source| EvalError::Io {
         path: path.to_path_buf(),
@@ -297,5 +339,22 @@ mod tests {
             text: "body".into(),
         };
         assert_eq!(d.full_text(), "body");
+    }
+
+    #[test]
+    fn doc_meta_loads_string_fields() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(DocMeta::load(dir.path()).unwrap(), DocMeta::default());
+        std::fs::write(
+            dir.path().join("doc_meta.jsonl"),
+            "{\"id\": \"1\", \"author\": \"A; B\", \"n\": 3}\n\n{\"id\": \"2\", \"bib\": \"x\"}\n",
+        )
+        .unwrap();
+        let m = DocMeta::load(dir.path()).unwrap();
+        assert_eq!(m.0["1"], BTreeMap::from([("author".to_string(), "A; B".to_string())]));
+        assert_eq!(m.0["2"]["bib"], "x");
+        std::fs::write(dir.path().join("doc_meta.jsonl"), "{\"author\": \"x\"}\n").unwrap();
+        let err = DocMeta::load(dir.path()).unwrap_err();
+        assert!(err.to_string().contains("doc_meta.jsonl:1"), "{err}");
     }
 }

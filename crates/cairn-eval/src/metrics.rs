@@ -1,5 +1,4 @@
-//! Ranking metrics (pure functions) and, in [`collection`], a loader for the judged test
-//! collections used by `cairn eval` and the quality tests.
+//! Ranking metrics, pure functions.
 //!
 //! Metrics follow `trec_eval`: nDCG@k with gain = the qrels score and discount
 //! `1 / log2(rank + 1)` (ranks from 1), the ideal ranking built from every judged document
@@ -7,18 +6,14 @@
 //! documents. A query with no relevant document has no value (`None`) and is skipped when
 //! averaging.
 
-pub mod collection;
-
 use std::collections::BTreeMap;
-
-pub use collection::{Collection, CorpusDoc, EvalError, Link, Qrels, Query};
 
 /// nDCG@k of `ranked_ids` (best first, no duplicates) against one query's judgments
 /// (`doc id → score`; scores ≤ 0 gain nothing). `None` if no document is relevant.
 ///
 /// ```
 /// use std::collections::BTreeMap;
-/// use cairn_retrieve::eval::ndcg_at_k;
+/// use cairn_eval::ndcg_at_k;
 /// let qrels = BTreeMap::from([("a".to_string(), 1), ("b".to_string(), 1)]);
 /// let perfect = ndcg_at_k(&["a".into(), "b".into(), "c".into()], &qrels, 10).unwrap();
 /// assert!((perfect - 1.0).abs() < 1e-12);
@@ -52,7 +47,7 @@ pub fn ndcg_at_k(ranked_ids: &[String], qrels: &BTreeMap<String, i64>, k: usize)
 ///
 /// ```
 /// use std::collections::BTreeMap;
-/// use cairn_retrieve::eval::recall_at_k;
+/// use cairn_eval::recall_at_k;
 /// let qrels = BTreeMap::from([("a".to_string(), 1), ("b".to_string(), 2), ("c".to_string(), 0)]);
 /// assert_eq!(recall_at_k(&["x".into(), "b".into(), "c".into()], &qrels, 2), Some(0.5));
 /// ```

@@ -4,13 +4,13 @@
 //! planner must not change their results; graph expansion over CISI's links is measured.
 //! Skips (with a message) if the data is absent.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use cairn_core::{Edge, Node, NodeId};
-use cairn_retrieve::eval::{mean, ndcg_at_k, recall_at_k, Collection};
+use cairn_core::{CommitId, Edge, Hash, Node, NodeId};
+use cairn_eval::{mean, ndcg_at_k, recall_at_k, Collection};
+use cairn_index::{CommitIndexes, IndexParams};
 use cairn_retrieve::expand::DEFAULT_HOP_DECAY;
 use cairn_retrieve::{execute_spec, Fusion, GraphExpand, Plugins, ResolvedCommit, RetrieveSpec, VectorQuery};
 
@@ -50,7 +50,20 @@ fn commit(c: &Collection, with_links: bool) -> ResolvedCommit {
             .collect(),
         _ => Vec::new(),
     };
-    common::resolved("eval", 0, nodes, &edges)
+    resolved("eval", 0, nodes, &edges)
+}
+
+/// A resolved commit over `nodes` and `edges`, its indexes built in memory.
+fn resolved(name: &str, ts: i64, nodes: Vec<Node>, edges: &[Edge]) -> ResolvedCommit {
+    let mut with_hashes: Vec<(Hash, Node)> = nodes.into_iter().map(|n| (Hash::of(n.id.as_bytes()), n)).collect();
+    with_hashes.sort_by(|a, b| a.1.id.cmp(&b.1.id));
+    let indexes = CommitIndexes::build(Hash::of(name.as_bytes()), &IndexParams::default(), &with_hashes, edges);
+    ResolvedCommit {
+        commit: CommitId(Hash::of(format!("commit:{name}").as_bytes())),
+        timestamp_ms: ts,
+        indexes: Arc::new(indexes),
+        repairs: Vec::new(),
+    }
 }
 
 struct Scores {
