@@ -22,9 +22,10 @@ pub struct Args {
 /// the data on use (or deleted now with `--repair`).
 pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let repo = ctx.open()?;
-    let spinner = crate::output::spinner("checking every object and reference");
-    let mut report = repo.fsck()?;
-    drop(spinner);
+    let progress = crate::output::progress(&repo, "checking every object and reference");
+    let report = repo.fsck();
+    drop(progress);
+    let mut report = report?;
     let mut repaired = Vec::new();
     if args.repair {
         let written = repo.repair_refs()?;
@@ -48,6 +49,9 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
                 ctx.out,
                 "derived: {p} (rebuilt on use; `cairn fsck --repair` deletes it now)"
             )?;
+        }
+        for p in &report.reflog_problems {
+            writeln!(ctx.out, "reflog: {p} (the branches are unharmed)")?;
         }
         for c in &report.dangling_commits {
             writeln!(

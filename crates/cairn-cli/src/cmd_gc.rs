@@ -34,9 +34,10 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
         }
         (false, None) => cairn::GcOptions::default(),
     };
-    let spinner = crate::output::spinner("collecting garbage");
-    let report = repo.gc_with(&options)?;
-    drop(spinner);
+    let progress = crate::output::progress(&repo, "collecting garbage");
+    let report = repo.gc_with(&options);
+    drop(progress);
+    let report = report?;
     if args.json {
         return write_json(ctx.out, &report);
     }

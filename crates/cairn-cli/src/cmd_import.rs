@@ -147,21 +147,9 @@ fn write_summary(
 /// `--embed NAME`: embeds the nodes missing a vector of NAME, with a progress bar on a
 /// terminal.
 fn embed_nodes(repo: &cairn::Repo, name: &str, batch: usize) -> Result<cairn::EmbedNodesReport, CliError> {
-    let bar: Option<ProgressBar> = io::stderr().is_terminal().then(|| {
-        let style = ProgressStyle::with_template("embedding [{bar:40}] {pos}/{len} ({eta})")
-            .map(|s| s.progress_chars("=> "))
-            .unwrap_or_else(|_| ProgressStyle::default_bar());
-        ProgressBar::new(0).with_style(style)
-    });
-    let result = repo.embed_nodes(name, batch, &format!("embed with {name}"), &mut |done, total| {
-        if let Some(bar) = &bar {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-        }
-    });
-    if let Some(bar) = &bar {
-        bar.finish_and_clear();
-    }
+    let progress = crate::output::progress(repo, &format!("embedding with {name}"));
+    let result = repo.embed_nodes(name, batch, &format!("embed with {name}"), &mut |_, _| {});
+    drop(progress);
     result.map_err(crate::cmd_embedder::embedder_error)
 }
 

@@ -39,9 +39,10 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     match args.action {
         Action::Build { rev, graphs, json } => {
             let started = Instant::now();
-            let spinner = crate::output::spinner("building indexes");
-            let report = repo.build_indexes_with(rev.as_deref().unwrap_or("HEAD"), graphs)?;
-            drop(spinner);
+            let progress = crate::output::progress(&repo, "building indexes");
+            let report = repo.build_indexes_with(rev.as_deref().unwrap_or("HEAD"), graphs);
+            drop(progress);
+            let report = report?;
             let elapsed = started.elapsed();
             if json {
                 return write_json(ctx.out, &report);

@@ -336,10 +336,10 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
         Some(json) => RetrieveSpec::from_json(json)?,
         None => args.to_spec()?,
     };
-    // The first query of a commit builds (or loads) its indexes: say so on a terminal.
-    let spinner = crate::output::spinner("retrieving (the first query of a commit builds its indexes)");
+    // The first query of a commit builds (or loads) its indexes: show how far on a terminal.
+    let progress = crate::output::progress(&repo, "retrieving");
     let result = with_embedder(Retrieval::from_spec(&repo, spec), embedder.as_ref()).execute();
-    drop(spinner);
+    drop(progress);
     print_embed_warnings(embedder.as_ref());
     let result = result?;
     if args.json {
@@ -368,8 +368,10 @@ fn run_batch(ctx: &mut Ctx<'_>, repo: &Repo, file: &Path, embedder: Option<&Quer
             continue;
         }
         total += 1;
+        let progress = crate::output::progress(repo, "retrieving");
         let result = RetrieveSpec::from_json(&line)
             .and_then(|spec| with_embedder(Retrieval::from_spec(repo, spec), embedder).execute());
+        drop(progress);
         print_embed_warnings(embedder);
         match result {
             Ok(r) => {

@@ -68,29 +68,78 @@ pub fn write_json(out: &mut dyn Write, value: &impl Serialize) -> Result<(), Cli
     Ok(())
 }
 
-/// A spinner on standard error for a step that may take a while (`building indexes`),
-/// with the elapsed time; `None` (nothing shown) when stderr is not a terminal. Cleared
-/// when dropped.
-pub fn spinner(what: &str) -> Option<Spinner> {
+/// Progress of the long steps of `repo` (index builds, embedding, gc, fsck) on standard
+/// error while the returned value lives: a bar for each run of a step whose total is
+/// known (`indexing node chunks [=====>    ] 120/400 (3s)`), a count with a spinner
+/// otherwise, and `what` with the elapsed time before the first report. `None`
+/// (nothing shown, no observer set) when stderr is not a terminal. Cleared, and the
+/// repository's observer removed, when dropped.
+pub fn progress(repo: &cairn::Repo, what: &str) -> Option<ProgressDisplay> {
     use std::io::IsTerminal;
     if !std::io::stderr().is_terminal() {
         return None;
     }
-    let style = indicatif::ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
     let bar = indicatif::ProgressBar::new_spinner()
-        .with_style(style)
-        .with_message(what.to_owned());
+        .with_style(style(Shape::Waiting))
+        .with_prefix(what.to_owned());
     bar.enable_steady_tick(std::time::Duration::from_millis(120));
-    Some(Spinner(bar))
+    let shown = bar.clone();
+    // The step and total of the run on screen: the style changes only when they do.
+    let current: std::sync::Mutex<Option<(cairn::Step, Option<u64>)>> = std::sync::Mutex::new(None);
+    repo.set_progress(Some(std::sync::Arc::new(move |p: &cairn::Progress| {
+        let mut current = current.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if *current != Some((p.step, p.total)) || p.done == 0 {
+            *current = Some((p.step, p.total));
+            shown.set_message(p.step.label());
+            shown.set_position(0);
+            match p.total {
+                Some(total) => {
+                    shown.set_length(total);
+                    shown.set_style(style(Shape::Bar));
+                }
+                None => shown.set_style(style(Shape::Count)),
+            }
+            shown.reset_eta();
+        }
+        shown.set_position(p.done);
+    })));
+    Some(ProgressDisplay {
+        bar,
+        repo: repo.clone(),
+    })
 }
 
-/// See [`spinner`].
-pub struct Spinner(indicatif::ProgressBar);
+/// What a [`progress`] display shows.
+enum Shape {
+    /// No report yet: the command's description and the elapsed time.
+    Waiting,
+    /// A run with a known total.
+    Bar,
+    /// A run without one: a count.
+    Count,
+}
 
-impl Drop for Spinner {
+fn style(shape: Shape) -> indicatif::ProgressStyle {
+    let template = match shape {
+        Shape::Waiting => "{spinner} {prefix} ({elapsed})",
+        Shape::Bar => "{spinner} {msg} [{wide_bar}] {pos}/{len} ({elapsed})",
+        Shape::Count => "{spinner} {msg} {pos} ({elapsed})",
+    };
+    indicatif::ProgressStyle::with_template(template)
+        .map(|s| s.progress_chars("=> "))
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner())
+}
+
+/// See [`progress`].
+pub struct ProgressDisplay {
+    bar: indicatif::ProgressBar,
+    repo: cairn::Repo,
+}
+
+impl Drop for ProgressDisplay {
     fn drop(&mut self) {
-        self.0.finish_and_clear();
+        self.repo.set_progress(None);
+        self.bar.finish_and_clear();
     }
 }
 
