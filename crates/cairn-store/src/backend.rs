@@ -30,6 +30,10 @@ pub struct StoreDamage {
     pub data: Vec<String>,
     /// Damage to derived data only (a cache: rebuilt on use).
     pub derived: Vec<String>,
+    /// Damage to the ref log ([`Store::ref_log`]): records that could not be read and
+    /// were skipped. The refs themselves are unharmed; only the history of their moves
+    /// lost those records.
+    pub ref_log: Vec<String>,
 }
 
 /// Counts reported by [`Store::stats`].
@@ -64,6 +68,11 @@ pub struct StoreStats {
 ///   missing object.
 /// - **Derived data** (index snapshots, time indexes) lives in its own key space; it may
 ///   be deleted at any time and rebuilt from objects.
+/// - **The ref log** is an append-only sequence of opaque records (the caller's history
+///   of ref moves), kept apart from objects, refs and derived data. A record is appended
+///   without a sync of its own: it is durable once a later [`Store::flush`] returns. A
+///   damaged record costs that record only: reading skips it and [`Store::damage`] names
+///   it.
 /// - All methods take `&self` and may be called from many threads at once.
 pub trait Store: Send + Sync + 'static {
     /// Reads an object. `Ok(None)` if absent; [`StoreError::Corrupt`] if its checksum
@@ -155,4 +164,42 @@ pub trait Store: Send + Sync + 'static {
     fn damage(&self) -> StoreDamage {
         StoreDamage::default()
     }
+
+    /// Appends `record` (1..=[`MAX_REF_LOG_RECORD`] bytes, opaque to the store) to the ref
+    /// log. Not durable until the next [`Store::flush`]: callers append after the ref
+    /// moved, so a crash in between costs the record, never the move. Errors: [`StoreError::Backend`] for an empty or oversized record (nothing
+    /// appended), or from the backend. The default keeps no log and refuses.
+    fn append_ref_log(&self, record: &[u8]) -> Result<(), StoreError> {
+        let _ = record;
+        Err(StoreError::Backend("this store keeps no ref log".to_owned()))
+    }
+
+    /// Every readable ref-log record, in append order. A damaged record is skipped (and
+    /// named by [`Store::damage`]), never returned. The default keeps no log: empty.
+    fn ref_log(&self) -> Result<Vec<Vec<u8>>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// Keeps the ref-log records for which `keep` returns true, in their order, and drops
+    /// the rest (and any damaged record). Atomic: after a crash the log is the old one or
+    /// the new one, and the new one is durable when this returns. Records appended
+    /// concurrently are kept (they are judged by `keep` or left alone, never lost).
+    fn retain_ref_log(&self, keep: &dyn Fn(&[u8]) -> bool) -> Result<(), StoreError> {
+        let _ = keep;
+        Ok(())
+    }
+}
+
+/// The longest ref-log record a store accepts (64 KiB).
+pub const MAX_REF_LOG_RECORD: usize = 64 * 1024;
+
+/// Checks a record for [`Store::append_ref_log`].
+pub(crate) fn check_ref_log_record(record: &[u8]) -> Result<(), StoreError> {
+    if record.is_empty() || record.len() > MAX_REF_LOG_RECORD {
+        return Err(StoreError::Backend(format!(
+            "a ref-log record must be 1..={MAX_REF_LOG_RECORD} bytes, not {}",
+            record.len()
+        )));
+    }
+    Ok(())
 }

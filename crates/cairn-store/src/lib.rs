@@ -18,7 +18,7 @@ mod range;
 mod segment;
 mod sled_store;
 
-pub use backend::{CasOutcome, DerivedEntry, Store, StoreDamage, StoreStats};
+pub use backend::{CasOutcome, DerivedEntry, Store, StoreDamage, StoreStats, MAX_REF_LOG_RECORD};
 pub use error::StoreError;
 pub use frame::{frame, unframe};
 pub use memory::MemoryStore;

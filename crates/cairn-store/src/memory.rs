@@ -7,15 +7,15 @@ use std::sync::Arc;
 use cairn_core::Hash;
 use parking_lot::RwLock;
 
-use crate::backend::{CasOutcome, DerivedEntry, Store, StoreStats};
+use crate::backend::{check_ref_log_record, CasOutcome, DerivedEntry, Store, StoreStats};
 use crate::error::StoreError;
 use crate::range::{at_or_before_upper, prefix_end};
 
 /// A [`Store`] that keeps everything in ordered maps in memory.
 ///
 /// Nothing is persisted, so values carry no checksum and [`Store::flush`] does nothing;
-/// no method ever fails. Each key space has its own lock, so object reads do not wait for
-/// ref writes. Creating one allocates nothing, so tests may make as many as they like.
+/// no method fails (but for a ref-log record of a refused size). Each key space has its
+/// own lock, so object reads do not wait for ref writes. Creating one allocates nothing, so tests may make as many as they like.
 ///
 /// ```
 /// use cairn_core::Hash;
@@ -34,6 +34,8 @@ pub struct MemoryStore {
     objects: RwLock<BTreeMap<Hash, Arc<[u8]>>>,
     refs: RwLock<BTreeMap<String, Vec<u8>>>,
     derived: RwLock<BTreeMap<Vec<u8>, Vec<u8>>>,
+    /// The ref log, in append order.
+    ref_log: RwLock<Vec<Vec<u8>>>,
     /// Report itself persistent (see [`MemoryStore::keeping_derived`]).
     keeps_derived: bool,
 }
@@ -177,6 +179,21 @@ impl Store for MemoryStore {
 
     fn is_persistent(&self) -> bool {
         self.keeps_derived
+    }
+
+    fn append_ref_log(&self, record: &[u8]) -> Result<(), StoreError> {
+        check_ref_log_record(record)?;
+        self.ref_log.write().push(record.to_vec());
+        Ok(())
+    }
+
+    fn ref_log(&self) -> Result<Vec<Vec<u8>>, StoreError> {
+        Ok(self.ref_log.read().clone())
+    }
+
+    fn retain_ref_log(&self, keep: &dyn Fn(&[u8]) -> bool) -> Result<(), StoreError> {
+        self.ref_log.write().retain(|r| keep(r));
+        Ok(())
     }
 
     fn stats(&self) -> Result<StoreStats, StoreError> {

@@ -1,9 +1,11 @@
 //! [`SledStore`]: the on-disk [`Store`], over sled 0.34.7.
 //!
-//! Layout (described in prose in `store-format.md`): three sled trees in one database,
+//! Layout (described in prose in `store-format.md`): four sled trees in one database,
 //! - `objects`: key = the object's 32 raw hash bytes, value = [`frame`]`(encoded object)`;
 //! - `refs`: key = the ref name's UTF-8 bytes, value = [`frame`]`(ref value)`;
-//! - `derived`: key = the caller's raw key, value = [`frame`]`(value)`.
+//! - `derived`: key = the caller's raw key, value = [`frame`]`(value)`;
+//! - `reflog`: key = the record's sequence number (u64 big-endian, so key order is
+//!   append order), value = [`frame`]`(record)`.
 //!
 //! Every value is framed (crc32 + payload) because sled checksums its log records but a
 //! damaged page that escapes that check, or a bug above sled, would otherwise come back
@@ -68,7 +70,7 @@ use fs2::FileExt;
 
 use cairn_core::Hash;
 
-use crate::backend::{CasOutcome, DerivedEntry, Store, StoreStats};
+use crate::backend::{check_ref_log_record, CasOutcome, DerivedEntry, Store, StoreDamage, StoreStats};
 use crate::error::{hex, StoreError};
 use crate::frame::{frame, unframe, CRC_LEN};
 use crate::range::at_or_before_upper;
@@ -79,6 +81,8 @@ const OBJECTS_TREE: &str = "objects";
 const REFS_TREE: &str = "refs";
 /// Name of the sled tree holding derived data.
 const DERIVED_TREE: &str = "derived";
+/// Name of the sled tree holding the ref log.
+const REFLOG_TREE: &str = "reflog";
 
 /// sled's page cache limit. sled's default (1 GiB) is more than an embedded library
 /// should take by default, and was no faster: writing 1M objects of 90 B took 35 s with
@@ -162,6 +166,10 @@ pub struct SledStore {
     flush_timeout_ms: AtomicU64,
     /// Whether writes check the free space first (tests turn it off to reach sled's errors).
     check_free_space: AtomicBool,
+    /// The ref log's next sequence number; its lock orders appends.
+    ref_log_next: parking_lot::Mutex<u64>,
+    /// Damage found by the last full read of the ref log (at open, or since).
+    ref_log_damage: parking_lot::Mutex<Vec<String>>,
 }
 
 /// The sled database and its three trees.
@@ -170,6 +178,7 @@ struct Handles {
     objects: sled::Tree,
     refs: sled::Tree,
     derived: sled::Tree,
+    reflog: sled::Tree,
 }
 
 /// A failure sled keeps until the database is reopened (see "Full disks" above).
@@ -246,15 +255,28 @@ impl SledStore {
             objects: open_tree(OBJECTS_TREE)?,
             refs: open_tree(REFS_TREE)?,
             derived: open_tree(DERIVED_TREE)?,
+            reflog: open_tree(REFLOG_TREE)?,
             db,
         };
-        Ok(SledStore {
+        let store = SledStore {
             path: path.to_path_buf(),
             sled: Some(handles),
             failure: OnceLock::new(),
             flush_timeout_ms: AtomicU64::new(FLUSH_TIMEOUT.as_millis() as u64),
             check_free_space: AtomicBool::new(true),
-        })
+            ref_log_next: parking_lot::Mutex::new(0),
+            ref_log_damage: parking_lot::Mutex::new(Vec::new()),
+        };
+        // One read finds the next sequence number and any damage (the log is small: gc
+        // drops what is past the grace period).
+        let last = store
+            .sled()
+            .reflog
+            .last()
+            .map_err(|e| store.bulk_error(e, "reading the ref log"))?;
+        *store.ref_log_next.lock() = last.map_or(0, |(k, _)| ref_log_seq(&k).map_or(0, |n| n.saturating_add(1)));
+        store.ref_log()?;
+        Ok(store)
     }
 
     /// The directory the database lives in.
@@ -856,6 +878,76 @@ impl Store for SledStore {
         self.flush_bounded(&format!("flushing {}", self.path.display()))
     }
 
+    fn damage(&self) -> StoreDamage {
+        StoreDamage {
+            ref_log: self.ref_log_damage.lock().clone(),
+            ..StoreDamage::default()
+        }
+    }
+
+    fn append_ref_log(&self, record: &[u8]) -> Result<(), StoreError> {
+        check_ref_log_record(record)?;
+        let what = "appending to the ref log";
+        self.check_writable(what, (8 + CRC_LEN + record.len()) as u64)?;
+        let mut next = self.ref_log_next.lock();
+        self.sled()
+            .reflog
+            .insert(next.to_be_bytes(), frame(record))
+            .map_err(|e| {
+                self.note_write_failure(&e, what);
+                self.bulk_error(e, what)
+            })?;
+        *next += 1;
+        Ok(())
+    }
+
+    fn ref_log(&self) -> Result<Vec<Vec<u8>>, StoreError> {
+        let what = "reading the ref log";
+        self.check_usable(|| what.to_owned())?;
+        let mut records = Vec::new();
+        let mut damage = Vec::new();
+        for entry in self.sled().reflog.iter() {
+            let (key, value) = entry.map_err(|e| self.bulk_error(e, what))?;
+            match (ref_log_seq(&key), unframe(&value)) {
+                (Some(_), Ok(record)) => records.push(record.to_vec()),
+                (Some(seq), Err(detail)) => {
+                    damage.push(format!("ref log: record {seq} is damaged (skipped): {detail}"))
+                }
+                (None, _) => damage.push(format!(
+                    "ref log: key {} is not an 8-byte sequence number (skipped)",
+                    hex(&key)
+                )),
+            }
+        }
+        *self.ref_log_damage.lock() = damage;
+        Ok(records)
+    }
+
+    fn retain_ref_log(&self, keep: &dyn Fn(&[u8]) -> bool) -> Result<(), StoreError> {
+        let what = "rewriting the ref log";
+        self.check_writable(what, 0)?;
+        let mut batch = sled::Batch::default();
+        let mut removed = 0u64;
+        for entry in self.sled().reflog.iter() {
+            let (key, value) = entry.map_err(|e| self.bulk_error(e, what))?;
+            let sound = ref_log_seq(&key).is_some() && unframe(&value).is_ok_and(keep);
+            if !sound {
+                batch.remove(key);
+                removed += 1;
+            }
+        }
+        if removed > 0 {
+            // One batch: atomic in sled, so a crash leaves the old log or the new one.
+            self.sled().reflog.apply_batch(batch).map_err(|e| {
+                self.note_write_failure(&e, what);
+                self.bulk_error(e, what)
+            })?;
+            self.flush_bounded(what)?;
+        }
+        self.ref_log_damage.lock().clear();
+        Ok(())
+    }
+
     fn stats(&self) -> Result<StoreStats, StoreError> {
         self.check_usable(|| "counting objects".to_owned())?;
         let mut stats = StoreStats::default();
@@ -873,4 +965,9 @@ impl Store for SledStore {
         }
         Ok(stats)
     }
+}
+
+/// The sequence number a ref-log key holds (`None`: not 8 bytes).
+fn ref_log_seq(key: &[u8]) -> Option<u64> {
+    <[u8; 8]>::try_from(key).ok().map(u64::from_be_bytes)
 }

@@ -9,6 +9,7 @@
 //! objects/           the object log: NNNNNNNN.seg segments, NNNNNNNN.hint hints
 //! derived/           the derived-data log, same format, separate files
 //! refs/              one file per ref
+//! reflog             the ref log: append-only checksummed records (absent: empty)
 //! ```
 //!
 //! Objects and derived data are two [`Log`]s: append-only segment files of checksummed
@@ -16,11 +17,13 @@
 //! damaged byte costs the record it is in — reported by [`Store::damage`] and `fsck`, the
 //! rest readable — never the store. Derived data lives in its own files, so damage to it
 //! can never reach the objects; a derived log that cannot be opened at all is set aside
-//! and started empty (it is a cache). Refs are files replaced atomically.
+//! and started empty (it is a cache). Refs are files replaced atomically. The ref log is
+//! one file of its own, appended to without a sync and synced by [`Store::flush`].
 
 mod hint;
 mod log;
 mod record;
+mod reflog;
 mod refs;
 
 use std::fs::{self, File, OpenOptions};
@@ -32,6 +35,7 @@ use std::sync::Arc;
 use cairn_core::Hash;
 
 use self::log::{io_error, sync_dir, Log};
+use self::reflog::RefLogFile;
 use self::refs::RefFiles;
 use crate::backend::{CasOutcome, DerivedEntry, Store, StoreDamage, StoreStats};
 use crate::error::StoreError;
@@ -94,6 +98,7 @@ pub struct SegmentStore {
     objects: Log<Hash>,
     derived: Log<DerivedKey>,
     refs: RefFiles,
+    ref_log: RefLogFile,
     /// Damage to the store's own files found at open (the marker), one line each.
     notes: Vec<String>,
     /// Derived data set aside at open, one line each.
@@ -186,6 +191,7 @@ impl SegmentStore {
             objects,
             derived,
             refs: RefFiles::new(&path.join("refs")),
+            ref_log: RefLogFile::open(path)?,
             notes,
             derived_notes,
             _lock: lock,
@@ -343,7 +349,8 @@ impl Store for SegmentStore {
 
     fn flush(&self) -> Result<(), StoreError> {
         self.objects.sync()?;
-        self.derived.sync()
+        self.derived.sync()?;
+        self.ref_log.sync()
     }
 
     fn stats(&self) -> Result<StoreStats, StoreError> {
@@ -366,6 +373,19 @@ impl Store for SegmentStore {
                 .chain(self.derived.problems())
                 .cloned()
                 .collect(),
+            ref_log: self.ref_log.damage(),
         }
+    }
+
+    fn append_ref_log(&self, record: &[u8]) -> Result<(), StoreError> {
+        self.ref_log.append(record)
+    }
+
+    fn ref_log(&self) -> Result<Vec<Vec<u8>>, StoreError> {
+        self.ref_log.read()
+    }
+
+    fn retain_ref_log(&self, keep: &dyn Fn(&[u8]) -> bool) -> Result<(), StoreError> {
+        self.ref_log.retain(keep)
     }
 }
