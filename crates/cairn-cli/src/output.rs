@@ -1,6 +1,8 @@
 //! Formatting shared by the commands: times, validity intervals, aligned fields, JSON.
 
 use std::io::Write;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use cairn::Validity;
 use serde::Serialize;
@@ -82,32 +84,39 @@ pub fn progress(repo: &cairn::Repo, what: &str) -> Option<ProgressDisplay> {
     let bar = indicatif::ProgressBar::new_spinner()
         .with_style(style(Shape::Waiting))
         .with_prefix(what.to_owned());
-    bar.enable_steady_tick(std::time::Duration::from_millis(120));
-    let shown = bar.clone();
-    // The step and total of the run on screen: the style changes only when they do.
-    let current: std::sync::Mutex<Option<(cairn::Step, Option<u64>)>> = std::sync::Mutex::new(None);
-    repo.set_progress(Some(std::sync::Arc::new(move |p: &cairn::Progress| {
-        let mut current = current.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    bar.enable_steady_tick(TICK);
+    let bar = Arc::new(Mutex::new(bar));
+    let shown = Arc::clone(&bar);
+    // The step and total of the run on screen: a new run gets a new bar, set up before it
+    // is first drawn (changing a drawn bar's style, length and message shows in-between
+    // states).
+    let current: Mutex<Option<(cairn::Step, Option<u64>)>> = Mutex::new(None);
+    repo.set_progress(Some(Arc::new(move |p: &cairn::Progress| {
+        let mut current = current.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut bar = shown.lock().unwrap_or_else(PoisonError::into_inner);
         if *current != Some((p.step, p.total)) || p.done == 0 {
             *current = Some((p.step, p.total));
-            shown.set_message(p.step.label());
-            shown.set_position(0);
-            match p.total {
-                Some(total) => {
-                    shown.set_length(total);
-                    shown.set_style(style(Shape::Bar));
-                }
-                None => shown.set_style(style(Shape::Count)),
+            let next = match p.total {
+                Some(total) => indicatif::ProgressBar::new(total).with_style(style(Shape::Bar)),
+                None => indicatif::ProgressBar::new_spinner().with_style(style(Shape::Count)),
             }
-            shown.reset_eta();
+            .with_message(p.step.label())
+            .with_position(p.done);
+            bar.finish_and_clear();
+            next.enable_steady_tick(TICK);
+            *bar = next;
+        } else {
+            bar.set_position(p.done);
         }
-        shown.set_position(p.done);
     })));
     Some(ProgressDisplay {
         bar,
         repo: repo.clone(),
     })
 }
+
+/// How often a [`progress`] display redraws by itself (its spinner and elapsed time).
+const TICK: Duration = Duration::from_millis(120);
 
 /// What a [`progress`] display shows.
 enum Shape {
@@ -132,14 +141,17 @@ fn style(shape: Shape) -> indicatif::ProgressStyle {
 
 /// See [`progress`].
 pub struct ProgressDisplay {
-    bar: indicatif::ProgressBar,
+    bar: Arc<Mutex<indicatif::ProgressBar>>,
     repo: cairn::Repo,
 }
 
 impl Drop for ProgressDisplay {
     fn drop(&mut self) {
         self.repo.set_progress(None);
-        self.bar.finish_and_clear();
+        self.bar
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .finish_and_clear();
     }
 }
 
