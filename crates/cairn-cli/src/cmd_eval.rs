@@ -169,11 +169,16 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
         (head, None)
     } else {
         let started = Instant::now();
-        let commit = import_collection_with_meta(&repo, &c, &meta, args.links)?;
-        (commit, Some(started.elapsed()))
+        let progress = crate::output::progress(&repo, "importing the collection");
+        let commit = import_collection_with_meta(&repo, &c, &meta, args.links);
+        drop(progress);
+        (commit?, Some(started.elapsed()))
     };
     let started = Instant::now();
-    repo.build_indexes(&commit.to_hex())?;
+    let progress = crate::output::progress(&repo, "building indexes");
+    let built = repo.build_indexes(&commit.to_hex());
+    drop(progress);
+    built?;
     let index_time = started.elapsed();
 
     let mut rows = Vec::new();
@@ -181,7 +186,13 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
         let mut run = lane.run().at(commit.to_hex());
         run.limit_queries = args.limit_queries;
         let started = Instant::now();
-        let scores = evaluate(&repo, &c, &run)?;
+        let name = lane
+            .to_possible_value()
+            .map_or_else(String::new, |v| v.get_name().to_owned());
+        let progress = crate::output::progress(&repo, &format!("evaluating {name}"));
+        let scores = evaluate(&repo, &c, &run);
+        drop(progress);
+        let scores = scores?;
         rows.push((lane.title(&scores), scores, started.elapsed()));
     }
 
