@@ -27,6 +27,7 @@ mod cmd_init;
 mod cmd_log;
 mod cmd_mcp;
 mod cmd_merge;
+mod cmd_reflog;
 mod cmd_retrieve;
 mod cmd_serve;
 mod cmd_show;
@@ -83,6 +84,9 @@ enum Command {
     Export(cmd_export::Args),
     /// Show commits, newest first.
     Log(cmd_log::Args),
+    /// Show a branch's moves, newest first (commits, merges, creation, deletion): how a
+    /// lost head is found again.
+    Reflog(cmd_reflog::Args),
     /// Show one node as of a revision.
     Show(cmd_show::Args),
     /// Show the nodes and edges that differ between two revisions.
@@ -144,6 +148,7 @@ fn dispatch(command: Command, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
         Command::Import(args) => cmd_import::run(ctx, args),
         Command::Export(args) => cmd_export::run(ctx, args),
         Command::Log(args) => cmd_log::run(ctx, args),
+        Command::Reflog(args) => cmd_reflog::run(ctx, args),
         Command::Show(args) => cmd_show::run(ctx, args),
         Command::Diff(args) => cmd_diff::run(ctx, args),
         Command::Branch(args) => cmd_branch::run(ctx, args),

@@ -6,9 +6,15 @@
 //! marked, so a subtree shared by many commits is read once. Node and edge objects are
 //! marked from the tree entries without being read.
 //!
-//! **Grace.** Unreachable commits whose timestamp is within the grace period
-//! ([`GcOptions::grace`], 14 days by default) are marked too, with everything they reach,
-//! so a deleted branch or a branch ref lost to damage stays recoverable that long.
+//! **Grace.** Unreachable commits are marked too, with everything they reach, if a
+//! [reflog](crate::reflog) entry younger than the grace period ([`GcOptions::grace`], 14
+//! days by default) names them (as a branch's head before or after a move: what a deleted
+//! branch, a merge or a commit left behind), or if their own timestamp is within the grace
+//! period (a branch ref lost to damage, which leaves no entry). So whatever a branch
+//! pointed to stays recoverable that long. Reflog entries older than the grace period are
+//! dropped at the end of `gc` (with `--now`, every entry: no grace, no safety net).
+//! Phase 1 (below) reads the reflog after the refs, so a head moved past after that read
+//! was marked as a head.
 //!
 //! **Sweep.** Objects stored but not marked are deleted: commits first, then tree nodes,
 //! then nodes and edges. So a crash part-way leaves every still-stored commit complete
@@ -68,10 +74,12 @@ pub const DEFAULT_GRACE: std::time::Duration = std::time::Duration::from_secs(14
 /// Settings of [`Repo::gc_with`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GcOptions {
-    /// Unreachable commits whose timestamp is within this long of now are kept, with
-    /// everything they reach: a deleted branch, or a branch ref lost to damage, stays
-    /// recoverable that long (`fsck` names such commits as dangling; `cairn branch create
-    /// NAME --at COMMIT` brings one back). Counted from the commit's own timestamp.
+    /// Unreachable commits are kept, with everything they reach, if a reflog entry
+    /// younger than this names them (counted from the move's time), or if their own
+    /// timestamp is within this long of now: a deleted branch, a head moved past, or a
+    /// branch ref lost to damage stays recoverable that long (`cairn reflog` and `fsck`
+    /// name such commits; `cairn branch create NAME --at COMMIT` brings one back).
+    /// Reflog entries older than this are dropped.
     pub grace: std::time::Duration,
 }
 
@@ -103,11 +111,13 @@ pub struct GcReport {
     pub bytes_freed: u64,
     /// Commits kept: reachable from branches and tags, or kept as recent (below).
     pub commits_live: u64,
-    /// Commits no branch or tag reaches, kept because their timestamp is within the grace
-    /// period ([`GcOptions::grace`]).
+    /// Commits no branch or tag reaches, kept because a reflog entry younger than the
+    /// grace period names them or their timestamp is within it ([`GcOptions::grace`]).
     pub commits_kept_recent: u64,
     /// Derived-data entries deleted (index snapshots, HNSW bases, time-index entries).
     pub derived_removed: u64,
+    /// Reflog entries dropped as older than the grace period.
+    pub reflog_removed: u64,
 }
 
 /// Everything marked reachable so far. A commit is in `commits` only once its whole
@@ -128,10 +138,11 @@ struct Candidate {
 }
 
 impl Repo {
-    /// Deletes every object no branch or tag reaches — except commits younger than the
-    /// default grace period ([`DEFAULT_GRACE`], 14 days, counted from each commit's
-    /// timestamp) and what they reach — and the derived data of dead commits and deleted
-    /// branches; returns what it removed. Safe to run while other threads of
+    /// Deletes every object no branch or tag reaches — except commits a branch pointed to
+    /// within the default grace period ([`DEFAULT_GRACE`], 14 days, per the reflog) or
+    /// whose timestamp is within it, and what they reach — and the derived data of dead
+    /// commits and deleted branches; drops reflog entries older than the grace period;
+    /// returns what it removed. Safe to run while other threads of
     /// this process commit (see the [module docs](crate::gc)); reads of reachable commits
     /// are unaffected. Cost: O(reachable tree nodes + objects stored); commits wait only
     /// for the final sweep.
@@ -187,12 +198,14 @@ impl Repo {
             };
             candidates.push(Candidate { hash, kind, bytes });
         }
-        // Recent unreachable commits are kept, with all they reach.
+        // Recent unreachable commits are kept, with all they reach: those a recent reflog
+        // entry names, and those with a recent timestamp.
         let mut recent = Vec::new();
         if grace_ms > 0 {
+            let named = self.reflog_named(cutoff)?;
             for c in candidates.iter().filter(|c| c.kind == Some(ObjectKind::Commit)) {
                 let id = CommitId(c.hash);
-                if self.commit(&id).is_ok_and(|commit| commit.timestamp_ms >= cutoff) {
+                if named.contains(&id) || self.commit(&id).is_ok_and(|commit| commit.timestamp_ms >= cutoff) {
                     recent.push(id);
                 }
             }
@@ -225,8 +238,38 @@ impl Repo {
         report.commits_kept_recent = recent.len() as u64;
 
         report.derived_removed = self.sweep_derived(&marks.commits)?;
+        report.reflog_removed = self.expire_reflog(cutoff)?;
         store.flush()?;
         Ok(report)
+    }
+
+    /// The commits reflog entries younger than the grace period (made after `cutoff`, ms)
+    /// name.
+    fn reflog_named(&self, cutoff: i64) -> Result<HashSet<CommitId>> {
+        let (entries, _) = crate::reflog::read_all(self)?;
+        Ok(entries
+            .iter()
+            .filter(|e| e.time_ms > cutoff)
+            .flat_map(|e| e.commits())
+            .collect())
+    }
+
+    /// Drops reflog entries as old as the grace period or older (made at or before
+    /// `cutoff`, ms; with no grace, every entry made before `gc` started); returns how
+    /// many went. A record that
+    /// does not decode is kept (it may be a later version's; `fsck` names it); one the
+    /// store finds damaged goes with the rewrite.
+    fn expire_reflog(&self, cutoff: i64) -> Result<u64> {
+        let (entries, _) = crate::reflog::read_all(self)?;
+        let expired = entries.iter().filter(|e| e.time_ms <= cutoff).count() as u64;
+        if expired == 0 {
+            return Ok(0);
+        }
+        // Judged again as the store rewrites: an entry appended meanwhile is recent.
+        self.store().retain_ref_log(&|record| {
+            crate::reflog::RefLogEntry::decode(record).map_or(true, |e| e.time_ms > cutoff)
+        })?;
+        Ok(expired)
     }
 
     /// Marks everything reachable from the branch and tag heads now, walking only commits

@@ -358,7 +358,10 @@ impl Repo {
         let _publishing = self.inner.gc_lock.read();
         let target = self.rev_or_head(at)?;
         match self.refs().cas_branch(&branch, None, Some(target))? {
-            Ok(()) => Ok(target),
+            Ok(()) => {
+                crate::reflog::record_created(self, &branch, target, at.unwrap_or("HEAD"))?;
+                Ok(target)
+            }
             Err(_) => Err(Error::BranchExists(name.into())),
         }
     }
@@ -385,7 +388,7 @@ impl Repo {
             .branch(&branch)?
             .ok_or_else(|| Error::UnknownBranch(name.into()))?;
         match self.refs().cas_branch(&branch, Some(head), None)? {
-            Ok(()) => Ok(()),
+            Ok(()) => crate::reflog::record_deleted(self, &branch, head),
             Err(actual) => Err(Error::Conflict {
                 branch: name.into(),
                 expected: head.to_hex(),

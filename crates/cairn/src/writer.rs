@@ -24,6 +24,7 @@ use cairn_graph::refs::BranchName;
 use cairn_graph::{mst, Mutation, PendingWrites};
 
 use crate::error::{Error, Result};
+use crate::reflog::{self, RefAction};
 use crate::repo::Repo;
 
 /// The current time in ms since the epoch (0 if the clock is before it).
@@ -154,12 +155,16 @@ pub(crate) fn write_commit(
     out.flush_to(store.as_ref())?;
     store.flush()?;
     let expected = commit.parents.first().copied();
-    move_branch(repo, branch, expected, id, &commit, &change.dims)
+    let action = if commit.parents.len() > 1 {
+        RefAction::Merge
+    } else {
+        RefAction::Commit
+    };
+    move_branch_as(repo, branch, expected, id, &commit, &change.dims, action)
 }
 
-/// Moves `branch` from `expected` to `id` (whose commit is `commit` and whose objects are
-/// durable), registering `dims` first and taking back the registrations it made if the
-/// swap is lost. Records the new head in the time index.
+/// Moves `branch` from `expected` to `id` by fast-forward (a commit it did not write):
+/// [`move_branch_as`] recording [`RefAction::FastForward`] in the reflog.
 pub(crate) fn move_branch(
     repo: &Repo,
     branch: &BranchName,
@@ -167,6 +172,21 @@ pub(crate) fn move_branch(
     id: CommitId,
     commit: &Commit,
     dims: &BTreeMap<String, (usize, NodeId)>,
+) -> Result<CommitId> {
+    move_branch_as(repo, branch, expected, id, commit, dims, RefAction::FastForward)
+}
+
+/// Moves `branch` from `expected` to `id` (whose commit is `commit` and whose objects are
+/// durable), registering `dims` first and taking back the registrations it made if the
+/// swap is lost. Records the new head in the time index and the move in the reflog.
+fn move_branch_as(
+    repo: &Repo,
+    branch: &BranchName,
+    expected: Option<CommitId>,
+    id: CommitId,
+    commit: &Commit,
+    dims: &BTreeMap<String, (usize, NodeId)>,
+    action: RefAction,
 ) -> Result<CommitId> {
     let refs = repo.refs();
     let _writers = repo.inner.dims_lock.lock();
@@ -207,6 +227,7 @@ pub(crate) fn move_branch(
             // The time index is derived data: if recording fails, it is rebuilt from the
             // chain on next use, so the (already durable) commit still stands.
             let _ = repo.record_head(branch.as_str(), &id, commit);
+            reflog::record_move(repo, branch, expected, id, commit, action);
             Ok(id)
         }
         Err(actual) => {

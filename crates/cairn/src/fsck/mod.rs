@@ -33,6 +33,11 @@ pub struct FsckReport {
     /// to damage, leaves. Not a problem by itself; `cairn branch create <name> --at <commit>`
     /// makes one reachable again, and `gc` collects them.
     pub dangling_commits: Vec<CommitId>,
+    /// Reflog damage, one line each: records the store could not read or that do not
+    /// decode (skipped by [`Repo::reflog`]), and entries naming a commit that is not
+    /// stored. Never a risk to the data (the branches stand without their history), so
+    /// not counted by [`FsckReport::is_ok`].
+    pub reflog_problems: Vec<String>,
 }
 
 impl FsckReport {
@@ -45,6 +50,11 @@ impl FsckReport {
     pub fn derived_ok(&self) -> bool {
         self.derived_problems.is_empty()
     }
+
+    /// True if every reflog record reads and names stored commits.
+    pub fn reflog_ok(&self) -> bool {
+        self.reflog_problems.is_empty()
+    }
 }
 
 impl Repo {
@@ -53,7 +63,8 @@ impl Repo {
     /// node, node and edge object they reference, is present; the trees keep the Merkle
     /// search tree invariants (key levels, order, gaps, keys matching their values, the
     /// reverse edge tree mirroring the forward one, counts matching the commit); and,
-    /// reported apart, every stored derived entry decodes under its key. O(size of the
+    /// reported apart, every stored derived entry decodes under its key and every reflog
+    /// record reads and names stored commits. O(size of the
     /// repository): each distinct tree node is checked once, however many commits share it.
     pub fn fsck(&self) -> Result<FsckReport> {
         let mut report = FsckReport::default();
@@ -65,6 +76,10 @@ impl Repo {
         report.problems.extend(store_damage.data);
         report.derived_problems.extend(store_damage.derived);
         let store = self.store();
+        // Read before the store's own reflog damage is taken: reading notes it.
+        let (reflog_entries, reflog_problems) = crate::reflog::read_all(self)?;
+        report.reflog_problems.extend(store.damage().ref_log);
+        report.reflog_problems.extend(reflog_problems);
         // The keys every readable node and edge must be stored under in the trees.
         let mut values = HashMap::new();
         let mut stored_commits: BTreeMap<CommitId, Vec<CommitId>> = BTreeMap::new();
@@ -139,6 +154,17 @@ impl Repo {
             .collect();
         let parents: BTreeSet<CommitId> = unreachable.values().flatten().copied().collect();
         report.dangling_commits = unreachable.into_keys().filter(|id| !parents.contains(id)).collect();
+        let mut missing = BTreeSet::new();
+        for entry in &reflog_entries {
+            for id in entry.commits() {
+                if !store.contains(id.hash())? && missing.insert((entry.branch.clone(), id)) {
+                    report.reflog_problems.push(format!(
+                        "reflog of branch {}: names commit {id}, which is not stored",
+                        entry.branch
+                    ));
+                }
+            }
+        }
         Ok(report)
     }
 }
