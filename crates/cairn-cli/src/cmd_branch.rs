@@ -1,5 +1,6 @@
 //! `cairn branch [list|create|delete|switch]`.
 
+use cairn::BranchList;
 use clap::Subcommand;
 
 use crate::error::CliError;
@@ -41,22 +42,13 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let repo = ctx.open()?;
     match args.action.unwrap_or(Action::List) {
         Action::List => {
-            let current = repo.current_branch()?.to_string();
-            let mut rows: Vec<(String, Option<String>)> = repo
-                .branches()?
-                .into_iter()
-                .map(|(b, c)| (b, Some(c.short())))
-                .collect();
-            // The current branch has no ref until its first commit; list it anyway.
-            if !rows.iter().any(|(b, _)| *b == current) {
-                rows.push((current.clone(), None));
-                rows.sort();
-            }
-            let width = rows.iter().map(|(b, _)| b.len()).max().unwrap_or(0);
-            for (b, head) in rows {
-                let mark = if b == current { '*' } else { ' ' };
-                let head = head.unwrap_or_else(|| "(no commits)".into());
-                writeln!(ctx.out, "{mark} {b:<width$}  {head}")?;
+            // The current branch is listed even before its first commit.
+            let list = BranchList::read(&repo)?;
+            let width = list.branches.iter().map(|b| b.name.len()).max().unwrap_or(0);
+            for b in &list.branches {
+                let mark = if b.name == list.current { '*' } else { ' ' };
+                let head = b.head.map_or_else(|| "(no commits)".into(), |h| h.short());
+                writeln!(ctx.out, "{mark} {:<width$}  {head}", b.name)?;
             }
         }
         Action::Create { name, at } => {

@@ -1,8 +1,8 @@
 //! `cairn diff [FROM] TO`: nodes and edges that differ between two revisions, and for a
 //! changed one the fields that changed.
 
-use cairn::diff::{edge_field_changes, node_field_changes, FieldChange};
-use cairn::ChangeKind;
+use cairn::diff::FieldChange;
+use cairn::{ChangeKind, DiffReport};
 
 use crate::error::CliError;
 use crate::output::write_json;
@@ -23,7 +23,8 @@ pub struct Args {
 }
 
 /// Prints `+`/`-`/`~` lines, nodes first then edges, each in key order; under a `~`
-/// line, one line per changed field (`field: before -> after`).
+/// line, one line per changed field (`field: before -> after`). `--json` prints the
+/// [`DiffReport`] (what the server's `GET /diff` answers).
 pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let repo = ctx.open()?;
     let (from, to) = match &args.to {
@@ -42,61 +43,21 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
             }
         }
     };
-    let diff = repo.diff(&from, &to)?;
-    let mut node_fields = Vec::with_capacity(diff.nodes.len());
-    for n in &diff.nodes {
-        node_fields.push(match n.kind {
-            ChangeKind::Changed => match (repo.node_at(&from, &n.id)?, repo.node_at(&to, &n.id)?) {
-                (Some(b), Some(a)) => node_field_changes(&b, &a),
-                _ => Vec::new(),
-            },
-            _ => Vec::new(),
-        });
-    }
-    let mut edge_fields = Vec::with_capacity(diff.edges.len());
-    for e in &diff.edges {
-        edge_fields.push(match e.kind {
-            ChangeKind::Changed => match (repo.edge_at(&from, &e.key)?, repo.edge_at(&to, &e.key)?) {
-                (Some(b), Some(a)) => edge_field_changes(&b, &a),
-                _ => Vec::new(),
-            },
-            _ => Vec::new(),
-        });
-    }
+    let report = DiffReport::read(&repo, &from, &to)?;
     if args.json {
-        let with = |v: serde_json::Value, fields: &[FieldChange]| -> Result<serde_json::Value, CliError> {
-            let mut v = v;
-            v["fields"] = serde_json::to_value(fields)?;
-            Ok(v)
-        };
-        let nodes = diff
-            .nodes
-            .iter()
-            .zip(&node_fields)
-            .map(|(n, f)| with(serde_json::to_value(n)?, f))
-            .collect::<Result<Vec<_>, _>>()?;
-        let edges = diff
-            .edges
-            .iter()
-            .zip(&edge_fields)
-            .map(|(e, f)| with(serde_json::to_value(e)?, f))
-            .collect::<Result<Vec<_>, _>>()?;
-        return write_json(
-            ctx.out,
-            &serde_json::json!({"from": diff.from, "to": diff.to, "nodes": nodes, "edges": edges}),
-        );
+        return write_json(ctx.out, &report);
     }
-    if diff.is_empty() {
+    if report.is_empty() {
         writeln!(ctx.out, "no changes between {} and {}", from.short(), to.short())?;
         return Ok(());
     }
-    for (n, fields) in diff.nodes.iter().zip(&node_fields) {
-        writeln!(ctx.out, "{} node {}", sign(n.kind), n.id)?;
-        write_fields(ctx, fields)?;
+    for n in &report.nodes {
+        writeln!(ctx.out, "{} node {}", sign(n.change.kind), n.change.id)?;
+        write_fields(ctx, &n.fields)?;
     }
-    for (e, fields) in diff.edges.iter().zip(&edge_fields) {
-        writeln!(ctx.out, "{} edge {}", sign(e.kind), e.key)?;
-        write_fields(ctx, fields)?;
+    for e in &report.edges {
+        writeln!(ctx.out, "{} edge {}", sign(e.change.kind), e.change.key)?;
+        write_fields(ctx, &e.fields)?;
     }
     Ok(())
 }

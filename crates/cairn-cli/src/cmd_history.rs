@@ -1,7 +1,6 @@
 //! `cairn history NODE_ID`: the commits that added, changed or removed one node.
 
-use cairn::{NodeHistoryEntry, NodeId};
-use serde::Serialize;
+use cairn::{HistoryLine, NodeId};
 
 use crate::error::CliError;
 use crate::output::{format_time_s, write_json};
@@ -24,40 +23,16 @@ pub struct Args {
     json: bool,
 }
 
-/// One entry of `history --json`: the library's entry plus the commit's message.
-#[derive(Serialize)]
-struct Entry<'a> {
-    #[serde(flatten)]
-    entry: &'a NodeHistoryEntry,
-    message: String,
-}
-
 /// Prints the node's history, newest first: one line per commit
-/// (`short-id  time  added|changed|removed  first line of message`), or a JSON array.
-/// A node no commit touched gives an empty list, not an error.
+/// (`short-id  time  added|changed|removed  first line of message`), or a JSON array of
+/// [`HistoryLine`]s. A node no commit touched gives an empty list, not an error.
 pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let repo = ctx.open()?;
-    let entries = match &args.branch {
-        Some(rev) => repo.history_of(rev, &args.id, args.max_count)?,
-        // The current branch; before its first commit there is no history to walk.
-        None => match repo.head()? {
-            Some(head) => repo.history_of(&head.to_hex(), &args.id, args.max_count)?,
-            None => Vec::new(),
-        },
-    };
-    let with_messages = entries
-        .iter()
-        .map(|e| {
-            Ok(Entry {
-                entry: e,
-                message: repo.commit(&e.commit)?.message,
-            })
-        })
-        .collect::<Result<Vec<_>, CliError>>()?;
+    let lines = HistoryLine::list(&repo, args.branch.as_deref(), &args.id, args.max_count)?;
     if args.json {
-        return write_json(ctx.out, &with_messages);
+        return write_json(ctx.out, &lines);
     }
-    for e in &with_messages {
+    for e in &lines {
         let change = serde_json::to_value(e.entry.change)?;
         let subject = e.message.lines().next().unwrap_or("");
         writeln!(

@@ -1,8 +1,6 @@
 //! `cairn show NODE_ID`: one node as of a revision.
 
-use cairn::export::{EdgeLine, NodeLine};
-use cairn::{CommitId, Node, NodeId};
-use serde::Serialize;
+use cairn::{Node, NodeEdges, NodeId, ShownNode};
 
 use crate::error::CliError;
 use crate::output::{format_time_ms, format_validity, write_field, write_json};
@@ -28,68 +26,31 @@ pub struct Args {
     json: bool,
 }
 
-/// `show --json`: the node in the import format's field names (as `cairn export` writes
-/// it: defaults left out) plus the commit it was read at. (Serialized
-/// directly, not through `serde_json::Value`, which would widen f32 embeddings to f64
-/// and print `0.1961` as `0.19609999656677246`.)
-#[derive(Serialize)]
-struct Shown<'a> {
-    commit: CommitId,
-    #[serde(flatten)]
-    node: NodeLine<'a>,
-    /// With `--valid-at`: the time asked about and whether the node is valid then.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    valid_at: Option<ValidAtCheck>,
-    /// With `--edges`: the node's edges.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    edges: Option<Edges<'a>>,
-}
-
-#[derive(Serialize)]
-struct Edges<'a> {
-    out: Vec<EdgeLine<'a>>,
-    #[serde(rename = "in")]
-    incoming: Vec<EdgeLine<'a>>,
-}
-
-#[derive(Serialize)]
-struct ValidAtCheck {
-    time_ms: i64,
-    valid: bool,
-}
-
-/// Prints the node, or fails with [`cairn::Error::NodeNotFound`].
+/// Prints the node, or fails with [`cairn::Error::NodeNotFound`]. `--json` prints
+/// [`ShownNode`] (the server's `GET /nodes/{id}` answers the same bytes).
 pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let repo = ctx.open()?;
-    let at = repo.resolve(args.at.as_deref().unwrap_or("HEAD"))?;
-    let node = repo.node_at(&at, &args.id)?.ok_or_else(|| cairn::Error::NodeNotFound {
-        id: args.id.clone(),
-        at: Some(at),
-    })?;
-    let valid_at = match args.valid_at {
-        Some(t) => Some(ValidAtCheck {
-            time_ms: t,
-            valid: repo.view_at(&at)?.valid_at(t).node(&node.id)?.is_some(),
-        }),
-        None => None,
-    };
-
-    let out_edges = repo.edges_from(&at, &node.id)?;
-    let in_edges = repo.edges_to(&at, &node.id)?;
+    let rev = args.at.as_deref().unwrap_or("HEAD");
+    let shown = ShownNode::read(&repo, rev, &args.id, args.valid_at, args.edges)?;
     if args.json {
-        return write_json(
-            ctx.out,
-            &Shown {
-                commit: at,
-                node: NodeLine::of(&node),
-                valid_at,
-                edges: args.edges.then(|| Edges {
-                    out: out_edges.iter().map(EdgeLine::of).collect(),
-                    incoming: in_edges.iter().map(EdgeLine::of).collect(),
-                }),
-            },
-        );
+        return write_json(ctx.out, &shown);
     }
+    let ShownNode {
+        commit: at,
+        node,
+        valid_at,
+        edges,
+        ..
+    } = shown;
+    // The text form counts the edges even without --edges.
+    let NodeEdges {
+        out: out_edges,
+        incoming: in_edges,
+        ..
+    } = match edges {
+        Some(edges) => edges,
+        None => NodeEdges::read(&repo, &at, &node.id)?,
+    };
 
     let out = &mut *ctx.out;
     write_field(out, "node", [node.id.as_str()])?;

@@ -5,9 +5,8 @@
 
 use std::sync::Mutex;
 
-use cairn::{CommitId, Repo};
+use cairn::{CommitId, HistoryLine, LogEntry, Repo};
 use pyo3::prelude::*;
-use serde::Serialize;
 
 use crate::convert;
 use crate::errors::{CairnError, OrPyErr};
@@ -20,18 +19,6 @@ use crate::transaction::PyTransaction;
 pub struct PyRepo {
     /// `None` once closed.
     inner: Mutex<Option<Repo>>,
-}
-
-/// One commit in `log` (the fields of `cairn log --json`).
-#[derive(Serialize)]
-struct LogEntry<'a> {
-    commit: CommitId,
-    parents: &'a [CommitId],
-    timestamp_ms: i64,
-    author: &'a str,
-    message: &'a str,
-    node_count: u64,
-    edge_count: u64,
 }
 
 impl PyRepo {
@@ -118,7 +105,7 @@ impl PyRepo {
         let repo = self.repo()?;
         let id = repo.resolve(rev).py_err()?;
         let c = repo.commit(&id).py_err()?;
-        Ok(serde_json::to_string(&log_entry(&id, &c)).expect("a commit serializes"))
+        Ok(serde_json::to_string(&LogEntry::new(id, &c)).expect("a commit serializes"))
     }
 
     /// Node `id` at revision `at` (default: the head) as import-format JSON, or `None`.
@@ -183,7 +170,7 @@ impl PyRepo {
     fn log_json(&self, rev: Option<&str>, limit: Option<usize>) -> PyResult<String> {
         let repo = self.repo()?;
         let commits = repo.log(rev, limit).py_err()?;
-        let entries: Vec<LogEntry<'_>> = commits.iter().map(|(id, c)| log_entry(id, c)).collect();
+        let entries: Vec<LogEntry> = commits.iter().map(|(id, c)| LogEntry::new(*id, c)).collect();
         Ok(serde_json::to_string(&entries).expect("a log serializes"))
     }
 
@@ -203,33 +190,10 @@ impl PyRepo {
     fn history_json(&self, py: Python<'_>, id: &str, rev: Option<&str>, limit: Option<usize>) -> PyResult<String> {
         let repo = self.repo()?;
         let id = convert::node_id(id)?;
-        let entries = py
-            .allow_threads(|| match rev {
-                Some(rev) => repo.history_of(rev, &id, limit),
-                None if limit.is_none() => repo.history(&id),
-                None => match repo.head()? {
-                    Some(h) => repo.history_of(&h.to_hex(), &id, limit),
-                    None => Ok(Vec::new()),
-                },
-            })
+        let lines = py
+            .allow_threads(|| HistoryLine::list(&repo, rev, &id, limit))
             .py_err()?;
-        #[derive(Serialize)]
-        struct Entry<'a> {
-            #[serde(flatten)]
-            entry: &'a cairn::NodeHistoryEntry,
-            message: String,
-        }
-        let with_messages = entries
-            .iter()
-            .map(|e| {
-                Ok(Entry {
-                    entry: e,
-                    message: repo.commit(&e.commit)?.message,
-                })
-            })
-            .collect::<cairn::Result<Vec<_>>>()
-            .py_err()?;
-        Ok(serde_json::to_string(&with_messages).expect("a history serializes"))
+        Ok(serde_json::to_string(&lines).expect("a history serializes"))
     }
 
     /// Counts of revision `rev` (default: the head) as JSON (`cairn stats --json`).
@@ -317,17 +281,5 @@ impl PyRepo {
             Ok(r) => format!("{r:?}"),
             Err(_) => "Repo(closed)".into(),
         }
-    }
-}
-
-fn log_entry<'a>(id: &CommitId, c: &'a cairn::Commit) -> LogEntry<'a> {
-    LogEntry {
-        commit: *id,
-        parents: &c.parents,
-        timestamp_ms: c.timestamp_ms,
-        author: &c.author,
-        message: &c.message,
-        node_count: c.node_count,
-        edge_count: c.edge_count,
     }
 }

@@ -38,13 +38,16 @@
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
 
+mod branch_list;
 mod derived;
 pub mod diff;
+mod diff_report;
 mod embedders;
 pub mod error;
 pub mod export;
 pub mod fsck;
 pub mod gc;
+mod history_line;
 pub mod import;
 mod log_entry;
 pub mod merge;
@@ -54,17 +57,20 @@ pub mod reflog;
 pub mod progress;
 mod repo;
 pub mod rev;
+mod shown_node;
 mod tags;
 mod time_index;
 mod transaction;
 mod view;
 mod writer;
 
+pub use branch_list::{BranchHead, BranchList};
 pub use cairn_core::{Commit, CommitId, Edge, EdgeKey, Hash, Node, NodeId, SparseVector, Validity, Value};
 #[doc(inline)]
 pub use cairn_retrieve as retrieve;
 pub use derived::{DenseReport, IndexReport, IndexStats, DEFAULT_CACHE_BYTES};
 pub use diff::{ChangeKind, Diff, EdgeChange, NodeChange};
+pub use diff_report::{DiffReport, EdgeDiff, NodeDiff};
 pub use embedders::{
     EmbedNodesReport, EmbedderConfig, EmbedderError, OpenAiSettings, QueryEmbedder, DEFAULT_EMBED_BATCH,
     MAX_EMBEDDER_NAME,
@@ -73,6 +79,7 @@ pub use error::{Error, Result};
 pub use export::ExportSummary;
 pub use fsck::FsckReport;
 pub use gc::{GcOptions, GcReport};
+pub use history_line::HistoryLine;
 pub use import::{ImportOp, ImportSummary};
 pub use log_entry::LogEntry;
 pub use merge::{Conflict, MergeKind, MergeOutcome, MergeStrategy, MergeSummary, Resolution};
@@ -81,5 +88,6 @@ pub use patch::NodePatch;
 pub use reflog::{RefAction, RefLogEntry};
 pub use progress::{Progress, ProgressFn, Step};
 pub use repo::{Repo, Stats, StoreKind, DEFAULT_BRANCH};
+pub use shown_node::{NodeEdges, ShownNode, ValidAtCheck};
 pub use transaction::Transaction;
 pub use view::View;

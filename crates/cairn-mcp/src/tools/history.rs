@@ -2,7 +2,7 @@
 //! removed it, with the commit's message and the node as that commit left it.
 
 use cairn::export::NodeLine;
-use cairn::{ChangeKind, NodeHistoryEntry, NodeId};
+use cairn::{ChangeKind, HistoryLine, NodeId};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
@@ -42,12 +42,12 @@ struct Args {
     limit: Option<usize>,
 }
 
-/// One version: the library's entry, the commit's message, the node after the commit.
+/// One version: the history line (the library's entry and the commit's message, as
+/// `cairn history --json` prints it), then the node after the commit.
 #[derive(Serialize)]
 struct Version<'a> {
     #[serde(flatten)]
-    entry: &'a NodeHistoryEntry,
-    message: String,
+    line: &'a HistoryLine,
     node: Option<NodeLine<'a>>,
 }
 
@@ -58,29 +58,19 @@ fn run(ctx: &Context<'_>, args: Map<String, Value>) -> Result<ToolOutput, ToolEr
         return Err(ToolError::InvalidArguments("`limit` must be at least 1".into()));
     }
     let repo = ctx.repo;
-    let entries = match &args.rev {
-        Some(rev) => repo.history_of(rev, &id, args.limit)?,
-        None => match repo.head()? {
-            Some(head) => repo.history_of(&head.to_hex(), &id, args.limit)?,
-            None => Vec::new(),
-        },
-    };
-    let mut messages = Vec::with_capacity(entries.len());
-    let mut nodes = Vec::with_capacity(entries.len());
-    for e in &entries {
-        messages.push(repo.commit(&e.commit)?.message);
-        nodes.push(match e.change {
-            ChangeKind::Removed => None,
-            _ => repo.node_at(&e.commit, &id)?,
-        });
-    }
-    let versions: Vec<Version<'_>> = entries
+    let lines = HistoryLine::list(repo, args.rev.as_deref(), &id, args.limit)?;
+    let nodes = lines
         .iter()
-        .zip(messages)
+        .map(|l| match l.entry.change {
+            ChangeKind::Removed => Ok(None),
+            _ => repo.node_at(&l.entry.commit, &id),
+        })
+        .collect::<cairn::Result<Vec<_>>>()?;
+    let versions: Vec<Version<'_>> = lines
+        .iter()
         .zip(&nodes)
-        .map(|((entry, message), node)| Version {
-            entry,
-            message,
+        .map(|(line, node)| Version {
+            line,
             node: node.as_ref().map(NodeLine::of),
         })
         .collect();
@@ -90,15 +80,15 @@ fn run(ctx: &Context<'_>, args: Map<String, Value>) -> Result<ToolOutput, ToolEr
         n => format!("\"{id}\": {n} version{}, newest first", if n == 1 { "" } else { "s" }),
     };
     for (v, node) in versions.iter().zip(&nodes) {
-        let change = serde_json::to_value(v.entry.change)
+        let change = serde_json::to_value(v.line.entry.change)
             .ok()
             .and_then(|c| c.as_str().map(str::to_string))
             .unwrap_or_default();
-        let subject = v.message.lines().next().unwrap_or("");
+        let subject = v.line.message.lines().next().unwrap_or("");
         text.push_str(&format!(
             "\n\n{}  {}  {change}  {subject}",
-            v.entry.commit.short(),
-            format_ms(v.entry.timestamp_ms)
+            v.line.entry.commit.short(),
+            format_ms(v.line.entry.timestamp_ms)
         ));
         if let Some(n) = node {
             text.push_str(&format!(
