@@ -13,7 +13,7 @@
 //! reaches) and drops entries older than it (see [`crate::gc`]). `fsck` reports damaged
 //! records and entries naming missing commits.
 //!
-//! The record's bytes (storage-format.md §6.5): the version byte `0x01`, then the
+//! The record's bytes (storage-format.md §6.11): the version byte `0x01`, then the
 //! fields in bincode's fixed-width little-endian encoding (the one codec of
 //! `cairn_core::codec`): branch (u64 length + UTF-8), old and new (each a `0`/`1` byte,
 //! then 32 raw bytes if `1`), time_ms (i64), author (u64 length + UTF-8), action (u8),

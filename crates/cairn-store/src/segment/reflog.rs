@@ -1,5 +1,5 @@
 //! The ref log of a segment store: one append-only file, `reflog`, of checksummed
-//! records (every byte is described in `storage-format.md` §6.4).
+//! records (every byte is described in `storage-format.md` §6.11).
 //!
 //! ```text
 //! magic     4  b"CRL1"
