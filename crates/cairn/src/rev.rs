@@ -4,7 +4,13 @@
 //! - a branch name, a tag name (a branch wins a tie), or `HEAD` (the current branch's head);
 //! - any of those followed by `~N`: the N-th first-parent ancestor;
 //! - `BRANCH@{T}`: the head BRANCH had at transaction time T (ms since the epoch, or an
-//!   RFC 3339 time).
+//!   RFC 3339 time);
+//! - `BRANCH@{#N}`: the head BRANCH had N moves ago, per the [reflog](crate::reflog)
+//!   (`@{#0}` is its head after the newest move; a deleted branch's `@{#1}` is its last
+//!   head). Git writes this `BRANCH@{N}`, but here a bare number in braces is already a
+//!   time (ms since the epoch), so the reflog form takes a `#`.
+//!
+//! `HEAD@{…}` and `@{…}` stand for the current branch.
 
 use cairn_core::ids::is_hex_prefix;
 use cairn_core::CommitId;
@@ -94,12 +100,49 @@ pub(crate) fn resolve(repo: &Repo, rev: &str) -> Result<CommitId> {
         .ok_or_else(|| unknown(&format!("history of {} is shorter than {steps} commits", start.short())))
 }
 
+/// `BRANCH@{#n}`: the head `branch` (empty or `HEAD`: the current branch) had `n` moves
+/// ago.
+fn reflog_nth(repo: &Repo, branch: &str, n: usize) -> Result<CommitId> {
+    let branch = if branch.is_empty() || branch == "HEAD" {
+        repo.current_branch()?.to_string()
+    } else {
+        branch.to_string()
+    };
+    let unknown = |detail: String| Error::UnknownRevision {
+        rev: format!("{branch}@{{#{n}}}"),
+        detail,
+    };
+    let entries = repo.reflog(&branch)?;
+    let Some(entry) = entries.get(n) else {
+        return Err(unknown(format!(
+            "the reflog of `{branch}` has {} entries (gc drops those past the grace period)",
+            entries.len()
+        )));
+    };
+    entry.new.ok_or_else(|| {
+        unknown(format!(
+            "`{branch}` was deleted by that move (its head before it is @{{#{}}})",
+            n + 1
+        ))
+    })
+}
+
 fn resolve_base(repo: &Repo, rev: &str) -> Result<CommitId> {
     let unknown = |detail: String| Error::UnknownRevision {
         rev: rev.to_string(),
         detail,
     };
     if let Some((branch, rest)) = rev.split_once("@{") {
+        if let Some(n) = rest.strip_prefix('#') {
+            let n: usize = n
+                .strip_suffix('}')
+                .and_then(|n| n.parse().ok())
+                .ok_or_else(|| unknown("expected BRANCH@{#N} with N a number of moves back".into()))?;
+            return reflog_nth(repo, branch, n).map_err(|e| match e {
+                Error::UnknownRevision { detail, .. } => unknown(detail),
+                other => other,
+            });
+        }
         let t = rest
             .strip_suffix('}')
             .and_then(parse_time_ms)
@@ -166,7 +209,7 @@ fn resolve_base(repo: &Repo, rev: &str) -> Result<CommitId> {
         ));
     }
     Err(unknown(
-        "not a branch, a commit id (64 hex digits, or a unique prefix of at least 4), HEAD, REV~N or BRANCH@{TIME}"
+        "not a branch, a commit id (64 hex digits, or a unique prefix of at least 4), HEAD, REV~N, BRANCH@{TIME} or BRANCH@{#N}"
             .into(),
     ))
 }

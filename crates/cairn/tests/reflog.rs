@@ -266,3 +266,29 @@ fn fsck_names_a_damaged_record_in_a_segment_store() {
     assert_eq!(fsck.reflog_problems.len(), 1, "{:?}", fsck.reflog_problems);
     assert_eq!(repo.reflog("main").unwrap().len(), 1, "the other record reads");
 }
+
+#[test]
+fn branch_at_hash_n_is_the_head_n_moves_ago() {
+    let repo = Repo::in_memory().unwrap();
+    let c1 = commit(&repo, "main", "a", "first");
+    let c2 = commit(&repo, "main", "b", "second");
+    let c3 = commit(&repo, "main", "c", "third");
+    assert_eq!(repo.resolve("main@{#0}").unwrap(), c3);
+    assert_eq!(repo.resolve("main@{#1}").unwrap(), c2);
+    assert_eq!(repo.resolve("main@{#2}").unwrap(), c1);
+    assert_eq!(repo.resolve("HEAD@{#1}").unwrap(), c2);
+    assert_eq!(repo.resolve("@{#2}").unwrap(), c1);
+    assert_eq!(repo.resolve("main@{#1}~1").unwrap(), c1);
+    // A bare number is still a time (ms since the epoch), as before.
+    assert!(repo.resolve("main@{1}").is_err(), "no commit at or before 1 ms");
+    // A deleted branch: its last head is one move back.
+    repo.create_branch("scratch", None).unwrap();
+    let s1 = commit(&repo, "scratch", "s", "scratch work");
+    repo.delete_branch("scratch").unwrap();
+    assert_eq!(repo.resolve("scratch@{#1}").unwrap(), s1);
+    assert_eq!(repo.resolve("scratch@{#2}").unwrap(), c3);
+    for bad in ["scratch@{#0}", "main@{#3}", "main@{#x}", "main@{#1", "nope@{#0}"] {
+        let err = repo.resolve(bad).unwrap_err();
+        assert!(matches!(err, cairn::Error::UnknownRevision { .. }), "{bad}: {err}");
+    }
+}
