@@ -187,7 +187,10 @@ impl Repo {
         let mut marks = Marks::default();
         self.mark_from_refs(&mut marks)?;
         let mut candidates = Vec::new();
+        let scan = self.meter(crate::Step::GcScan, Some(snapshot.len() as u64));
+        let mut scanned = 0;
         for hash in snapshot {
+            scan.tick(&mut scanned);
             if marks.objects.contains(&hash) {
                 continue;
             }
@@ -198,6 +201,7 @@ impl Repo {
             };
             candidates.push(Candidate { hash, kind, bytes });
         }
+        scan.flush(&mut scanned);
         // Recent unreachable commits are kept, with all they reach: those a recent reflog
         // entry names, and those with a recent timestamp.
         let mut recent = Vec::new();
@@ -225,9 +229,11 @@ impl Repo {
                 _ => 2,
             };
             candidates.sort_by_key(|c| rank(c.kind));
+            let sweep = self.meter(crate::Step::GcSweep, Some(candidates.len() as u64));
             for chunk in candidates.chunks(DELETE_CHUNK) {
                 let hashes: Vec<Hash> = chunk.iter().map(|c| c.hash).collect();
                 store.delete_objects(&hashes)?;
+                sweep.add(chunk.len() as u64);
             }
             store.flush()?;
         }

@@ -176,4 +176,23 @@ impl Meter {
             });
         }
     }
+
+    /// One more unit done in a sequential loop over many small units: counted in
+    /// `pending`, reported every [`COARSE`] units (call [`Meter::flush`] after the loop).
+    pub(crate) fn tick(&self, pending: &mut u64) {
+        *pending += 1;
+        if *pending >= COARSE {
+            self.add(std::mem::take(pending));
+        }
+    }
+
+    /// Reports what [`Meter::tick`] has counted and not reported yet.
+    pub(crate) fn flush(&self, pending: &mut u64) {
+        if *pending > 0 {
+            self.add(std::mem::take(pending));
+        }
+    }
 }
+
+/// Units of a fine-grained loop (objects, derived entries) per report.
+pub(crate) const COARSE: u64 = 4096;

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
-use cairn::{Edge, EmbedderConfig, Node, NodeId, OpenAiSettings, Progress, Repo, SparseVector, Step};
+use cairn::{Edge, EmbedderConfig, GcOptions, Node, NodeId, OpenAiSettings, Progress, Repo, SparseVector, Step};
 use cairn_core::level::key_level;
 use cairn_store::{MemoryStore, Store};
 
@@ -235,4 +235,41 @@ fn an_observer_removed_hears_nothing() {
     repo.build_indexes("HEAD").unwrap();
     repo.fsck().unwrap();
     assert_eq!(take(&events), []);
+}
+
+#[test]
+fn gc_and_fsck_report_their_steps_up_to_their_totals() {
+    let repo = big_repo(Arc::new(MemoryStore::new()));
+    // A scratch branch's commit, deleted: garbage for gc.
+    repo.create_branch("scratch", None).unwrap();
+    let mut tx = repo.transaction_on("scratch").unwrap();
+    tx.put_node(Node::new(id("draft")).with_text("a draft")).unwrap();
+    tx.commit("draft").unwrap();
+    repo.delete_branch("scratch").unwrap();
+
+    let events = record(&repo);
+    let gc = repo.gc_with(&GcOptions::now()).unwrap();
+    let gc_events = take(&events);
+    assert_well_formed(&gc_events);
+    assert_eq!(steps(&gc_events), ["GcScan", "GcSweep"].map(String::from).into());
+    let gc_runs = runs(&gc_events);
+    assert!(gc.objects_before > 4096, "{gc:?}"); // more than one report's worth of objects
+    assert_eq!(gc_runs["GcScan"][0].last().unwrap().done, gc.objects_before);
+    assert!(gc_runs["GcScan"][0].len() > 2);
+    assert!(gc.objects_removed > 0, "{gc:?}");
+    assert_eq!(gc_runs["GcSweep"][0].last().unwrap().done, gc.objects_removed);
+
+    let fsck = repo.fsck().unwrap();
+    assert!(fsck.is_ok(), "{fsck:?}");
+    let fsck_events = take(&events);
+    assert_well_formed(&fsck_events);
+    assert_eq!(
+        steps(&fsck_events),
+        ["FsckCommits", "FsckDerived", "FsckObjects"].map(String::from).into()
+    );
+    let fsck_runs = runs(&fsck_events);
+    assert_eq!(fsck_runs["FsckObjects"][0].last().unwrap().done, fsck.objects_checked);
+    let commits = &fsck_runs["FsckCommits"][0];
+    assert_eq!(commits[0].total, None);
+    assert_eq!(commits.last().unwrap().done, fsck.commits_checked);
 }

@@ -83,7 +83,11 @@ impl Repo {
         // The keys every readable node and edge must be stored under in the trees.
         let mut values = HashMap::new();
         let mut stored_commits: BTreeMap<CommitId, Vec<CommitId>> = BTreeMap::new();
-        for h in store.object_hashes()? {
+        let hashes = store.object_hashes()?;
+        let objects = self.meter(crate::Step::FsckObjects, Some(hashes.len() as u64));
+        let mut pending = 0;
+        for h in hashes {
+            objects.tick(&mut pending);
             report.objects_checked += 1;
             match store.get(&h) {
                 Ok(Some(bytes)) => {
@@ -113,6 +117,7 @@ impl Repo {
                 Err(e) => report.problems.push(format!("object {h}: {e}")),
             }
         }
+        objects.flush(&mut pending);
         self.check_own_refs(&mut report.problems);
         let refs = self.refs();
         // A damaged branch or tag ref is reported; the commits of the others are still
@@ -129,11 +134,13 @@ impl Repo {
         let mut seen_commits = BTreeSet::new();
         let mut trees = TreeChecker::new(self, &values);
         let mut stack: Vec<(String, CommitId)> = heads;
+        let commits = self.meter(crate::Step::FsckCommits, None);
         while let Some((from, id)) = stack.pop() {
             if !seen_commits.insert(id) {
                 continue;
             }
             report.commits_checked += 1;
+            commits.add(1);
             let c = match self.commit(&id) {
                 Ok(c) => c,
                 Err(e) => {
