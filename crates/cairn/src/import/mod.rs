@@ -15,7 +15,7 @@
 //!
 //! A `node` put replaces the whole node; absent fields are empty (`weight` defaults to
 //! 1.0). `invalidate` ends a node's (or edge's) validity without re-sending it; `patch`
-//! changes only what it names ([`NodePatch`](crate::NodePatch): `props` are set, `null`
+//! changes only what it names ([`NodePatch`]: `props` are set, `null`
 //! for `valid_from`/`valid_until` opens that end). Both are validated as a put is, and
 //! fail if the node or edge does not exist. Times are integer ms since the epoch or
 //! strings: RFC 3339, a date and time without an offset (read as UTC) or a plain date
