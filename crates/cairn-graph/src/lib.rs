@@ -1,9 +1,11 @@
 //! # cairn-graph
 //!
 //! The versioned graph: a history-independent Merkle search tree ([`mst`]) holding nodes
-//! and edges, typed access to stored objects with integrity checks ([`objects`]), commits
-//! and their history ([`history`]), branch refs moved by compare-and-swap ([`refs`]), and
-//! structural diffs that skip identical subtrees ([`mst::diff`]).
+//! and edges, seen through typed trees that encode and decode their keys in one place
+//! ([`trees`]: [`NodeTree`], [`EdgeTree`], [`ReverseEdgeTree`]), typed access to stored
+//! objects with integrity checks ([`objects`]), commits and their history ([`history`]),
+//! branch refs moved by compare-and-swap ([`refs`]), and structural diffs that skip
+//! identical subtrees ([`mst::diff`]).
 
 #![warn(missing_docs)]
 
@@ -13,8 +15,10 @@ pub mod mst;
 pub mod objects;
 pub mod refs;
 pub mod tree_keys;
+pub mod trees;
 
 pub use error::GraphError;
 pub use mst::{Change, Mutation};
 pub use objects::{Objects, PendingWrites};
 pub use refs::{BranchName, Refs};
+pub use trees::{EdgeTree, NodeTree, ReverseEdgeTree, TreeChange};

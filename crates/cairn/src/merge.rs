@@ -1,8 +1,9 @@
 //! Three-way merge of two lines of history, at node and edge granularity.
 //!
 //! [`Repo::merge`] compares both sides with their merge base
-//! ([`cairn_graph::history::merge_base`]) using structural tree diffs ([`mst::diff`], which
-//! skips every subtree the two trees share; the trees are never scanned whole):
+//! ([`cairn_graph::history::merge_base`]) using structural tree diffs ([`NodeTree::diff`],
+//! [`EdgeTree::diff`], which skip every subtree the two trees share; the trees are never
+//! scanned whole):
 //!
 //! | base → ours | base → theirs | result |
 //! | --- | --- | --- |
@@ -22,25 +23,25 @@
 //! resolution, "drop", unless the node conflict is resolved to keep the node, which
 //! this rule already handles: the check runs on the resolved result.)
 //!
-//! The merged change set is applied on top of ours' trees with [`mst::apply`] (node tree,
-//! edge tree and reverse edge tree), so everything the merge does not touch — embeddings,
-//! sparse vectors, validity, untouched edges — is carried over by hash, never re-encoded.
-//! The merge commit has parents `[ours, theirs]`, `generation = ours.generation + 1`, exact
-//! node and edge counts, and an index base chosen by the transactions' rule. It moves the
-//! ours branch by compare-and-swap from the head the merge started at.
+//! The merged change set is applied on top of ours' trees ([`NodeTree::apply`],
+//! [`EdgeTree::apply`], [`ReverseEdgeTree::apply`]), so everything the merge does not
+//! touch — embeddings, sparse vectors, validity, untouched edges — is carried over by
+//! hash, never re-encoded. The merge commit has parents `[ours, theirs]`,
+//! `generation = ours.generation + 1`, exact node and edge counts, and an index base
+//! chosen by the transactions' rule. It moves the ours branch by compare-and-swap from the
+//! head the merge started at.
 //!
 //! Special cases: if ours is an ancestor of theirs the merge is a **fast-forward** (the
 //! branch is moved to theirs' head; no commit is made); if theirs is an ancestor of ours
 //! (or equal) the merge is **up to date** (nothing to do). Disjoint histories merge against
 //! an empty base.
 
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-use cairn_core::codec::edge_key_prefix;
 use cairn_core::{CommitId, Edge, EdgeKey, Hash, Node, NodeId, Subject, ValidationError};
 use cairn_graph::refs::BranchName;
-use cairn_graph::tree_keys::{self, Tree};
-use cairn_graph::{history, mst, Change, GraphError, PendingWrites};
+use cairn_graph::{history, EdgeTree, GraphError, NodeTree, PendingWrites, ReverseEdgeTree, TreeChange};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -179,27 +180,32 @@ pub struct MergeOutcome {
 }
 
 /// The result of merging one key: take theirs' value, or a conflict.
-enum KeyMerge {
+enum KeyMerge<K> {
     Take {
-        key: Vec<u8>,
+        key: K,
         after: Option<Hash>,
     },
     Conflict {
-        key: Vec<u8>,
+        key: K,
         base: Option<Hash>,
         ours: Option<Hash>,
         theirs: Option<Hash>,
     },
 }
 
-/// Three-way merge of two key-ordered diffs against one base. Keys only ours changed
-/// need nothing (the result is built on ours), so only theirs' keys produce output.
-fn three_way(ours: Vec<Change>, theirs: Vec<Change>) -> Vec<KeyMerge> {
+/// Three-way merge of two diffs against one base, both in the tree order `order`. Keys
+/// only ours changed need nothing (the result is built on ours), so only theirs' keys
+/// produce output.
+fn three_way<K>(
+    ours: Vec<TreeChange<K>>,
+    theirs: Vec<TreeChange<K>>,
+    order: fn(&K, &K) -> Ordering,
+) -> Vec<KeyMerge<K>> {
     let mut out = Vec::new();
     let mut o = ours.into_iter().peekable();
     for t in theirs {
-        while o.next_if(|c| c.key < t.key).is_some() {}
-        match o.next_if(|c| c.key == t.key) {
+        while o.next_if(|c| order(&c.key, &t.key) == Ordering::Less).is_some() {}
+        match o.next_if(|c| order(&c.key, &t.key) == Ordering::Equal) {
             Some(c) if c.after == t.after => {} // the same change on both sides
             Some(c) => out.push(KeyMerge::Conflict {
                 key: t.key,
@@ -214,16 +220,6 @@ fn three_way(ours: Vec<Change>, theirs: Vec<Change>) -> Vec<KeyMerge> {
         }
     }
     out
-}
-
-/// The tree a key of theirs' diff was read from: theirs' tree if theirs holds the key,
-/// else the base's.
-fn key_root(theirs_value: Option<Hash>, theirs_root: Option<Hash>, base_root: Option<Hash>) -> Option<Hash> {
-    if theirs_value.is_some() {
-        theirs_root
-    } else {
-        base_root
-    }
 }
 
 impl Repo {
@@ -265,18 +261,20 @@ impl Repo {
         }
         let bc = base.map(|b| self.commit(&b)).transpose()?;
         let (oc, tc) = (self.commit(&ours_head)?, self.commit(&theirs_head)?);
-        let (base_nodes, base_edges) = bc.as_ref().map_or((None, None), |c| (c.node_root, c.edge_root));
+        let (base_nodes, base_edges) = bc.as_ref().map_or((NodeTree::EMPTY, EdgeTree::EMPTY), |c| {
+            (NodeTree::of(c), EdgeTree::of(c))
+        });
 
         let node_merge = three_way(
-            mst::diff(objs, base_nodes, oc.node_root)?,
-            mst::diff(objs, base_nodes, tc.node_root)?,
+            base_nodes.diff(objs, NodeTree::of(&oc))?,
+            base_nodes.diff(objs, NodeTree::of(&tc))?,
+            NodeTree::key_order,
         );
         let load_node = |h: Option<Hash>| h.map(|h| objs.node(&h)).transpose();
         for m in node_merge {
             match m {
                 KeyMerge::Take { key, after } => {
-                    let id = tree_keys::node_id(key_root(after, tc.node_root, base_nodes), &key)?;
-                    outcome.nodes.insert(id, after);
+                    outcome.nodes.insert(key, after);
                 }
                 KeyMerge::Conflict {
                     key,
@@ -285,7 +283,7 @@ impl Repo {
                     theirs,
                 } => outcome.push_conflict(
                     Conflict::Node {
-                        id: tree_keys::node_id(key_root(theirs, tc.node_root, base_nodes), &key)?,
+                        id: key,
                         base: load_node(base)?,
                         ours: load_node(ours)?,
                         theirs: load_node(theirs)?,
@@ -296,14 +294,14 @@ impl Repo {
             }
         }
         let edge_merge = three_way(
-            mst::diff(objs, base_edges, oc.edge_root)?,
-            mst::diff(objs, base_edges, tc.edge_root)?,
+            base_edges.diff(objs, EdgeTree::of(&oc))?,
+            base_edges.diff(objs, EdgeTree::of(&tc))?,
+            EdgeTree::key_order,
         );
         let load_edge = |h: Option<Hash>| h.map(|h| objs.edge(&h)).transpose();
         for m in edge_merge {
             match m {
                 KeyMerge::Take { key, after } => {
-                    let key = tree_keys::edge_key(Tree::Edges, key_root(after, tc.edge_root, base_edges), &key)?;
                     outcome.edges.insert(key, after);
                 }
                 KeyMerge::Conflict {
@@ -313,7 +311,7 @@ impl Repo {
                     theirs,
                 } => outcome.push_conflict(
                     Conflict::Edge {
-                        key: tree_keys::edge_key(Tree::Edges, key_root(theirs, tc.edge_root, base_edges), &key)?,
+                        key,
                         base: load_edge(base)?,
                         ours: load_edge(ours)?,
                         theirs: load_edge(theirs)?,
@@ -630,9 +628,11 @@ impl MergeOutcome {
             Some(o) => Some(repo.commit(&o)?),
             None => None,
         };
-        let (node_root, edge_root, edge_in_root) = ours
+        let (node_tree, edge_tree, edge_in_tree) = ours
             .as_ref()
-            .map_or((None, None, None), |c| (c.node_root, c.edge_root, c.edge_in_root));
+            .map_or((NodeTree::EMPTY, EdgeTree::EMPTY, ReverseEdgeTree::EMPTY), |c| {
+                (NodeTree::of(c), EdgeTree::of(c), ReverseEdgeTree::of(c))
+            });
         let mut nodes = self.nodes.clone();
         let mut edges = self.edges.clone();
         let mut out = PendingWrites::new();
@@ -652,7 +652,7 @@ impl MergeOutcome {
         let exists = |id: &NodeId| -> Result<bool> {
             Ok(match nodes.get(id) {
                 Some(v) => v.is_some(),
-                None => mst::get(objs, node_root, id.as_bytes())?.is_some(),
+                None => node_tree.get(objs, id)?.is_some(),
             })
         };
         // Edges the merge puts whose endpoint is absent from the result.
@@ -668,16 +668,14 @@ impl MergeOutcome {
             if value.is_some() {
                 continue;
             }
-            let prefix = edge_key_prefix(id);
-            for (root, tree) in [(edge_root, Tree::Edges), (edge_in_root, Tree::EdgesIn)] {
-                for (k, _) in repo.edge_keys_with_prefix(root, &prefix)? {
-                    let key = tree_keys::edge_key(tree, root, &k)?;
-                    if edges.get(&key).is_some_and(Option::is_none) {
-                        continue; // deleted by the merge already (or dropped above)
-                    }
-                    edges.insert(key.clone(), None);
-                    dropped.push(key);
+            let leaving = edge_tree.edges_from(objs, id)?;
+            let arriving = edge_in_tree.edges_to(objs, id)?;
+            for (key, _) in leaving.into_iter().chain(arriving) {
+                if edges.get(&key).is_some_and(Option::is_none) {
+                    continue; // deleted by the merge already (or dropped above)
                 }
+                edges.insert(key.clone(), None);
+                dropped.push(key);
             }
         }
         dropped.sort();
@@ -817,9 +815,9 @@ mod tests {
         Some(Hash::from_bytes([b; 32]))
     }
 
-    fn ch(key: &str, before: Option<Hash>, after: Option<Hash>) -> Change {
-        Change {
-            key: key.as_bytes().to_vec(),
+    fn ch(key: &str, before: Option<Hash>, after: Option<Hash>) -> TreeChange<String> {
+        TreeChange {
+            key: key.to_string(),
             before,
             after,
         }
@@ -831,17 +829,17 @@ mod tests {
         std::result::Result<Option<Hash>, (Option<Hash>, Option<Hash>, Option<Hash>)>,
     );
 
-    fn run(ours: Vec<Change>, theirs: Vec<Change>) -> Vec<Out> {
-        three_way(ours, theirs)
+    fn run(ours: Vec<TreeChange<String>>, theirs: Vec<TreeChange<String>>) -> Vec<Out> {
+        three_way(ours, theirs, String::cmp)
             .into_iter()
             .map(|m| match m {
-                KeyMerge::Take { key, after } => (String::from_utf8(key).unwrap(), Ok(after)),
+                KeyMerge::Take { key, after } => (key, Ok(after)),
                 KeyMerge::Conflict {
                     key,
                     base,
                     ours,
                     theirs,
-                } => (String::from_utf8(key).unwrap(), Err((base, ours, theirs))),
+                } => (key, Err((base, ours, theirs))),
             })
             .collect()
     }

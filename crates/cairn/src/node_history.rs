@@ -14,14 +14,14 @@
 //!
 //! Comparing node-tree root hashes comes first: an equal root means no node changed, and
 //! the commit is passed without reading any tree. Otherwise the node is looked up with
-//! [`mst::get`] (O(log n) tree nodes, mostly cached upper levels); the whole tree of a
-//! commit is never decoded, so the cost is O(commits walked + commits with a different
+//! [`NodeTree::get`] (O(log n) tree nodes, mostly cached upper levels); the whole tree of
+//! a commit is never decoded, so the cost is O(commits walked + commits with a different
 //! node root × log n).
 
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
 use cairn_core::{Commit, CommitId, Hash, NodeId};
-use cairn_graph::mst;
+use cairn_graph::NodeTree;
 use serde::Serialize;
 
 use crate::diff::ChangeKind;
@@ -83,7 +83,6 @@ impl Repo {
 
     fn node_history_from(&self, head: CommitId, id: &NodeId, limit: Option<usize>) -> Result<Vec<NodeHistoryEntry>> {
         let objs = self.objects();
-        let key = id.as_bytes();
         let mut out = Vec::new();
         // Children before parents, newest first: a max-heap on (generation, timestamp,
         // commit id).
@@ -101,7 +100,7 @@ impl Repo {
                 if let Some(h) = known.get(&cid) {
                     return Ok(*h);
                 }
-                let h = mst::get(objs, root, key)?;
+                let h = NodeTree::new(root).get(objs, id)?;
                 known.insert(cid, h);
                 Ok(h)
             };

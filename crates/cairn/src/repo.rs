@@ -3,11 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use cairn_core::codec::{edge_in_tree_key, edge_key_prefix, edge_tree_key};
 use cairn_core::{Commit, CommitId, Edge, EdgeKey, Hash, Node, NodeId};
 use cairn_graph::refs::BranchName;
-use cairn_graph::tree_keys::{self, Tree};
-use cairn_graph::{history, mst, Objects, Refs};
+use cairn_graph::{history, EdgeTree, NodeTree, Objects, Refs, ReverseEdgeTree};
 use cairn_store::{MemoryStore, SegmentStore, SledStore, Store};
 
 use crate::derived::Derived;
@@ -439,7 +437,7 @@ impl Repo {
     }
 
     pub(crate) fn node_in_root(&self, root: Option<Hash>, id: &NodeId) -> Result<Option<Node>> {
-        match mst::get(self.objects(), root, id.as_bytes())? {
+        match NodeTree::new(root).get(self.objects(), id)? {
             Some(h) => Ok(Some(self.objects().node(&h)?)),
             None => Ok(None),
         }
@@ -448,8 +446,7 @@ impl Repo {
     /// The edge `key` at commit `at`.
     pub fn edge_at(&self, at: &CommitId, key: &EdgeKey) -> Result<Option<Edge>> {
         let c = self.commit(at)?;
-        let k = edge_tree_key(&key.source, &key.kind, &key.target);
-        match mst::get(self.objects(), c.edge_root, &k)? {
+        match EdgeTree::of(&c).get(self.objects(), key)? {
             Some(h) => Ok(Some(self.objects().edge(&h)?)),
             None => Ok(None),
         }
@@ -485,14 +482,18 @@ impl Repo {
     /// ```
     pub fn iter_nodes_at(&self, at: &CommitId) -> Result<impl Iterator<Item = Result<Node>> + '_> {
         let c = self.commit(at)?;
-        Ok(mst::entries(self.objects(), c.node_root).map(move |e| Ok(self.objects().node(&e?.1)?)))
+        Ok(NodeTree::of(&c)
+            .iter(self.objects())
+            .map(move |e| Ok(self.objects().node(&e?.1)?)))
     }
 
     /// The edges of commit `at` in (source, kind, target) order, read one at a time (see
     /// [`Repo::iter_nodes_at`]).
     pub fn iter_edges_at(&self, at: &CommitId) -> Result<impl Iterator<Item = Result<Edge>> + '_> {
         let c = self.commit(at)?;
-        Ok(mst::entries(self.objects(), c.edge_root).map(move |e| Ok(self.objects().edge(&e?.1)?)))
+        Ok(EdgeTree::of(&c)
+            .iter(self.objects())
+            .map(move |e| Ok(self.objects().edge(&e?.1)?)))
     }
 
     /// All edges at commit `at`, in (source, kind, target) key order.
@@ -503,29 +504,17 @@ impl Repo {
     /// Edges leaving `id` at commit `at`.
     pub fn edges_from(&self, at: &CommitId, id: &NodeId) -> Result<Vec<Edge>> {
         let c = self.commit(at)?;
-        self.edges_with_prefix(c.edge_root, &edge_key_prefix(id))
+        self.edge_objects(EdgeTree::of(&c).edges_from(self.objects(), id)?)
     }
 
     /// Edges arriving at `id` at commit `at`.
     pub fn edges_to(&self, at: &CommitId, id: &NodeId) -> Result<Vec<Edge>> {
         let c = self.commit(at)?;
-        self.edges_with_prefix(c.edge_in_root, &edge_key_prefix(id))
+        self.edge_objects(ReverseEdgeTree::of(&c).edges_to(self.objects(), id)?)
     }
 
-    pub(crate) fn edge_keys_with_prefix(&self, root: Option<Hash>, prefix: &[u8]) -> Result<Vec<(Vec<u8>, Hash)>> {
-        let mut out = Vec::new();
-        mst::scan_prefix(self.objects(), root, prefix, &mut |k, h| {
-            out.push((k.to_vec(), *h));
-            Ok(())
-        })?;
-        Ok(out)
-    }
-
-    fn edges_with_prefix(&self, root: Option<Hash>, prefix: &[u8]) -> Result<Vec<Edge>> {
-        self.edge_keys_with_prefix(root, prefix)?
-            .iter()
-            .map(|(_, h)| Ok(self.objects().edge(h)?))
-            .collect()
+    fn edge_objects(&self, found: Vec<(EdgeKey, Hash)>) -> Result<Vec<Edge>> {
+        found.iter().map(|(_, h)| Ok(self.objects().edge(h)?)).collect()
     }
 
     /// Commits reachable from `rev` (default: the current head), newest first.
@@ -544,24 +533,16 @@ impl Repo {
     /// changed. Subtrees the two commits share are skipped without being read.
     pub fn diff(&self, a: &CommitId, b: &CommitId) -> Result<Diff> {
         let (ca, cb) = (self.commit(a)?, self.commit(b)?);
-        let node_changes = mst::diff(self.objects(), ca.node_root, cb.node_root)?;
-        let edge_changes = mst::diff(self.objects(), ca.edge_root, cb.edge_root)?;
-        // A key is read from the newer tree, or from the older one if it was removed.
-        let nodes = node_changes
+        let nodes = NodeTree::of(&ca)
+            .diff(self.objects(), NodeTree::of(&cb))?
             .into_iter()
-            .map(|c| {
-                let id = tree_keys::node_id(if c.after.is_some() { cb.node_root } else { ca.node_root }, &c.key)?;
-                Ok(NodeChange::new(id, c.before, c.after))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let edges = edge_changes
+            .map(|c| NodeChange::new(c.key, c.before, c.after))
+            .collect();
+        let edges = EdgeTree::of(&ca)
+            .diff(self.objects(), EdgeTree::of(&cb))?
             .into_iter()
-            .map(|c| {
-                let tree = if c.after.is_some() { cb.edge_root } else { ca.edge_root };
-                let key = tree_keys::edge_key(Tree::Edges, tree, &c.key)?;
-                Ok(EdgeChange::new(key, c.before, c.after))
-            })
-            .collect::<Result<Vec<_>>>()?;
+            .map(|c| EdgeChange::new(c.key, c.before, c.after))
+            .collect();
         Ok(Diff {
             from: *a,
             to: *b,
@@ -591,11 +572,6 @@ impl Repo {
             .meta(&format!("dense-dim/{model}"))?
             .and_then(|v| <[u8; 4]>::try_from(v.as_slice()).ok())
             .map(|b| u32::from_le_bytes(b) as usize))
-    }
-
-    /// In-edge tree key of an edge (for the transaction's cascade).
-    pub(crate) fn in_key(key: &EdgeKey) -> Vec<u8> {
-        edge_in_tree_key(&key.source, &key.kind, &key.target)
     }
 }
 

@@ -3,11 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use cairn_core::codec::{decode_node, edge_key_prefix, edge_tree_key, encode_node, hash_object};
+use cairn_core::codec::{decode_node, encode_node, hash_object};
 use cairn_core::{Commit, CommitId, Edge, EdgeKey, Hash, Node, NodeId, Subject, ValidationError};
 use cairn_graph::refs::BranchName;
-use cairn_graph::tree_keys::{self, Tree};
-use cairn_graph::{mst, PendingWrites};
+use cairn_graph::{EdgeTree, NodeTree, PendingWrites, ReverseEdgeTree};
 
 use crate::error::{Error, Result};
 use crate::repo::Repo;
@@ -142,13 +141,14 @@ impl<'r> Transaction<'r> {
         if let Some(pending) = self.nodes.get(id) {
             return Ok(pending.is_some());
         }
-        Ok(mst::get(self.repo.objects(), self.base_node_root(), id.as_bytes())?.is_some())
+        Ok(NodeTree::new(self.base_node_root())
+            .get(self.repo.objects(), id)?
+            .is_some())
     }
 
     fn base_edge_exists(&self, key: &EdgeKey) -> Result<bool> {
-        let root = self.base_commit.as_ref().and_then(|c| c.edge_root);
-        let k = edge_tree_key(&key.source, &key.kind, &key.target);
-        Ok(mst::get(self.repo.objects(), root, &k)?.is_some())
+        let tree = self.base_commit.as_ref().map_or(EdgeTree::EMPTY, EdgeTree::of);
+        Ok(tree.get(self.repo.objects(), key)?.is_some())
     }
 
     /// Adds or replaces a node (a put replaces the whole node). `-0.0` is stored as
@@ -196,13 +196,11 @@ impl<'r> Transaction<'r> {
             .map(|(k, _)| k.clone())
             .collect();
         if let Some(c) = &self.base_commit {
-            let prefix = edge_key_prefix(id);
-            for (root, tree) in [(c.edge_root, Tree::Edges), (c.edge_in_root, Tree::EdgesIn)] {
-                for (k, _) in self.repo.edge_keys_with_prefix(root, &prefix)? {
-                    // A key that does not decode is damage, reported, never skipped.
-                    doomed.push(tree_keys::edge_key(tree, root, &k)?);
-                }
-            }
+            // A key that does not decode is damage, reported, never skipped.
+            let objs = self.repo.objects();
+            let out = EdgeTree::of(c).edges_from(objs, id)?;
+            let into = ReverseEdgeTree::of(c).edges_to(objs, id)?;
+            doomed.extend(out.into_iter().chain(into).map(|(k, _)| k));
         }
         for key in doomed {
             if matches!(self.edges.get(&key), Some(None)) {

@@ -17,11 +17,10 @@
 
 use std::collections::BTreeMap;
 
-use cairn_core::codec::edge_tree_key;
 use cairn_core::limits::{MAX_AUTHOR_BYTES, MAX_MESSAGE_BYTES};
 use cairn_core::{Commit, CommitId, EdgeKey, Hash, NodeId, Subject, ValidationError};
 use cairn_graph::refs::BranchName;
-use cairn_graph::{mst, Mutation, PendingWrites};
+use cairn_graph::{EdgeTree, NodeTree, PendingWrites, ReverseEdgeTree};
 
 use crate::error::{Error, Result};
 use crate::reflog::{self, RefAction};
@@ -97,47 +96,39 @@ pub(crate) fn write_commit(
     let objs = repo.objects();
     let base = header.base;
     debug_assert_eq!(base.is_some(), !header.parents.is_empty());
-    let (node_root, edge_root, edge_in_root, node_count, edge_count) = match base {
-        Some(c) => (c.node_root, c.edge_root, c.edge_in_root, c.node_count, c.edge_count),
-        None => (None, None, None, 0, 0),
+    let (nodes, edges, edges_in, node_count, edge_count) = match base {
+        Some(c) => (
+            NodeTree::of(c),
+            EdgeTree::of(c),
+            ReverseEdgeTree::of(c),
+            c.node_count,
+            c.edge_count,
+        ),
+        None => (NodeTree::EMPTY, EdgeTree::EMPTY, ReverseEdgeTree::EMPTY, 0, 0),
     };
 
-    let mut node_muts = BTreeMap::new();
     let mut new_node_count = node_count as i64;
     for (id, after) in &change.nodes {
-        let before = match node_root {
-            Some(_) => mst::get(objs, node_root, id.as_bytes())?,
-            None => None,
-        };
+        let before = nodes.get(objs, id)?;
         if before != *after {
             new_node_count += after.is_some() as i64 - before.is_some() as i64;
         }
-        node_muts.insert(id.as_bytes().to_vec(), after.map_or(Mutation::Delete, Mutation::Put));
     }
-    let new_node_root = mst::apply(objs, node_root, &node_muts, Some(node_count), &mut out)?;
+    let new_nodes = nodes.apply(objs, &change.nodes, Some(node_count), &mut out)?;
 
-    let mut fwd = BTreeMap::new();
-    let mut rev = BTreeMap::new();
     let mut new_edge_count = edge_count as i64;
     for (key, after) in &change.edges {
-        let k = edge_tree_key(&key.source, &key.kind, &key.target);
-        let before = match edge_root {
-            Some(_) => mst::get(objs, edge_root, &k)?,
-            None => None,
-        };
+        let before = edges.get(objs, key)?;
         new_edge_count += after.is_some() as i64 - before.is_some() as i64;
-        let m = after.map_or(Mutation::Delete, Mutation::Put);
-        rev.insert(Repo::in_key(key), m);
-        fwd.insert(k, m);
     }
-    let new_edge_root = mst::apply(objs, edge_root, &fwd, Some(edge_count), &mut out)?;
-    let new_edge_in_root = mst::apply(objs, edge_in_root, &rev, Some(edge_count), &mut out)?;
+    let new_edges = edges.apply(objs, &change.edges, Some(edge_count), &mut out)?;
+    let new_edges_in = edges_in.apply(objs, &change.edges, Some(edge_count), &mut out)?;
 
     let commit = Commit {
         parents: header.parents,
-        node_root: new_node_root,
-        edge_root: new_edge_root,
-        edge_in_root: new_edge_in_root,
+        node_root: new_nodes.root(),
+        edge_root: new_edges.root(),
+        edge_in_root: new_edges_in.root(),
         node_count: new_node_count.max(0) as u64,
         edge_count: new_edge_count.max(0) as u64,
         author: header.author.to_owned(),
