@@ -1,7 +1,7 @@
 //! `cairn diff [FROM] TO`: nodes and edges that differ between two revisions, and for a
 //! changed one the fields that changed.
 
-use cairn::diff::FieldChange;
+use cairn::FieldChange;
 use cairn::{ChangeKind, DiffReport};
 
 use crate::error::CliError;

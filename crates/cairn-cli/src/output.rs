@@ -155,9 +155,9 @@ impl Drop for ProgressDisplay {
     }
 }
 
-/// A time argument: any form [`cairn::rev::parse_time_ms`] reads.
+/// A time argument: any form [`cairn::parse_time_ms`] reads.
 pub fn parse_time(s: &str) -> Result<i64, String> {
-    cairn::rev::parse_time_ms(s).ok_or_else(|| format!("expected {}", cairn::rev::TIME_FORMS))
+    cairn::parse_time_ms(s).ok_or_else(|| format!("expected {}", cairn::TIME_FORMS))
 }
 
 #[cfg(test)]

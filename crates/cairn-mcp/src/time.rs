@@ -1,5 +1,5 @@
 //! Times in tool arguments and tool output: the same forms as everywhere else in Cairn
-//! ([`cairn::rev::parse_time_ms`]), and RFC 3339 (UTC) for people reading the text.
+//! ([`cairn::parse_time_ms`]), and RFC 3339 (UTC) for people reading the text.
 
 use serde_json::Value;
 use time::format_description::well_known::Rfc3339;
@@ -8,17 +8,17 @@ use time::OffsetDateTime;
 use crate::error::ToolError;
 
 /// A time argument `field` as ms since the epoch: an integer (ms), or a string in any form
-/// [`cairn::rev::parse_time_ms`] accepts (RFC 3339, a date and time read as UTC, a date).
+/// [`cairn::parse_time_ms`] accepts (RFC 3339, a date and time read as UTC, a date).
 pub(crate) fn time_ms(field: &str, value: &Value) -> Result<i64, ToolError> {
     let bad = || {
         ToolError::InvalidArguments(format!(
             "`{field}`: {value} is not a time: expected {}",
-            cairn::rev::TIME_FORMS
+            cairn::TIME_FORMS
         ))
     };
     match value {
         Value::Number(n) => n.as_i64().ok_or_else(bad),
-        Value::String(s) => cairn::rev::parse_time_ms(s).ok_or_else(bad),
+        Value::String(s) => cairn::parse_time_ms(s).ok_or_else(bad),
         _ => Err(bad()),
     }
 }

@@ -2,13 +2,13 @@
 //! NumPy arrays) to JSON, to nodes and edges in the import format, and to `f32` vectors.
 //!
 //! Nodes, edges and patches are read through the import format's own parser
-//! ([`cairn::import::parse_line`]), so a dict is accepted exactly when the same object
+//! ([`cairn::parse_import_line`]), so a dict is accepted exactly when the same object
 //! would be accepted as a line of `cairn import`, with the same field names, defaults,
 //! time forms and messages. Only dense vectors skip the JSON step: they are read straight
 //! from any object exporting a buffer of `float32` (a NumPy array, `array.array('f')`,
 //! a `memoryview`), or else from a sequence of numbers.
 
-use cairn::import::{parse_line, ImportOp};
+use cairn::{parse_import_line, ImportOp};
 use cairn::{Edge, Node, NodeId, NodePatch};
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
@@ -133,7 +133,7 @@ fn as_dict<'a, 'py>(obj: &'a Bound<'py, PyAny>, what: &str) -> PyResult<&'a Boun
 /// Parses `{"<op>": value}` with the import format's parser.
 fn parse_op(op: &str, value: Json) -> PyResult<ImportOp> {
     let line = serde_json::json!({ op: value }).to_string();
-    parse_line(&line).map_err(|e| InvalidInput::new_err(format!("{op}: {e}")))
+    parse_import_line(&line).map_err(|e| InvalidInput::new_err(format!("{op}: {e}")))
 }
 
 /// A dense vector of one model.
@@ -207,7 +207,7 @@ pub fn node_id(id: &str) -> PyResult<NodeId> {
 }
 
 /// A time argument: integer ms since the epoch, or a string in a form
-/// [`cairn::rev::parse_time_ms`] reads.
+/// [`cairn::parse_time_ms`] reads.
 pub fn time_ms(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<i64> {
     if let Ok(ms) = obj.extract::<i64>() {
         if !obj.is_instance_of::<PyBool>() {
@@ -215,7 +215,7 @@ pub fn time_ms(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<i64> {
         }
     }
     if let Ok(s) = obj.extract::<String>() {
-        return cairn::rev::parse_time_ms(&s).ok_or_else(|| {
+        return cairn::parse_time_ms(&s).ok_or_else(|| {
             InvalidInput::new_err(format!(
                 "{what}: {s:?} is not a time: expected ms since the epoch, RFC 3339, a date and time (UTC) or a date"
             ))
@@ -228,12 +228,12 @@ pub fn time_ms(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<i64> {
 
 /// JSON text of a node in the import format (what `cairn show --json` prints).
 pub fn node_json(n: &Node) -> String {
-    serde_json::to_string(&cairn::export::NodeLine::of(n)).expect("a node serializes")
+    serde_json::to_string(&cairn::NodeLine::of(n)).expect("a node serializes")
 }
 
 /// JSON text of an edge in the import format.
 pub fn edge_json(e: &Edge) -> String {
-    serde_json::to_string(&cairn::export::EdgeLine::of(e)).expect("an edge serializes")
+    serde_json::to_string(&cairn::EdgeLine::of(e)).expect("an edge serializes")
 }
 
 /// A JSON array of already-serialized items.

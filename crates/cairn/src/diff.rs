@@ -156,7 +156,7 @@ fn validity(out: &mut Vec<FieldChange>, before: &Validity, after: &Validity) {
 /// properties (by key), validity, dense then sparse vectors (by model).
 ///
 /// ```
-/// use cairn::diff::node_field_changes;
+/// use cairn::node_field_changes;
 /// use cairn::{Node, NodeId, Value};
 /// let id = NodeId::new("alice")?;
 /// let before = Node::new(id.clone()).with_label("Person").with_prop("city", Value::from("Paris"));

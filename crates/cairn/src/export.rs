@@ -1,21 +1,4 @@
-//! Export of one commit as JSON Lines in the [import format](crate::import), so that
-//! importing the output into an empty repository gives the same node and edge trees
-//! (the same `node_root` and `edge_root`).
-//!
-//! The output is every node of the commit, in id order, as a `{"node": {...}}` line, then
-//! every edge, in (source, kind, target) order, as an `{"edge": {...}}` line. Fields that
-//! hold their default are left out (no labels, empty text, no properties, no vectors, an
-//! open validity end, weight 1.0), so the lines stay short; times are integer ms since
-//! the epoch.
-//!
-//! Numbers are written so that reading them back gives the same bits: `f32` vectors and
-//! `f64` weights and property floats in their shortest round-tripping form (`0.1961`, not
-//! `0.19609999656677246`), integers as integers. A property float always carries a `.` or
-//! an exponent (`3.0`, `1e300`), so it is read back as a float, never as an integer. The
-//! store already keeps `-0.0` as `+0.0`, so it is written as `0.0`.
-//!
-//! What is not exported: the commit's history, message, author and time (an import makes
-//! one new commit), and derived data (indexes are rebuilt on use).
+//! Export of one commit as JSON Lines ([`Repo::export_jsonl`]; the format is documented there).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
@@ -40,8 +23,8 @@ pub struct ExportSummary {
 
 impl Repo {
     /// Writes commit `rev` (anything [`Repo::resolve`] takes) to `out` as JSON Lines in the
-    /// [import format](crate::import): its nodes in id order, then its edges in key order
-    /// (see the [module docs](crate::export)). Importing the output into an empty
+    /// [import format](Repo::import_jsonl): its nodes in id order, then its edges in key order
+    /// (see *The export format* below). Importing the output into an empty
     /// repository gives the same node and edge roots.
     ///
     /// Nodes and edges are read from the commit's trees one at a time
@@ -74,6 +57,23 @@ impl Repo {
     /// assert_eq!(before.edge_root, after.edge_root);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    ///
+    /// # The export format
+    ///
+    /// The output is every node of the commit, in id order, as a `{"node": {...}}` line, then
+    /// every edge, in (source, kind, target) order, as an `{"edge": {...}}` line. Fields that
+    /// hold their default are left out (no labels, empty text, no properties, no vectors, an
+    /// open validity end, weight 1.0), so the lines stay short; times are integer ms since
+    /// the epoch.
+    ///
+    /// Numbers are written so that reading them back gives the same bits: `f32` vectors and
+    /// `f64` weights and property floats in their shortest round-tripping form (`0.1961`, not
+    /// `0.19609999656677246`), integers as integers. A property float always carries a `.` or
+    /// an exponent (`3.0`, `1e300`), so it is read back as a float, never as an integer. The
+    /// store already keeps `-0.0` as `+0.0`, so it is written as `0.0`.
+    ///
+    /// What is not exported: the commit's history, message, author and time (an import makes
+    /// one new commit), and derived data (indexes are rebuilt on use).
     pub fn export_jsonl(&self, rev: &str, out: &mut dyn Write) -> Result<ExportSummary> {
         let commit = self.resolve(rev)?;
         let mut lines = LineWriter { out, buf: Vec::new() };

@@ -1,58 +1,4 @@
-//! Garbage collection: remove objects no branch or tag reaches, and the derived data
-//! (index snapshots, HNSW bases, time indexes) only dead commits or deleted branches used.
-//!
-//! **Mark.** Commits are walked from every branch and tag head through all parents; the
-//! node, edge and reverse edge trees of each are walked, skipping every tree node already
-//! marked, so a subtree shared by many commits is read once. Node and edge objects are
-//! marked from the tree entries without being read.
-//!
-//! **Grace.** Unreachable commits are marked too, with everything they reach, if a
-//! [reflog](crate::reflog) entry younger than the grace period ([`GcOptions::grace`], 14
-//! days by default) names them (as a branch's head before or after a move: what a deleted
-//! branch, a merge or a commit left behind), or if their own timestamp is within the grace
-//! period (a branch ref lost to damage, which leaves no entry). So whatever a branch
-//! pointed to stays recoverable that long. Reflog entries older than the grace period are
-//! dropped at the end of `gc` (with `--now`, every entry: no grace, no safety net).
-//! Phase 1 (below) reads the reflog after the refs, so a head moved past after that read
-//! was marked as a head.
-//!
-//! **Sweep.** Objects stored but not marked are deleted: commits first, then tree nodes,
-//! then nodes and edges. So a crash part-way leaves every still-stored commit complete
-//! (an object is only deleted once no stored commit can reach it).
-//!
-//! **Concurrency with writers (one process).** Every writer holds the repository's gc
-//! lock for reading from the moment it builds a commit's objects until its ref has moved
-//! (transactions, merges, `create_branch`). `gc` runs in two phases:
-//! 1. without the lock: list the stored objects (the snapshot), *then* read the refs and
-//!    mark; the unmarked snapshot objects are the candidates (their kind and size are read
-//!    here too);
-//! 2. with the lock held for writing (no writer is between writing objects and moving its
-//!    ref): read the refs again, mark what they reach beyond phase 1 (commits already
-//!    marked are not walked again: usually a few new commits), and delete the candidates
-//!    still unmarked.
-//!
-//! An object a writer wrote before the snapshot is either reachable from the refs of phase
-//! 2 (its commit was published, as phase 2 waits for every writer between writing and
-//! publishing) or garbage (its commit lost the compare-and-swap, or was abandoned). An
-//! object written after the snapshot is not a candidate. A writer that reuses stored
-//! objects (the unchanged subtrees of its base) publishes by compare-and-swap from that
-//! base, which is then reachable; a merge also checks, under the lock, that theirs'
-//! commit is still stored. Commits only block for phase 2, whose cost is the garbage
-//! deleted plus the commits made during phase 1.
-//!
-//! **Across processes**: an on-disk repository is a sled database, which one process at
-//! a time can open (a second open fails with a lock error), so no other process can write
-//! while `gc` runs. A store backend shared between processes would need `gc` to run only
-//! while no other process writes.
-//!
-//! **Derived data** is rebuildable, so it is swept after the lock is released, by key
-//! alone (no stored value is read): chunk parts (`ck/`) of chunks no live commit's trees
-//! cut, unit graphs (`ug/`) of units no live commit has, manifests (`cm/`) of trees no live
-//! commit has, every entry of a retired space (`ix/`, `hb/`: index format 1), and
-//! `tl/<branch>` time indexes of deleted branches (or naming a dead commit). A chunk that
-//! only a live commit shares with dead ones is kept: chunks belong to content, not to
-//! commits. Derived data stored concurrently for a commit made during `gc` may be swept
-//! too; it is rebuilt on next use.
+//! Garbage collection ([`Repo::gc`]; how it works is documented there).
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -143,7 +89,7 @@ impl Repo {
     /// whose timestamp is within it, and what they reach — and the derived data of dead
     /// commits and deleted branches; drops reflog entries older than the grace period;
     /// returns what it removed. Safe to run while other threads of
-    /// this process commit (see the [module docs](crate::gc)); reads of reachable commits
+    /// this process commit (see *How gc works* below); reads of reachable commits
     /// are unaffected. Cost: O(reachable tree nodes + objects stored); commits wait only
     /// for the final sweep.
     ///
@@ -168,6 +114,61 @@ impl Repo {
     /// assert!(repo.fsck()?.is_ok());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    ///
+    /// # How gc works
+    ///
+    /// **Mark.** Commits are walked from every branch and tag head through all parents; the
+    /// node, edge and reverse edge trees of each are walked, skipping every tree node already
+    /// marked, so a subtree shared by many commits is read once. Node and edge objects are
+    /// marked from the tree entries without being read.
+    ///
+    /// **Grace.** Unreachable commits are marked too, with everything they reach, if a
+    /// [reflog](Repo::reflog) entry younger than the grace period ([`GcOptions::grace`], 14
+    /// days by default) names them (as a branch's head before or after a move: what a deleted
+    /// branch, a merge or a commit left behind), or if their own timestamp is within the grace
+    /// period (a branch ref lost to damage, which leaves no entry). So whatever a branch
+    /// pointed to stays recoverable that long. Reflog entries older than the grace period are
+    /// dropped at the end of `gc` (with `--now`, every entry: no grace, no safety net).
+    /// Phase 1 (below) reads the reflog after the refs, so a head moved past after that read
+    /// was marked as a head.
+    ///
+    /// **Sweep.** Objects stored but not marked are deleted: commits first, then tree nodes,
+    /// then nodes and edges. So a crash part-way leaves every still-stored commit complete
+    /// (an object is only deleted once no stored commit can reach it).
+    ///
+    /// **Concurrency with writers (one process).** Every writer holds the repository's gc
+    /// lock for reading from the moment it builds a commit's objects until its ref has moved
+    /// (transactions, merges, `create_branch`). `gc` runs in two phases:
+    /// 1. without the lock: list the stored objects (the snapshot), *then* read the refs and
+    ///    mark; the unmarked snapshot objects are the candidates (their kind and size are read
+    ///    here too);
+    /// 2. with the lock held for writing (no writer is between writing objects and moving its
+    ///    ref): read the refs again, mark what they reach beyond phase 1 (commits already
+    ///    marked are not walked again: usually a few new commits), and delete the candidates
+    ///    still unmarked.
+    ///
+    /// An object a writer wrote before the snapshot is either reachable from the refs of phase
+    /// 2 (its commit was published, as phase 2 waits for every writer between writing and
+    /// publishing) or garbage (its commit lost the compare-and-swap, or was abandoned). An
+    /// object written after the snapshot is not a candidate. A writer that reuses stored
+    /// objects (the unchanged subtrees of its base) publishes by compare-and-swap from that
+    /// base, which is then reachable; a merge also checks, under the lock, that theirs'
+    /// commit is still stored. Commits only block for phase 2, whose cost is the garbage
+    /// deleted plus the commits made during phase 1.
+    ///
+    /// **Across processes**: an on-disk repository is a sled database, which one process at
+    /// a time can open (a second open fails with a lock error), so no other process can write
+    /// while `gc` runs. A store backend shared between processes would need `gc` to run only
+    /// while no other process writes.
+    ///
+    /// **Derived data** is rebuildable, so it is swept after the lock is released, by key
+    /// alone (no stored value is read): chunk parts (`ck/`) of chunks no live commit's trees
+    /// cut, unit graphs (`ug/`) of units no live commit has, manifests (`cm/`) of trees no live
+    /// commit has, every entry of a retired space (`ix/`, `hb/`: index format 1), and
+    /// `tl/<branch>` time indexes of deleted branches (or naming a dead commit). A chunk that
+    /// only a live commit shares with dead ones is kept: chunks belong to content, not to
+    /// commits. Derived data stored concurrently for a commit made during `gc` may be swept
+    /// too; it is rebuilt on next use.
     pub fn gc(&self) -> Result<GcReport> {
         self.gc_with(&GcOptions::default())
     }

@@ -30,6 +30,25 @@
 //! assert_eq!(diff.edges.len(), 1);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! ## The API at a glance
+//!
+//! Everything is reached from the crate root (the modules are private; this list is the
+//! deliberate face of the crate):
+//!
+//! | to … | use |
+//! | --- | --- |
+//! | open, create, configure | [`Repo`], [`StoreKind`], [`Repo::set_progress`] ([`Progress`], [`Step`]) |
+//! | write | [`Transaction`] (put, delete, [`NodePatch`], invalidate), [`Repo::import_jsonl`] ([`ImportOp`], [`parse_import_line`]) |
+//! | read a commit | [`Repo::node_at`], [`Repo::iter_nodes_at`], [`Repo::edges_from`], [`View`], [`ShownNode`], [`NodeEdges`] |
+//! | travel in time | [`Repo::resolve`] (revisions), [`Repo::as_of`], [`parse_time_ms`], [`system_time_ms`] |
+//! | see what changed | [`Repo::log`] ([`LogEntry`]), [`Repo::diff`] ([`Diff`], [`DiffReport`], [`FieldChange`]), [`Repo::history`] ([`NodeHistoryEntry`], [`HistoryLine`]) |
+//! | branch, tag, merge, recover | [`Repo::create_branch`], [`BranchList`], [`Repo::create_tag`], [`Repo::merge`] ([`MergeOutcome`], [`Conflict`], [`Resolution`], [`MergeSummary`]), [`Repo::reflog`] ([`RefLogEntry`]) |
+//! | retrieve | [`Repo::retrieve`] and the [`retrieve`] module ([`retrieve::Retrieval`], [`retrieve::RetrievalResult`]) |
+//! | embed | [`EmbedderConfig`], [`Repo::embed_nodes`], [`QueryEmbedder`] |
+//! | move data | [`Repo::export_jsonl`] ([`NodeLine`], [`EdgeLine`]), [`Repo::import_jsonl`] |
+//! | look after a repository | [`Repo::build_indexes`] ([`IndexReport`]), [`Repo::fsck`] ([`FsckReport`]), [`Repo::gc`] ([`GcOptions`], [`GcReport`]), [`Repo::stats`] |
+//! | handle errors | [`Error`] (and the types it wraps: [`ValidationError`], [`StoreError`], [`GraphError`], [`IndexError`], [`RetrieveError`], [`ParseIdError`]), [`EmbedderError`] |
 
 #![warn(missing_docs)]
 
@@ -40,23 +59,23 @@ struct ReadmeDoctests;
 
 mod branch_list;
 mod derived;
-pub mod diff;
+mod diff;
 mod diff_report;
 mod embedders;
-pub mod error;
-pub mod export;
-pub mod fsck;
-pub mod gc;
+mod error;
+mod export;
+mod fsck;
+mod gc;
 mod history_line;
-pub mod import;
+mod import;
 mod log_entry;
-pub mod merge;
-pub mod node_history;
+mod merge;
+mod node_history;
 mod patch;
-pub mod reflog;
-pub mod progress;
+mod progress;
+mod reflog;
 mod repo;
-pub mod rev;
+mod rev;
 mod shown_node;
 mod tags;
 mod time_index;
@@ -69,25 +88,32 @@ pub use cairn_core::{Commit, CommitId, Edge, EdgeKey, Hash, Node, NodeId, Sparse
 #[doc(inline)]
 pub use cairn_retrieve as retrieve;
 pub use derived::{DenseReport, IndexReport, IndexStats, DEFAULT_CACHE_BYTES};
-pub use diff::{ChangeKind, Diff, EdgeChange, NodeChange};
+pub use diff::{edge_field_changes, node_field_changes, ChangeKind, Diff, EdgeChange, FieldChange, NodeChange};
 pub use diff_report::{DiffReport, EdgeDiff, NodeDiff};
 pub use embedders::{
     EmbedNodesReport, EmbedderConfig, EmbedderError, OpenAiSettings, QueryEmbedder, DEFAULT_EMBED_BATCH,
     MAX_EMBEDDER_NAME,
 };
 pub use error::{Error, Result};
-pub use export::ExportSummary;
+// The error types `Error` wraps, for callers that match on them.
+pub use cairn_core::{ParseIdError, ValidationError};
+pub use cairn_graph::GraphError;
+pub use cairn_index::IndexError;
+pub use cairn_retrieve::RetrieveError;
+pub use cairn_store::StoreError;
+pub use export::{EdgeLine, ExportSummary, NodeLine};
 pub use fsck::FsckReport;
-pub use gc::{GcOptions, GcReport};
+pub use gc::{GcOptions, GcReport, DEFAULT_GRACE};
 pub use history_line::HistoryLine;
-pub use import::{ImportOp, ImportSummary};
+pub use import::{parse_line as parse_import_line, ImportOp, ImportSummary};
 pub use log_entry::LogEntry;
 pub use merge::{Conflict, MergeKind, MergeOutcome, MergeStrategy, MergeSummary, Resolution};
 pub use node_history::NodeHistoryEntry;
 pub use patch::NodePatch;
-pub use reflog::{RefAction, RefLogEntry};
 pub use progress::{Progress, ProgressFn, Step};
+pub use reflog::{RefAction, RefLogEntry, MAX_REFLOG_MESSAGE};
 pub use repo::{Repo, Stats, StoreKind, DEFAULT_BRANCH};
+pub use rev::{parse_time_ms, system_time_ms, TIME_FORMS};
 pub use shown_node::{NodeEdges, ShownNode, ValidAtCheck};
 pub use transaction::Transaction;
 pub use view::View;

@@ -1,40 +1,4 @@
-//! Three-way merge of two lines of history, at node and edge granularity.
-//!
-//! [`Repo::merge`] compares both sides with their merge base
-//! ([`cairn_graph::history::merge_base`]) using structural tree diffs ([`NodeTree::diff`],
-//! [`EdgeTree::diff`], which skip every subtree the two trees share; the trees are never
-//! scanned whole):
-//!
-//! | base → ours | base → theirs | result |
-//! | --- | --- | --- |
-//! | unchanged | changed (put or delete) | theirs' change is taken |
-//! | changed | unchanged | ours is kept |
-//! | changed to X | changed to X | taken once (ours already has it) |
-//! | changed to X | changed to Y ≠ X | a [`Conflict`] carrying base, ours and theirs |
-//!
-//! A deletion is a change like any other: delete vs unchanged deletes (the other side does
-//! not resurrect it), delete vs change conflicts.
-//!
-//! **Edges whose endpoint the merge deletes are dropped**, never left dangling and never
-//! reported as conflicts: a node deleted by one side takes its incident edges with it,
-//! including edges the other side added or changed — the same cascade a transaction's
-//! `delete_node` applies. The dropped edges are listed by [`MergeOutcome::dropped_edges`]
-//! before committing, so nothing disappears unseen. (A conflict would have only one valid
-//! resolution, "drop", unless the node conflict is resolved to keep the node, which
-//! this rule already handles: the check runs on the resolved result.)
-//!
-//! The merged change set is applied on top of ours' trees ([`NodeTree::apply`],
-//! [`EdgeTree::apply`], [`ReverseEdgeTree::apply`]), so everything the merge does not
-//! touch — embeddings, sparse vectors, validity, untouched edges — is carried over by
-//! hash, never re-encoded. The merge commit has parents `[ours, theirs]`,
-//! `generation = ours.generation + 1`, exact node and edge counts, and an index base
-//! chosen by the transactions' rule. It moves the ours branch by compare-and-swap from the
-//! head the merge started at.
-//!
-//! Special cases: if ours is an ancestor of theirs the merge is a **fast-forward** (the
-//! branch is moved to theirs' head; no commit is made); if theirs is an ancestor of ours
-//! (or equal) the merge is **up to date** (nothing to do). Disjoint histories merge against
-//! an empty base.
+//! Three-way merge of two lines of history ([`Repo::merge`]; the rules are documented there).
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -224,9 +188,49 @@ fn three_way<K>(
 
 impl Repo {
     /// Merges revision `theirs` (a branch, commit or any revision [`Repo::resolve`]
-    /// accepts) into branch `ours`, without committing: see [`MergeOutcome`] and the
-    /// [module docs](crate::merge) for the rules. Cost: the two tree diffs against the
+    /// accepts) into branch `ours`, without committing: see [`MergeOutcome`] and
+    /// *How merging works* below for the rules. Cost: the two tree diffs against the
     /// merge base plus finding the base, independent of the size of untouched data.
+    ///
+    /// # How merging works
+    ///
+    /// Three-way merge of two lines of history, at node and edge granularity.
+    ///
+    /// [`Repo::merge`] compares both sides with their merge base
+    /// ([`cairn_graph::history::merge_base`]) using structural tree diffs ([`NodeTree::diff`],
+    /// [`EdgeTree::diff`], which skip every subtree the two trees share; the trees are never
+    /// scanned whole):
+    ///
+    /// | base → ours | base → theirs | result |
+    /// | --- | --- | --- |
+    /// | unchanged | changed (put or delete) | theirs' change is taken |
+    /// | changed | unchanged | ours is kept |
+    /// | changed to X | changed to X | taken once (ours already has it) |
+    /// | changed to X | changed to Y ≠ X | a [`Conflict`] carrying base, ours and theirs |
+    ///
+    /// A deletion is a change like any other: delete vs unchanged deletes (the other side does
+    /// not resurrect it), delete vs change conflicts.
+    ///
+    /// **Edges whose endpoint the merge deletes are dropped**, never left dangling and never
+    /// reported as conflicts: a node deleted by one side takes its incident edges with it,
+    /// including edges the other side added or changed — the same cascade a transaction's
+    /// `delete_node` applies. The dropped edges are listed by [`MergeOutcome::dropped_edges`]
+    /// before committing, so nothing disappears unseen. (A conflict would have only one valid
+    /// resolution, "drop", unless the node conflict is resolved to keep the node, which
+    /// this rule already handles: the check runs on the resolved result.)
+    ///
+    /// The merged change set is applied on top of ours' trees ([`NodeTree::apply`],
+    /// [`EdgeTree::apply`], [`ReverseEdgeTree::apply`]), so everything the merge does not
+    /// touch — embeddings, sparse vectors, validity, untouched edges — is carried over by
+    /// hash, never re-encoded. The merge commit has parents `[ours, theirs]`,
+    /// `generation = ours.generation + 1`, exact node and edge counts, and an index base
+    /// chosen by the transactions' rule. It moves the ours branch by compare-and-swap from the
+    /// head the merge started at.
+    ///
+    /// Special cases: if ours is an ancestor of theirs the merge is a **fast-forward** (the
+    /// branch is moved to theirs' head; no commit is made); if theirs is an ancestor of ours
+    /// (or equal) the merge is **up to date** (nothing to do). Disjoint histories merge against
+    /// an empty base.
     pub fn merge(&self, ours: &str, theirs: &str) -> Result<MergeOutcome> {
         let branch = BranchName::new(ours)?;
         let ours_head = self.branch_head(ours)?;
@@ -610,7 +614,7 @@ impl MergeOutcome {
     }
 
     /// The edges committing now would drop because the merge deletes an endpoint (see
-    /// the [module docs](crate::merge)), in key order. Unresolved conflicts count as
+    /// [`Repo::merge`]), in key order. Unresolved conflicts count as
     /// ours' version. Cost: O(changes × log n).
     pub fn dropped_edges(&self) -> Result<Vec<EdgeKey>> {
         if self.kind != MergeKind::ThreeWay {

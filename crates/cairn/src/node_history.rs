@@ -1,22 +1,4 @@
-//! Node history: the commits that added, changed or removed one node, across merges.
-//!
-//! The walk starts at the branch head and visits ancestors children before parents
-//! (by generation, then timestamp, then commit id), following merges the way
-//! `git log -- PATH` does:
-//!
-//! - a commit whose node is the same as in one of its parents ("unchanged against that
-//!   parent") is not reported, and the walk follows that parent only — so a change a merge
-//!   brought in is reported at the commit on the merged branch that made it, not at the
-//!   merge;
-//! - a commit whose node differs from every parent is reported (relative to its first
-//!   parent) and the walk follows all its parents — a merge that resolved a conflict on
-//!   the node, or an ordinary commit that changed it.
-//!
-//! Comparing node-tree root hashes comes first: an equal root means no node changed, and
-//! the commit is passed without reading any tree. Otherwise the node is looked up with
-//! [`NodeTree::get`] (O(log n) tree nodes, mostly cached upper levels); the whole tree of
-//! a commit is never decoded, so the cost is O(commits walked + commits with a different
-//! node root × log n).
+//! The history of one node ([`Repo::history`]; the rules are documented there).
 
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
@@ -46,7 +28,7 @@ pub struct NodeHistoryEntry {
 impl Repo {
     /// The history of node `id` on the current branch, newest first: every ancestor of
     /// the head that added, changed or removed it, following merged branches (see the
-    /// [module docs](crate::node_history)). Empty if the branch has no commits or never
+    /// *How history is followed* below). Empty if the branch has no commits or never
     /// held the node.
     ///
     /// ```
@@ -67,6 +49,28 @@ impl Repo {
     /// assert_eq!(kinds, [ChangeKind::Changed, ChangeKind::Added]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    ///
+    /// # How history is followed
+    ///
+    /// Node history: the commits that added, changed or removed one node, across merges.
+    ///
+    /// The walk starts at the branch head and visits ancestors children before parents
+    /// (by generation, then timestamp, then commit id), following merges the way
+    /// `git log -- PATH` does:
+    ///
+    /// - a commit whose node is the same as in one of its parents ("unchanged against that
+    ///   parent") is not reported, and the walk follows that parent only — so a change a merge
+    ///   brought in is reported at the commit on the merged branch that made it, not at the
+    ///   merge;
+    /// - a commit whose node differs from every parent is reported (relative to its first
+    ///   parent) and the walk follows all its parents — a merge that resolved a conflict on
+    ///   the node, or an ordinary commit that changed it.
+    ///
+    /// Comparing node-tree root hashes comes first: an equal root means no node changed, and
+    /// the commit is passed without reading any tree. Otherwise the node is looked up with
+    /// [`NodeTree::get`] (O(log n) tree nodes, mostly cached upper levels); the whole tree of
+    /// a commit is never decoded, so the cost is O(commits walked + commits with a different
+    /// node root × log n).
     pub fn history(&self, id: &NodeId) -> Result<Vec<NodeHistoryEntry>> {
         match self.head()? {
             Some(head) => self.node_history_from(head, id, None),

@@ -155,7 +155,7 @@ impl Transaction<'_> {
     /// tx.put_node(Node::new(fact.clone()).with_label("Fact").with_text("Alice lives in Paris"))?;
     /// tx.commit("learned")?;
     ///
-    /// let moved = cairn::rev::parse_time_ms("2024-06-01").unwrap();
+    /// let moved = cairn::parse_time_ms("2024-06-01").unwrap();
     /// let mut tx = repo.transaction()?;
     /// tx.invalidate(&fact, moved)?;
     /// tx.commit("Alice moved")?;

@@ -91,7 +91,7 @@ impl RefAction {
 ///
 /// ```
 /// use cairn::{Node, NodeId, Repo};
-/// use cairn::reflog::RefAction;
+/// use cairn::RefAction;
 ///
 /// let repo = Repo::in_memory()?;
 /// let mut tx = repo.transaction()?;

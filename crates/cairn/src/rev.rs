@@ -32,7 +32,7 @@ pub const TIME_FORMS: &str =
 /// local zone, so the same input means the same instant everywhere.
 ///
 /// ```
-/// use cairn::rev::parse_time_ms;
+/// use cairn::parse_time_ms;
 /// assert_eq!(parse_time_ms("2024-06-01"), Some(1_717_200_000_000));
 /// assert_eq!(parse_time_ms("2024-06-01T00:00:00"), parse_time_ms("2024-06-01T00:00:00Z"));
 /// assert_eq!(parse_time_ms("2024-06-01 02:00"), parse_time_ms("2024-06-01T04:00:00+02:00"));
@@ -66,8 +66,8 @@ pub fn parse_time_ms(s: &str) -> Option<i64> {
 ///
 /// ```
 /// use std::time::{Duration, UNIX_EPOCH};
-/// assert_eq!(cairn::rev::system_time_ms(UNIX_EPOCH + Duration::from_millis(1500)), 1500);
-/// assert_eq!(cairn::rev::system_time_ms(UNIX_EPOCH - Duration::from_millis(2)), -2);
+/// assert_eq!(cairn::system_time_ms(UNIX_EPOCH + Duration::from_millis(1500)), 1500);
+/// assert_eq!(cairn::system_time_ms(UNIX_EPOCH - Duration::from_millis(2)), -2);
 /// ```
 pub fn system_time_ms(t: std::time::SystemTime) -> i64 {
     match t.duration_since(std::time::UNIX_EPOCH) {

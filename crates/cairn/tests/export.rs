@@ -201,7 +201,7 @@ fn floats_round_trip_bit_for_bit() {
 
 /// Every f32 the store can hold survives serde_json's writer and the importer's reader:
 /// a sweep of bit patterns over the whole range (every exponent, both signs, normal and
-/// subnormal), checked through one `parse_line` each.
+/// subnormal), checked through one `parse_import_line` each.
 #[test]
 fn f32_bit_patterns_survive_the_import_reader() {
     let mut checked = 0usize;
@@ -213,7 +213,7 @@ fn f32_bit_patterns_survive_the_import_reader() {
                 r#"{{"node": {{"id": "a", "embeddings": {{"m": [{}]}}}}}}"#,
                 serde_json::to_string(&x).unwrap()
             );
-            let Ok(cairn::ImportOp::PutNode(n)) = cairn::import::parse_line(&line) else {
+            let Ok(cairn::ImportOp::PutNode(n)) = cairn::parse_import_line(&line) else {
                 panic!("{line} does not parse")
             };
             assert_eq!(n.embeddings["m"][0].to_bits(), bits, "{line}");

@@ -1,7 +1,7 @@
 //! Facts that change: `invalidate`, `invalidate_edge` and `patch_node`, through the API
 //! and the import format; plain dates and offset-less times.
 
-use cairn::rev::parse_time_ms;
+use cairn::parse_time_ms;
 use cairn::{Edge, EdgeKey, Error, Node, NodeId, NodePatch, Repo, Value};
 
 fn id(s: &str) -> NodeId {

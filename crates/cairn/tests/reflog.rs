@@ -2,8 +2,8 @@
 //! deletion), a deleted branch's moves still readable, gc keeping what recent entries
 //! name, fsck naming damage, and the record's bytes pinned.
 
-use cairn::reflog::{RefAction, RefLogEntry};
 use cairn::{CommitId, GcOptions, Hash, Node, NodeId, Repo, StoreKind};
+use cairn::{RefAction, RefLogEntry};
 
 fn commit(repo: &Repo, branch: &str, node: &str, message: &str) -> CommitId {
     let mut tx = repo.transaction_on(branch).unwrap();

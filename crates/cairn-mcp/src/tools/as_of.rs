@@ -1,8 +1,8 @@
 //! `as_of`: read the memory as it was — one node, or a retrieval — at a revision, or at
 //! "the head the branch had at time T" (transaction time).
 
-use cairn::export::{EdgeLine, NodeLine};
 use cairn::{CommitId, NodeId};
+use cairn::{EdgeLine, NodeLine};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 

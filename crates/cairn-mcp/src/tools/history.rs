@@ -1,7 +1,7 @@
 //! `history`: the versions of one node, newest first — each commit that added, changed or
 //! removed it, with the commit's message and the node as that commit left it.
 
-use cairn::export::NodeLine;
+use cairn::NodeLine;
 use cairn::{ChangeKind, HistoryLine, NodeId};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};

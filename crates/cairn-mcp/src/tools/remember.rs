@@ -1,6 +1,6 @@
 //! `remember`: put nodes and edges (and any other import-format operation) in one commit.
 
-use cairn::import::{parse_line, ImportOp};
+use cairn::{parse_import_line, ImportOp};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
@@ -97,7 +97,8 @@ fn run(ctx: &Context<'_>, args: Map<String, Value>) -> Result<ToolOutput, ToolEr
                 Some(key) => json!({ key: item }).to_string(),
                 None => item.to_string(),
             };
-            let op = parse_line(&line).map_err(|detail| ToolError::InvalidArguments(format!("`{at}`: {detail}")))?;
+            let op =
+                parse_import_line(&line).map_err(|detail| ToolError::InvalidArguments(format!("`{at}`: {detail}")))?;
             parsed.push((at, op));
         }
     }

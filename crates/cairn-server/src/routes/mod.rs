@@ -87,12 +87,12 @@ impl<S: Send + Sync> FromRequestParts<S> for NodeIdParam {
     }
 }
 
-/// A time parameter: ms since the epoch or any form [`cairn::rev::parse_time_ms`] reads.
+/// A time parameter: ms since the epoch or any form [`cairn::parse_time_ms`] reads.
 pub(crate) fn parse_time(field: &str, s: &str) -> Result<i64, ApiError> {
-    cairn::rev::parse_time_ms(s).ok_or_else(|| {
+    cairn::parse_time_ms(s).ok_or_else(|| {
         ApiError::bad_request(format!(
             "`{field}`: {s:?} is not a time: expected {}",
-            cairn::rev::TIME_FORMS
+            cairn::TIME_FORMS
         ))
     })
 }

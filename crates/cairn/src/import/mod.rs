@@ -1,31 +1,4 @@
-//! The JSON Lines import format (`cairn import`), one operation per line, each line an
-//! object with exactly one key:
-//!
-//! ```text
-//! {"node": {"id", "labels", "text", "props", "embeddings": {"model": [f32...]},
-//!           "sparse": {"model": {"indices": [...], "values": [...]}}, "valid_from", "valid_until"}}
-//! {"edge": {"source", "target", "kind", "weight", "props", "valid_from", "valid_until"}}
-//! {"delete_node": "ID"}
-//! {"delete_edge": {"source", "kind", "target"}}
-//! {"invalidate": {"id", "valid_until"}}
-//! {"invalidate_edge": {"source", "kind", "target", "valid_until"}}
-//! {"patch": {"id", "labels_add", "labels_remove", "props", "props_remove", "text",
-//!            "embeddings", "valid_from", "valid_until"}}
-//! ```
-//!
-//! A `node` put replaces the whole node; absent fields are empty (`weight` defaults to
-//! 1.0). `invalidate` ends a node's (or edge's) validity without re-sending it; `patch`
-//! changes only what it names ([`NodePatch`]: `props` are set, `null`
-//! for `valid_from`/`valid_until` opens that end). Both are validated as a put is, and
-//! fail if the node or edge does not exist. Times are integer ms since the epoch or
-//! strings: RFC 3339, a date and time without an offset (read as UTC) or a plain date
-//! (midnight UTC); see [`parse_time_ms`]. Blank lines are skipped. A whole file is one commit: on any bad line the import stops with
-//! [`Error::Import`] naming the line, and nothing is committed.
-//!
-//! A line is at most [`MAX_IMPORT_LINE_BYTES`] long (the largest node the caps allow,
-//! written as JSON, is about half that). Lists and maps are read only up to their caps
-//! (labels, dimensions, sparse entries, models, property bytes and nesting), so a line
-//! far over a cap is refused while being read, in memory bounded by the line's length.
+//! The JSON Lines import format ([`Repo::import_jsonl`]; documented there).
 
 mod capped;
 
@@ -326,9 +299,40 @@ pub struct ImportSummary {
 }
 
 impl Repo {
-    /// Imports a JSON Lines stream as one commit on the current branch (see the
-    /// [module docs](crate::import)), authored `cairn`. `progress` is called with the bytes
+    /// Imports a JSON Lines stream as one commit on the current branch (see
+    /// *The import format* below), authored `cairn`. `progress` is called with the bytes
     /// read so far. For another author, use [`Transaction::import_jsonl`].
+    ///
+    /// # The import format
+    ///
+    /// The JSON Lines import format (`cairn import`), one operation per line, each line an
+    /// object with exactly one key:
+    ///
+    /// ```text
+    /// {"node": {"id", "labels", "text", "props", "embeddings": {"model": [f32...]},
+    ///           "sparse": {"model": {"indices": [...], "values": [...]}}, "valid_from", "valid_until"}}
+    /// {"edge": {"source", "target", "kind", "weight", "props", "valid_from", "valid_until"}}
+    /// {"delete_node": "ID"}
+    /// {"delete_edge": {"source", "kind", "target"}}
+    /// {"invalidate": {"id", "valid_until"}}
+    /// {"invalidate_edge": {"source", "kind", "target", "valid_until"}}
+    /// {"patch": {"id", "labels_add", "labels_remove", "props", "props_remove", "text",
+    ///            "embeddings", "valid_from", "valid_until"}}
+    /// ```
+    ///
+    /// A `node` put replaces the whole node; absent fields are empty (`weight` defaults to
+    /// 1.0). `invalidate` ends a node's (or edge's) validity without re-sending it; `patch`
+    /// changes only what it names ([`NodePatch`]: `props` are set, `null`
+    /// for `valid_from`/`valid_until` opens that end). Both are validated as a put is, and
+    /// fail if the node or edge does not exist. Times are integer ms since the epoch or
+    /// strings: RFC 3339, a date and time without an offset (read as UTC) or a plain date
+    /// (midnight UTC); see [`parse_time_ms`]. Blank lines are skipped. A whole file is one commit: on any bad line the import stops with
+    /// [`Error::Import`] naming the line, and nothing is committed.
+    ///
+    /// A line is at most [`MAX_IMPORT_LINE_BYTES`] long (the largest node the caps allow,
+    /// written as JSON, is about half that). Lists and maps are read only up to their caps
+    /// (labels, dimensions, sparse entries, models, property bytes and nesting), so a line
+    /// far over a cap is refused while being read, in memory bounded by the line's length.
     pub fn import_jsonl(
         &self,
         reader: impl BufRead,
@@ -343,7 +347,7 @@ impl Repo {
 }
 
 impl Transaction<'_> {
-    /// Applies a JSON Lines stream to this transaction (see the [module docs](crate::import)):
+    /// Applies a JSON Lines stream to this transaction (in the [import format](Repo::import_jsonl)):
     /// stops at the first bad line with [`Error::Import`] naming it. Returns the number of
     /// operations applied. Nothing is committed: call [`Transaction::commit`].
     pub fn import_jsonl(&mut self, reader: impl BufRead, progress: &mut dyn FnMut(u64)) -> Result<u64> {
