@@ -267,15 +267,28 @@ impl SledStore {
             ref_log_next: parking_lot::Mutex::new(0),
             ref_log_damage: parking_lot::Mutex::new(Vec::new()),
         };
-        // One read finds the next sequence number and any damage (the log is small: gc
-        // drops what is past the grace period).
-        let last = store
-            .sled()
-            .reflog
-            .last()
-            .map_err(|e| store.bulk_error(e, "reading the ref log"))?;
-        *store.ref_log_next.lock() = last.map_or(0, |(k, _)| ref_log_seq(&k).map_or(0, |n| n.saturating_add(1)));
-        store.ref_log()?;
+        // One read finds any damage (the log is small: gc drops what is past the grace
+        // period), another the next sequence number. Neither fails the open: the ref log
+        // is a history of moves, not data.
+        if let Err(e) = store.ref_log() {
+            store
+                .ref_log_damage
+                .lock()
+                .push(format!("ref log: could not be read: {e}"));
+        }
+        let next = match store.sled().reflog.last() {
+            Ok(None) => Some(0),
+            Ok(Some((key, _))) => ref_log_seq(&key).map(|n| n.saturating_add(1)),
+            Err(_) => None,
+        };
+        // Without a readable last key, number from the clock (ns since the epoch): past
+        // every number counted from 0, so no record is overwritten.
+        let next = next.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(u64::MAX / 2, |d| d.as_nanos() as u64)
+        });
+        *store.ref_log_next.lock() = next;
         Ok(store)
     }
 
