@@ -21,15 +21,21 @@ pub struct Args {
 }
 
 /// Prints the log: one line per commit (`short-id  time  author  first line of message`),
-/// or a JSON array.
+/// written as the walk reaches it (a long history starts printing at once), or a JSON
+/// array.
 pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let repo = ctx.open()?;
-    let commits = repo.log(args.rev.as_deref(), args.max_count)?;
+    let commits = repo
+        .iter_log(args.rev.as_deref())?
+        .take(args.max_count.unwrap_or(usize::MAX));
     if args.json {
-        let entries: Vec<LogEntry> = commits.iter().map(|(id, c)| LogEntry::new(*id, c)).collect();
+        let entries: Vec<LogEntry> = commits
+            .map(|c| c.map(|(id, c)| LogEntry::new(id, &c)))
+            .collect::<cairn::Result<_>>()?;
         return write_json(ctx.out, &entries);
     }
-    for (id, c) in &commits {
+    for commit in commits {
+        let (id, c) = commit?;
         let subject = c.message.lines().next().unwrap_or("");
         writeln!(
             ctx.out,

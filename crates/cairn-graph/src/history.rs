@@ -7,30 +7,66 @@ use cairn_core::{Commit, CommitId};
 use crate::error::GraphError;
 use crate::objects::Objects;
 
-/// Commits reachable from `heads`, newest first: ordered by (timestamp desc, id desc),
-/// each once. Stops after `limit` commits if given.
+/// Commits reachable from `heads`, newest first: ordered by (timestamp desc, generation
+/// desc, id desc), each once. Timestamps never go backwards along a chain, and a commit
+/// made in the same millisecond as its first parent comes before it by generation.
+/// Stops after `limit` commits if given.
 pub fn log(objs: &Objects, heads: &[CommitId], limit: Option<usize>) -> Result<Vec<(CommitId, Commit)>, GraphError> {
-    let mut heap: BinaryHeap<(i64, CommitId)> = BinaryHeap::new();
-    let mut seen: BTreeSet<CommitId> = BTreeSet::new();
+    walk(objs, heads)?.take(limit.unwrap_or(usize::MAX)).collect()
+}
+
+/// The commits of [`log`] one at a time, newest first, read as they are reached: memory
+/// holds the commits seen so far (ids) and the frontier, never the whole log. An error
+/// (a missing or damaged commit) is the last item.
+pub fn walk<'a>(objs: &'a Objects, heads: &[CommitId]) -> Result<LogWalk<'a>, GraphError> {
+    let mut walk = LogWalk {
+        objs,
+        heap: BinaryHeap::new(),
+        seen: BTreeSet::new(),
+        failed: false,
+    };
     for h in heads {
-        if seen.insert(*h) {
-            heap.push((objs.commit(h)?.timestamp_ms, *h));
+        if walk.seen.insert(*h) {
+            let c = objs.commit(h)?;
+            walk.heap.push((c.timestamp_ms, c.generation, *h));
         }
     }
-    let mut out = Vec::new();
-    while let Some((_, id)) = heap.pop() {
-        if limit.is_some_and(|l| out.len() >= l) {
-            break;
-        }
-        let c = objs.commit(&id)?;
+    Ok(walk)
+}
+
+/// The iterator [`walk`] returns.
+pub struct LogWalk<'a> {
+    objs: &'a Objects,
+    heap: BinaryHeap<(i64, u64, CommitId)>,
+    seen: BTreeSet<CommitId>,
+    failed: bool,
+}
+
+impl LogWalk<'_> {
+    fn step(&mut self, id: CommitId) -> Result<(CommitId, Commit), GraphError> {
+        let c = self.objs.commit(&id)?;
         for p in &c.parents {
-            if seen.insert(*p) {
-                heap.push((objs.commit(p)?.timestamp_ms, *p));
+            if self.seen.insert(*p) {
+                let pc = self.objs.commit(p)?;
+                self.heap.push((pc.timestamp_ms, pc.generation, *p));
             }
         }
-        out.push((id, c));
+        Ok((id, c))
     }
-    Ok(out)
+}
+
+impl Iterator for LogWalk<'_> {
+    type Item = Result<(CommitId, Commit), GraphError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let (_, _, id) = self.heap.pop()?;
+        let item = self.step(id);
+        self.failed = item.is_err();
+        Some(item)
+    }
 }
 
 /// The `n`-th first-parent ancestor of `id` (`n = 0`: `id` itself); `None` if the chain is

@@ -517,16 +517,40 @@ impl Repo {
         found.iter().map(|(_, h)| Ok(self.objects().edge(h)?)).collect()
     }
 
-    /// Commits reachable from `rev` (default: the current head), newest first.
+    /// Commits reachable from `rev` (default: the current head), newest first (by
+    /// timestamp, then id), at most `limit` of them. [`Repo::iter_log`] walks a history of
+    /// any length without holding it.
     pub fn log(&self, rev: Option<&str>, limit: Option<usize>) -> Result<Vec<(CommitId, Commit)>> {
+        self.iter_log(rev)?.take(limit.unwrap_or(usize::MAX)).collect()
+    }
+
+    /// The commits of [`Repo::log`] one at a time, read as the walk reaches them: memory
+    /// holds the ids seen so far, never the commits already returned. An error (a missing
+    /// or damaged commit) is the last item.
+    ///
+    /// ```
+    /// use cairn::{Node, NodeId, Repo};
+    /// let repo = Repo::in_memory()?;
+    /// for i in 0..5 {
+    ///     let mut tx = repo.transaction()?;
+    ///     tx.put_node(Node::new(NodeId::new(format!("n{i}"))?))?;
+    ///     tx.commit(&format!("commit {i}"))?;
+    /// }
+    /// let newest: Vec<String> = repo
+    ///     .iter_log(None)?
+    ///     .take(2)
+    ///     .map(|c| c.map(|(_, commit)| commit.message))
+    ///     .collect::<cairn::Result<_>>()?;
+    /// assert_eq!(newest, ["commit 4", "commit 3"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn iter_log(&self, rev: Option<&str>) -> Result<impl Iterator<Item = Result<(CommitId, Commit)>> + '_> {
         let head = match rev {
-            Some(r) => self.resolve(r)?,
-            None => match self.head()? {
-                Some(h) => h,
-                None => return Ok(Vec::new()),
-            },
+            Some(r) => Some(self.resolve(r)?),
+            None => self.head()?,
         };
-        Ok(history::log(self.objects(), &[head], limit)?)
+        let heads: Vec<CommitId> = head.into_iter().collect();
+        Ok(history::walk(self.objects(), &heads)?.map(|r| r.map_err(Error::from)))
     }
 
     /// What changed from commit `a` to commit `b`: nodes and edges added, removed and
