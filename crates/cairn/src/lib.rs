@@ -47,7 +47,7 @@
 //! | retrieve | [`Repo::retrieve`] and the [`retrieve`] module ([`retrieve::Retrieval`], [`retrieve::RetrievalResult`]) |
 //! | embed | [`EmbedderConfig`], [`Repo::embed_nodes`], [`QueryEmbedder`] |
 //! | move data | [`Repo::export_jsonl`] ([`NodeLine`], [`EdgeLine`]), [`Repo::import_jsonl`] |
-//! | look after a repository | [`Repo::build_indexes`] ([`IndexReport`]), [`Repo::fsck`] ([`FsckReport`]), [`Repo::gc`] ([`GcOptions`], [`GcReport`]), [`Repo::stats`] |
+//! | look after a repository | [`Repo::build_indexes`] ([`IndexReport`]), [`Repo::indexes`] ([`CommitIndexes`]), [`Repo::fsck`] ([`FsckReport`]), [`Repo::gc`] ([`GcOptions`], [`GcReport`]), [`Repo::stats`] |
 //! | handle errors | [`Error`] (and the types it wraps: [`ValidationError`], [`StoreError`], [`GraphError`], [`IndexError`], [`RetrieveError`], [`ParseIdError`]), [`EmbedderError`] |
 
 #![warn(missing_docs)]
@@ -85,6 +85,7 @@ mod writer;
 
 pub use branch_list::{BranchHead, BranchList};
 pub use cairn_core::{Commit, CommitId, Edge, EdgeKey, Hash, Node, NodeId, SparseVector, Validity, Value};
+pub use cairn_index::CommitIndexes;
 #[doc(inline)]
 pub use cairn_retrieve as retrieve;
 pub use derived::{DenseReport, IndexReport, IndexStats, DEFAULT_CACHE_BYTES};

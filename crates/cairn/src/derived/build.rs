@@ -443,7 +443,9 @@ impl Repo {
 
     /// The whole index of `rev`: every part (text, every dense and sparse model, edges),
     /// built, loaded or cached; unit graphs are left out (see
-    /// [`Repo::build_indexes_with`]).
+    /// [`Repo::build_indexes_with`]). A read-only view, a pure function of the commit's
+    /// content: [`CommitIndexes::digest`] is the same for the same content in any
+    /// repository, history or process. Retrieval ([`Repo::retrieve`]) reads it for you.
     pub fn indexes(&self, rev: &str) -> Result<Arc<CommitIndexes>> {
         let id = self.resolve(rev)?;
         let probe = self.index_view(&id, &IndexNeeds::default())?.0;
@@ -474,6 +476,9 @@ impl Repo {
     }
 
     /// The view of commit `id` with every part `needs` names (built, loaded or cached).
+    /// Support for the crate's own tests and benches (the index's internal parts), not
+    /// part of the API: use [`Repo::indexes`].
+    #[doc(hidden)]
     pub fn indexes_at(&self, id: &CommitId, needs: &IndexNeeds) -> Result<Arc<CommitIndexes>> {
         Ok(self.index_view(id, needs)?.0)
     }
