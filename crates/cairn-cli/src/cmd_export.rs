@@ -1,5 +1,5 @@
 //! `cairn export [REV] [-o FILE]`: one revision as JSON Lines in the import format
-//! ([`cairn::export`]); `cairn import` of the output into an empty repository gives the
+//! ([`cairn::Repo::export_jsonl`]); `cairn import` of the output into an empty repository gives the
 //! same node and edge roots.
 
 use std::fs::{self, File, OpenOptions};

@@ -1,4 +1,4 @@
-//! `cairn import FILE`: one JSON Lines file (format: [`cairn::import`]) becomes one commit.
+//! `cairn import FILE`: one JSON Lines file (format: [`cairn::Repo::import_jsonl`]) becomes one commit.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, IsTerminal};

@@ -1,24 +1,4 @@
-//! [`SegmentStore`]: Cairn's own on-disk [`Store`], built so that damage stays where it
-//! lands and a full disk costs only the write that did not fit.
-//!
-//! Layout of a store directory (every byte is described in `storage-format.md` §6.4):
-//!
-//! ```text
-//! CAIRN-STORE        "cairn segment store 1\n": what this directory is
-//! lock               locked (flock) by the process that has the store open
-//! objects/           the object log: NNNNNNNN.seg segments, NNNNNNNN.hint hints
-//! derived/           the derived-data log, same format, separate files
-//! refs/              one file per ref
-//! reflog             the ref log: append-only checksummed records (absent: empty)
-//! ```
-//!
-//! Objects and derived data are two [`Log`]s: append-only segment files of checksummed
-//! records with an in-memory index, rebuilt at open from hint files or by scanning. A
-//! damaged byte costs the record it is in — reported by [`Store::damage`] and `fsck`, the
-//! rest readable — never the store. Derived data lives in its own files, so damage to it
-//! can never reach the objects; a derived log that cannot be opened at all is set aside
-//! and started empty (it is a cache). Refs are files replaced atomically. The ref log is
-//! one file of its own, appended to without a sync and synced by [`Store::flush`].
+//! [`SegmentStore`]: Cairn's own on-disk [`Store`] (documented on the type).
 
 mod hint;
 mod log;
@@ -68,7 +48,7 @@ fn read_marker(bytes: &[u8]) -> Result<(), Option<String>> {
     }
 }
 
-/// A [`Store`] kept on disk in segment files (see the [module docs](self)).
+/// A [`Store`] kept on disk in segment files (see the *How it is laid out* below).
 ///
 /// One process at a time may have a store open: a second [`SegmentStore::open`] of the
 /// same directory, in this process or another, fails with [`StoreError::Locked`].
@@ -93,6 +73,27 @@ fn read_marker(bytes: &[u8]) -> Result<(), Option<String>> {
 /// assert_eq!(store.get(&hash)?.as_deref(), Some(&bytes[..]));
 /// # Ok::<(), cairn_store::StoreError>(())
 /// ```
+///
+/// # How it is laid out
+///
+/// Layout of a store directory (every byte is described in `storage-format.md` §6.4):
+///
+/// ```text
+/// CAIRN-STORE        "cairn segment store 1\n": what this directory is
+/// lock               locked (flock) by the process that has the store open
+/// objects/           the object log: NNNNNNNN.seg segments, NNNNNNNN.hint hints
+/// derived/           the derived-data log, same format, separate files
+/// refs/              one file per ref
+/// reflog             the ref log: append-only checksummed records (absent: empty)
+/// ```
+///
+/// Objects and derived data are two logs: append-only segment files of checksummed
+/// records with an in-memory index, rebuilt at open from hint files or by scanning. A
+/// damaged byte costs the record it is in — reported by [`Store::damage`] and `fsck`, the
+/// rest readable — never the store. Derived data lives in its own files, so damage to it
+/// can never reach the objects; a derived log that cannot be opened at all is set aside
+/// and started empty (it is a cache). Refs are files replaced atomically. The ref log is
+/// one file of its own, appended to without a sync and synced by [`Store::flush`].
 pub struct SegmentStore {
     path: PathBuf,
     objects: Log<Hash>,
