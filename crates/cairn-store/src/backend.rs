@@ -143,6 +143,13 @@ pub trait Store: Send + Sync + 'static {
     /// Makes every write that has returned durable.
     fn flush(&self) -> Result<(), StoreError>;
 
+    /// Makes every object written so far durable: what a commit needs before its ref
+    /// moves, on the path whose latency matters. Derived data (a cache) and the ref log may
+    /// be synced later, by [`Store::flush`]. The default flushes everything.
+    fn flush_objects(&self) -> Result<(), StoreError> {
+        self.flush()
+    }
+
     /// Object and derived-data counts and sizes (may scan; for `stats` and benchmarks).
     fn stats(&self) -> Result<StoreStats, StoreError>;
 

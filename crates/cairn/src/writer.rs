@@ -144,7 +144,7 @@ pub(crate) fn write_commit(
     // Durability order: objects, flush, then the ref (the compare-and-swap flushes).
     let store = repo.store();
     out.flush_to(store.as_ref())?;
-    store.flush()?;
+    store.flush_objects()?;
     let expected = commit.parents.first().copied();
     let action = if commit.parents.len() > 1 {
         RefAction::Merge

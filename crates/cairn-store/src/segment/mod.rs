@@ -23,6 +23,12 @@ use crate::range::{at_or_before_upper, prefix_end};
 
 /// The marker file's name.
 pub const MARKER: &str = "CAIRN-STORE";
+
+/// How stale the ref log may get on the commit path ([`Store::flush_objects`]): a power
+/// loss takes at most the moves of the last second (and of the time since the last
+/// commit); a full [`Store::flush`], closing the store, and branch creation and deletion
+/// sync it at once.
+pub const REF_LOG_SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 /// The first line of the marker for this version of the layout; the second line is
 /// `crc32 ` and the crc32 of the first line (with its newline) in 8 lowercase hex digits.
 const MARKER_V1: &str = "cairn segment store 1\n";
@@ -267,6 +273,14 @@ fn prefix_range(prefix: &[u8]) -> (Bound<DerivedKey>, Bound<DerivedKey>) {
     (Bound::Included(prefix.into()), end)
 }
 
+/// Closing the store syncs what the commit path left unsynced (the ref log, derived data);
+/// an error here has nowhere to go, and loses nothing a commit acknowledged.
+impl Drop for SegmentStore {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
+
 impl Store for SegmentStore {
     fn get(&self, hash: &Hash) -> Result<Option<Arc<[u8]>>, StoreError> {
         Ok(self.objects.get(hash)?.map(Arc::from))
@@ -352,6 +366,14 @@ impl Store for SegmentStore {
         self.objects.sync()?;
         self.derived.sync()?;
         self.ref_log.sync()
+    }
+
+    /// Syncs the object log, and the ref log if its last sync is [`REF_LOG_SYNC_INTERVAL`]
+    /// or more ago; derived data waits for [`Store::flush`] (it is a cache). A commit
+    /// costs one fsync of its own, not one per space it touched.
+    fn flush_objects(&self) -> Result<(), StoreError> {
+        self.objects.sync()?;
+        self.ref_log.sync_unless_within(REF_LOG_SYNC_INTERVAL)
     }
 
     fn stats(&self) -> Result<StoreStats, StoreError> {

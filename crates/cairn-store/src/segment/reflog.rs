@@ -25,6 +25,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -136,6 +137,8 @@ struct State {
     file: Option<File>,
     /// Records appended since the last sync.
     dirty: bool,
+    /// When the file was last synced (or opened).
+    synced_at: Instant,
     /// Damage found by the last full read, one line each.
     damage: Vec<String>,
 }
@@ -154,6 +157,7 @@ impl RefLogFile {
                 end: scan.end,
                 file: None,
                 dirty: false,
+                synced_at: Instant::now(),
                 damage: scan.damage,
             }),
         })
@@ -195,8 +199,15 @@ impl RefLogFile {
 
     /// Makes every appended record durable.
     pub(super) fn sync(&self) -> Result<(), StoreError> {
+        self.sync_unless_within(Duration::ZERO)
+    }
+
+    /// Syncs the records appended since the last sync, unless that sync is less than
+    /// `interval` ago: the commit path's bound on what a power loss can take from the log
+    /// without an fsync per move.
+    pub(super) fn sync_unless_within(&self, interval: Duration) -> Result<(), StoreError> {
         let mut state = self.state.lock();
-        if !state.dirty {
+        if !state.dirty || (!interval.is_zero() && state.synced_at.elapsed() < interval) {
             return Ok(());
         }
         if let Some(file) = &state.file {
@@ -204,6 +215,7 @@ impl RefLogFile {
                 .map_err(|e| io_error(&self.dir, "syncing the ref log", e))?;
         }
         state.dirty = false;
+        state.synced_at = Instant::now();
         Ok(())
     }
 
