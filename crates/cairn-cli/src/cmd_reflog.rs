@@ -26,8 +26,9 @@ pub struct Args {
 }
 
 /// Prints the entries, one line each, like git's reflog:
-/// `<short id>  <branch>@{N}: <action>: <message>` (the id is the head after the move,
-/// or before it for a deletion), or a JSON array.
+/// `<short id>  <branch>@{#N}: <action>: <message>` (the id is the head after the move,
+/// or before it for a deletion; `<branch>@{#N}` is the revision that names it — git writes
+/// `@{N}`, which Cairn reads as a time), or a JSON array.
 pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let repo = ctx.open()?;
     let mut entries = if args.all {
@@ -64,7 +65,7 @@ fn line(e: &RefLogEntry, n: usize) -> String {
         format!(": {}", e.message)
     };
     format!(
-        "{id}  {}@{{{n}}}: {}{message}  ({}{})",
+        "{id}  {}@{{#{n}}}: {}{message}  ({}{})",
         e.branch,
         e.action.as_str(),
         format_time_s(e.time_ms),

@@ -26,7 +26,7 @@ fn reflog_shows_moves_and_finds_a_deleted_branch_again() {
     let lines: Vec<&str> = main.lines().collect();
     assert_eq!(lines.len(), 1, "{main}");
     assert!(
-        lines[0].starts_with(&format!("{}  main@{{0}}: commit: ", &first[..12])),
+        lines[0].starts_with(&format!("{}  main@{{#0}}: commit: ", &first[..12])),
         "{main}"
     );
 
@@ -34,11 +34,11 @@ fn reflog_shows_moves_and_finds_a_deleted_branch_again() {
     let lines: Vec<&str> = scratch.lines().collect();
     assert_eq!(lines.len(), 3, "{scratch}");
     assert!(
-        lines[0].starts_with(&format!("{}  scratch@{{0}}: delete: was ", &lost[..12])),
+        lines[0].starts_with(&format!("{}  scratch@{{#0}}: delete: was ", &lost[..12])),
         "{scratch}"
     );
-    assert!(lines[1].contains("scratch@{1}: commit: "), "{scratch}");
-    assert!(lines[2].contains("scratch@{2}: create: from HEAD"), "{scratch}");
+    assert!(lines[1].contains("scratch@{#1}: commit: "), "{scratch}");
+    assert!(lines[2].contains("scratch@{#2}: create: from HEAD"), "{scratch}");
     assert_eq!(s.ok(&["reflog", "scratch", "--limit", "1"]).lines().count(), 1);
     assert_eq!(s.ok(&["reflog", "--all"]).lines().count(), 4);
 
@@ -51,6 +51,9 @@ fn reflog_shows_moves_and_finds_a_deleted_branch_again() {
     assert!(entries[0]["new"].is_null());
     assert_eq!(entries[2]["action"], "create");
     assert_eq!(entries[2]["new"], first.as_str());
+    // What a line shows is a revision: scratch@{#1} is the head the deleted branch had.
+    assert_eq!(s.rev("scratch@{#1}"), lost);
+    assert_eq!(s.rev("scratch@{#2}"), first);
     s.ok(&["branch", "create", "scratch", "--at", &lost]);
     assert_eq!(s.rev("scratch"), lost);
 
