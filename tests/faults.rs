@@ -141,6 +141,20 @@ impl Store for FaultStore {
     fn flush(&self) -> Result<(), StoreError> {
         self.inner.flush()
     }
+    fn flush_objects(&self) -> Result<(), StoreError> {
+        self.inner.flush_objects()
+    }
+    fn append_ref_log(&self, record: &[u8]) -> Result<(), StoreError> {
+        // A full disk can reach the ref log alone, after a move succeeded.
+        self.spend(record.len(), "appending to the ref log")?;
+        self.inner.append_ref_log(record)
+    }
+    fn ref_log(&self) -> Result<Vec<Vec<u8>>, StoreError> {
+        self.inner.ref_log()
+    }
+    fn retain_ref_log(&self, keep: &dyn Fn(&[u8]) -> bool) -> Result<(), StoreError> {
+        self.inner.retain_ref_log(keep)
+    }
     fn stats(&self) -> Result<StoreStats, StoreError> {
         self.inner.stats()
     }
@@ -233,15 +247,27 @@ fn a_full_disk_fails_the_write_changes_nothing_and_passes() {
         let report = repo.fsck().unwrap();
         assert!(report.is_ok(), "{:?}", report.problems);
     }
-    // The last bytes a commit writes are its time-index entry (derived data, written after
-    // the branch moved): without room for them the commit stands, and "as of" rebuilds
-    // the entry from the commits.
+    // The last bytes a commit writes are its time-index entry (derived data) and its
+    // reflog record, both after the branch moved: without room for them the commit
+    // stands, "as of" rebuilds the entry from the commits, and the reflog lacks the move.
     let (store, repo) = first_commit();
+    let reflog_before = repo.reflog("main").unwrap().len();
     store.budget.store(needed - 1, Ordering::SeqCst);
     let second = second_commit(&repo).unwrap();
+    assert_eq!(
+        repo.reflog("main").unwrap().len(),
+        reflog_before,
+        "the record did not fit"
+    );
     store.budget.store(i64::MAX, Ordering::SeqCst);
     assert_eq!(repo.as_of("main", 1).unwrap(), repo.resolve("HEAD~1").ok());
     assert_eq!(repo.as_of("main", 2).unwrap(), Some(second));
+    assert!(repo.fsck().unwrap().is_ok());
+    // With room, the next move is recorded as usual.
+    let mut tx = repo.transaction().unwrap();
+    tx.put_node(doc(9_999, "after the disk was freed")).unwrap();
+    let third = tx.commit_at("third", 3).unwrap();
+    assert_eq!(repo.reflog("main").unwrap()[0].new, Some(third));
 }
 
 #[test]
