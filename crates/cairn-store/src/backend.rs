@@ -174,8 +174,9 @@ pub trait Store: Send + Sync + 'static {
 
     /// Appends `record` (1..=[`MAX_REF_LOG_RECORD`] bytes, opaque to the store) to the ref
     /// log. Not durable until the next [`Store::flush`]: callers append after the ref
-    /// moved, so a crash in between costs the record, never the move. Errors: [`StoreError::Backend`] for an empty or oversized record (nothing
-    /// appended), or from the backend. The default keeps no log and refuses.
+    /// moved, so a crash in between costs the record, never the move. Errors:
+    /// [`StoreError::Backend`] for an empty or oversized record (nothing appended), or
+    /// from the backend. The default keeps no log and refuses.
     fn append_ref_log(&self, record: &[u8]) -> Result<(), StoreError> {
         let _ = record;
         Err(StoreError::Backend("this store keeps no ref log".to_owned()))

@@ -15,7 +15,8 @@ use crate::range::{at_or_before_upper, prefix_end};
 ///
 /// Nothing is persisted, so values carry no checksum and [`Store::flush`] does nothing;
 /// no method fails (but for a ref-log record of a refused size). Each key space has its
-/// own lock, so object reads do not wait for ref writes. Creating one allocates nothing, so tests may make as many as they like.
+/// own lock, so object reads do not wait for ref writes. Creating one allocates nothing,
+/// so tests may make as many as they like.
 ///
 /// ```
 /// use cairn_core::Hash;

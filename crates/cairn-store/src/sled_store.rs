@@ -168,8 +168,6 @@ pub struct SledStore {
     check_free_space: AtomicBool,
     /// The ref log's next sequence number; its lock orders appends.
     ref_log_next: parking_lot::Mutex<u64>,
-    /// Damage found by the last full read of the ref log (at open, or since).
-    ref_log_damage: parking_lot::Mutex<Vec<String>>,
 }
 
 /// The sled database and its three trees.
@@ -265,17 +263,10 @@ impl SledStore {
             flush_timeout_ms: AtomicU64::new(FLUSH_TIMEOUT.as_millis() as u64),
             check_free_space: AtomicBool::new(true),
             ref_log_next: parking_lot::Mutex::new(0),
-            ref_log_damage: parking_lot::Mutex::new(Vec::new()),
         };
-        // One read finds any damage (the log is small: gc drops what is past the grace
-        // period), another the next sequence number. Neither fails the open: the ref log
-        // is a history of moves, not data.
-        if let Err(e) = store.ref_log() {
-            store
-                .ref_log_damage
-                .lock()
-                .push(format!("ref log: could not be read: {e}"));
-        }
+        // One point read finds the next sequence number (damage is found when the log is
+        // read: `ref_log`, `damage`). It never fails the open: the ref log is a history of
+        // moves, not data.
         let next = match store.sled().reflog.last() {
             Ok(None) => Some(0),
             Ok(Some((key, _))) => ref_log_seq(&key).map(|n| n.saturating_add(1)),
@@ -290,6 +281,28 @@ impl SledStore {
         });
         *store.ref_log_next.lock() = next;
         Ok(store)
+    }
+
+    /// The ref log's sound records in append order, and one line per record that is not.
+    fn scan_ref_log(&self) -> Result<(Vec<Vec<u8>>, Vec<String>), StoreError> {
+        let what = "reading the ref log";
+        self.check_usable(|| what.to_owned())?;
+        let mut records = Vec::new();
+        let mut damage = Vec::new();
+        for entry in self.sled().reflog.iter() {
+            let (key, value) = entry.map_err(|e| self.bulk_error(e, what))?;
+            match (ref_log_seq(&key), unframe(&value)) {
+                (Some(_), Ok(record)) => records.push(record.to_vec()),
+                (Some(seq), Err(detail)) => {
+                    damage.push(format!("ref log: record {seq} is damaged (skipped): {detail}"))
+                }
+                (None, _) => damage.push(format!(
+                    "ref log: key {} is not an 8-byte sequence number (skipped)",
+                    hex(&key)
+                )),
+            }
+        }
+        Ok((records, damage))
     }
 
     /// The directory the database lives in.
@@ -891,9 +904,15 @@ impl Store for SledStore {
         self.flush_bounded(&format!("flushing {}", self.path.display()))
     }
 
+    /// Reads the ref log to name its damage (nothing else is found damaged outside a
+    /// read: sled checks its own pages, and framed values are checked where read).
     fn damage(&self) -> StoreDamage {
+        let ref_log = match self.scan_ref_log() {
+            Ok((_, damage)) => damage,
+            Err(e) => vec![format!("ref log: could not be read: {e}")],
+        };
         StoreDamage {
-            ref_log: self.ref_log_damage.lock().clone(),
+            ref_log,
             ..StoreDamage::default()
         }
     }
@@ -915,25 +934,7 @@ impl Store for SledStore {
     }
 
     fn ref_log(&self) -> Result<Vec<Vec<u8>>, StoreError> {
-        let what = "reading the ref log";
-        self.check_usable(|| what.to_owned())?;
-        let mut records = Vec::new();
-        let mut damage = Vec::new();
-        for entry in self.sled().reflog.iter() {
-            let (key, value) = entry.map_err(|e| self.bulk_error(e, what))?;
-            match (ref_log_seq(&key), unframe(&value)) {
-                (Some(_), Ok(record)) => records.push(record.to_vec()),
-                (Some(seq), Err(detail)) => {
-                    damage.push(format!("ref log: record {seq} is damaged (skipped): {detail}"))
-                }
-                (None, _) => damage.push(format!(
-                    "ref log: key {} is not an 8-byte sequence number (skipped)",
-                    hex(&key)
-                )),
-            }
-        }
-        *self.ref_log_damage.lock() = damage;
-        Ok(records)
+        Ok(self.scan_ref_log()?.0)
     }
 
     fn retain_ref_log(&self, keep: &dyn Fn(&[u8]) -> bool) -> Result<(), StoreError> {
@@ -957,7 +958,6 @@ impl Store for SledStore {
             })?;
             self.flush_bounded(what)?;
         }
-        self.ref_log_damage.lock().clear();
         Ok(())
     }
 
