@@ -6,7 +6,8 @@
 #   bash crates/cairn-py/ci.sh
 #
 # Steps: rustfmt check and clippy on the crate (-D warnings); a venv in crates/cairn-py/.venv with maturin,
-# pytest and numpy from PyPI; `maturin develop` (debug build, in crates/cairn-py/target);
+# pytest and numpy from PyPI; `maturin develop` (debug build, in the repository's target/,
+# shared with the workspace so the library and its dependencies are built once);
 # the `cairn` CLI (`cargo build -p cairn-cli` in the main target dir, for the test that
 # compares Python's retrieval bytes with the CLI's; CAIRN_BIN overrides it); pytest.
 #
@@ -18,6 +19,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 python="${PYTHON:-python3}"
 cd "$here"
+# One target directory for the workspace and this crate: the path crates and every
+# dependency they share are compiled once, not twice (and the disk holds one copy).
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
 
 # Not `--locked`: this crate has its own Cargo.lock, which follows the library's
 # dependencies as they change (cargo updates only what it must).
