@@ -27,23 +27,8 @@ pub struct Args {
 /// [`DiffReport`] (what the server's `GET /diff` answers).
 pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let repo = ctx.open()?;
-    let (from, to) = match &args.to {
-        Some(to) => (repo.resolve(&args.from)?, repo.resolve(to)?),
-        None => {
-            let to = repo.resolve(&args.from)?;
-            let parent = repo.commit(&to)?.parents.first().copied();
-            match parent {
-                Some(p) => (p, to),
-                None => {
-                    return Err(CliError::Refused(format!(
-                        "{} is a root commit: it has no parent to compare with (give two revisions)",
-                        to.short()
-                    )))
-                }
-            }
-        }
-    };
-    let report = DiffReport::read(&repo, &from, &to)?;
+    let report = DiffReport::for_revisions(&repo, &args.from, args.to.as_deref())?;
+    let (from, to) = (report.from, report.to);
     if args.json {
         return write_json(ctx.out, &report);
     }

@@ -174,13 +174,16 @@ impl PyRepo {
         Ok(serde_json::to_string(&entries).expect("a log serializes"))
     }
 
-    /// What changed from revision `a` to revision `b`, as JSON (`from`, `to`, `nodes`,
-    /// `edges`; each change with its kind and object hashes).
-    fn diff_json(&self, py: Python<'_>, a: &str, b: &str) -> PyResult<String> {
+    /// What changed from revision `a` to revision `b` (without `b`: from `a`'s first
+    /// parent), as `cairn diff --json` prints it: the [`cairn::DiffReport`], each change
+    /// with its kind, object hashes and changed fields.
+    #[pyo3(signature = (a, b=None))]
+    fn diff_json(&self, py: Python<'_>, a: &str, b: Option<&str>) -> PyResult<String> {
         let repo = self.repo()?;
-        let (a, b) = (repo.resolve(a).py_err()?, repo.resolve(b).py_err()?);
-        let diff = py.allow_threads(|| repo.diff(&a, &b)).py_err()?;
-        Ok(serde_json::to_string(&diff).expect("a diff serializes"))
+        let report = py
+            .allow_threads(|| cairn::DiffReport::for_revisions(&repo, a, b))
+            .py_err()?;
+        Ok(serde_json::to_string(&report).expect("a diff serializes"))
     }
 
     /// The history of node `id` among the ancestors of `rev` (default: the current

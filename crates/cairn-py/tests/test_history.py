@@ -36,6 +36,14 @@ def test_reads_at_any_revision(repo):
     assert (diff.from_commit, diff.to_commit) == (c1, c2)
     assert [(n.id, n.kind) for n in diff.nodes] == [("doc-1", "changed"), ("doc-3", "removed")]
     assert [(e.key, e.kind) for e in diff.edges] == [(cairn.EdgeKey("doc-2", "cites", "doc-3"), "removed")]
+    # Field by field, as `cairn diff --json`: the rewritten text; nothing for a removal.
+    text = [f for f in diff.nodes[0].fields if f.field == "text"]
+    assert len(text) == 1 and "rewritten" in text[0].after and "how wings stall" in text[0].before
+    assert diff.nodes[1].fields == []
+    # One revision alone: against its first parent; a root commit has none.
+    assert repo.diff("HEAD") == diff
+    with pytest.raises(cairn.InvalidInput, match="root commit"):
+        repo.diff(c1)
 
     hist = repo.history("doc-1")
     assert [(h.commit, h.change, h.message) for h in hist] == [(c2, "changed", "edit"), (c1, "added", "corpus")]

@@ -5,7 +5,7 @@ use cairn_core::{CommitId, EdgeKey};
 use serde::{Serialize, Serializer};
 
 use crate::diff::{edge_field_changes, node_field_changes, ChangeKind, EdgeChange, FieldChange, NodeChange};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::repo::Repo;
 
 /// What changed between two commits ([`Repo::diff`]), with, for each changed node or
@@ -97,6 +97,50 @@ impl DiffReport {
             nodes,
             edges,
         })
+    }
+
+    /// What changed between two revisions, as `cairn diff FROM [TO]` and the server's
+    /// `GET /diff` read their arguments: with `to`, from revision `from` to revision
+    /// `to`; without, from the first parent of revision `from` to `from` itself.
+    ///
+    /// Errors: an unknown or ambiguous revision; [`Error::InvalidArgument`] when `to` is
+    /// `None` and `from` is a root commit (it has no parent to compare with).
+    ///
+    /// ```
+    /// use cairn::{DiffReport, Node, NodeId, Repo};
+    ///
+    /// let repo = Repo::in_memory()?;
+    /// let mut tx = repo.transaction()?;
+    /// tx.put_node(Node::new(NodeId::new("a")?).with_text("v1"))?;
+    /// let c1 = tx.commit("add")?;
+    /// let mut tx = repo.transaction()?;
+    /// tx.put_node(Node::new(NodeId::new("b")?))?;
+    /// let c2 = tx.commit("more")?;
+    /// // `HEAD` alone: the last commit against its parent.
+    /// let report = DiffReport::for_revisions(&repo, "HEAD", None)?;
+    /// assert_eq!((report.from, report.to), (c1, c2));
+    /// assert_eq!(report.nodes[0].change.id, NodeId::new("b")?);
+    /// // The first commit has no parent.
+    /// assert!(DiffReport::for_revisions(&repo, "HEAD~1", None).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn for_revisions(repo: &Repo, from: &str, to: Option<&str>) -> Result<DiffReport> {
+        let (from, to) = match to {
+            Some(to) => (repo.resolve(from)?, repo.resolve(to)?),
+            None => {
+                let to = repo.resolve(from)?;
+                match repo.commit(&to)?.parents.first().copied() {
+                    Some(parent) => (parent, to),
+                    None => {
+                        return Err(Error::InvalidArgument(format!(
+                            "{} is a root commit: it has no parent to compare with (give two revisions)",
+                            to.short()
+                        )))
+                    }
+                }
+            }
+        };
+        DiffReport::read(repo, &from, &to)
     }
 
     /// True if the commits hold the same graph.

@@ -16,7 +16,7 @@ See :class:`Repo`, :class:`Transaction`, :class:`Node`, :class:`Edge`,
 from ._native import __version__, parse_time
 from .errors import CairnError, Conflict, Corrupt, InvalidInput, NotFound, RetrieveError, StoreError
 from .graph import Edge, EdgeKey, Node, SparseVector
-from .history import Commit, Diff, EdgeChange, HistoryEntry, MergeConflict, MergeResult, NodeChange
+from .history import Commit, Diff, EdgeChange, FieldChange, HistoryEntry, MergeConflict, MergeResult, NodeChange
 from .repo import Repo, Transaction
 from .retrieval import LaneReport, LaneScore, RetrievalResult, RetrievedItem, Warning
 
@@ -31,6 +31,7 @@ __all__ = [
     "SparseVector",
     "Commit",
     "Diff",
+    "FieldChange",
     "NodeChange",
     "EdgeChange",
     "HistoryEntry",

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 from .graph import Edge, EdgeKey, Node
 
-__all__ = ["Commit", "NodeChange", "EdgeChange", "Diff", "HistoryEntry", "MergeConflict", "MergeResult"]
+__all__ = ["Commit", "FieldChange", "NodeChange", "EdgeChange", "Diff", "HistoryEntry", "MergeConflict", "MergeResult"]
 
 
 @dataclass(frozen=True)
@@ -30,14 +30,28 @@ class Commit:
 
 
 @dataclass(frozen=True)
+class FieldChange:
+    """One field of a changed node or edge, as ``cairn diff`` prints it: ``field`` is
+    ``text``, ``labels``, ``valid_from``, ``valid_until``, ``props.NAME``, ``dense.MODEL``,
+    ``sparse.MODEL`` (nodes) or ``weight``, ``props.NAME``, ... (edges); ``before`` and
+    ``after`` are the values rendered as text."""
+
+    field: str
+    before: str
+    after: str
+
+
+@dataclass(frozen=True)
 class NodeChange:
     """A node that differs between two commits: ``kind`` is ``added``, ``removed`` or
-    ``changed``; ``before``/``after`` are its object hashes (``None``: absent)."""
+    ``changed``; ``before``/``after`` are its object hashes (``None``: absent);
+    ``fields`` the fields that changed (empty unless ``changed``)."""
 
     id: str
     kind: str
     before: str | None
     after: str | None
+    fields: list[FieldChange]
 
 
 @dataclass(frozen=True)
@@ -48,6 +62,7 @@ class EdgeChange:
     kind: str
     before: str | None
     after: str | None
+    fields: list[FieldChange]
 
 
 @dataclass(frozen=True)
@@ -65,13 +80,23 @@ class Diff:
         return cls(
             from_commit=d["from"],
             to_commit=d["to"],
-            nodes=[NodeChange(**n) for n in d["nodes"]],
+            nodes=[
+                NodeChange(
+                    id=n["id"],
+                    kind=n["kind"],
+                    before=n["before"],
+                    after=n["after"],
+                    fields=[FieldChange(**f) for f in n["fields"]],
+                )
+                for n in d["nodes"]
+            ],
             edges=[
                 EdgeChange(
                     key=EdgeKey(e["key"]["source"], e["key"]["kind"], e["key"]["target"]),
                     kind=e["kind"],
                     before=e["before"],
                     after=e["after"],
+                    fields=[FieldChange(**f) for f in e["fields"]],
                 )
                 for e in d["edges"]
             ],

@@ -261,8 +261,10 @@ class Repo:
         """Commits reachable from ``rev`` (default: the head), newest first."""
         return [Commit.from_dict(d) for d in _json.loads(self._native.log_json(rev, limit))]
 
-    def diff(self, a: str, b: str) -> Diff:
-        """What changed from revision ``a`` to revision ``b``."""
+    def diff(self, a: str, b: str | None = None) -> Diff:
+        """What changed from revision ``a`` to revision ``b``, field by field (``cairn
+        diff A B --json``); without ``b``, from ``a``'s first parent to ``a``. A root
+        commit alone raises :class:`InvalidInput`."""
         return Diff.from_dict(_json.loads(self._native.diff_json(a, b)))
 
     def history(self, id: str, rev: str | None = None, limit: int | None = None) -> list[HistoryEntry]:

@@ -115,26 +115,7 @@ pub(crate) struct DiffParams {
 /// `GET /diff?from=&to=`: `cairn diff FROM [TO] --json` (without `to`: `from` against
 /// its first parent).
 pub(crate) async fn diff(TenantRepo(t): TenantRepo, Params(p): Params<DiffParams>) -> Result<JsonBytes, ApiError> {
-    blocking(move || {
-        let repo = &t.repo;
-        let (from, to) = match &p.to {
-            Some(to) => (repo.resolve(&p.from)?, repo.resolve(to)?),
-            None => {
-                let to = repo.resolve(&p.from)?;
-                match repo.commit(&to)?.parents.first().copied() {
-                    Some(parent) => (parent, to),
-                    None => {
-                        return Err(ApiError::bad_request(format!(
-                            "{} is a root commit: it has no parent to compare with (give `to`)",
-                            to.short()
-                        )))
-                    }
-                }
-            }
-        };
-        pretty(&DiffReport::read(repo, &from, &to)?)
-    })
-    .await
+    blocking(move || pretty(&DiffReport::for_revisions(&t.repo, &p.from, p.to.as_deref())?)).await
 }
 
 /// `GET /branches`: the [`BranchList`], `{"branches": [{"head", "name"}], "current": NAME}`
