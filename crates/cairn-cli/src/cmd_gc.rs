@@ -41,16 +41,25 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     if args.json {
         return write_json(ctx.out, &report);
     }
-    writeln!(
+    write!(
         ctx.out,
-        "removed {} of {} objects ({} commits, {} bytes) and {} derived entries; {} live commits, {} of them unreachable but recent (kept for the grace period; `gc --now` collects them)",
+        "removed {} of {} objects ({} commits, {} bytes), {} derived entries and {} reflog entries; {} live commits",
         report.objects_removed,
         report.objects_before,
         report.commits_removed,
         report.bytes_freed,
         report.derived_removed,
+        report.reflog_removed,
         report.commits_live,
-        report.commits_kept_recent
     )?;
+    if report.commits_kept_recent > 0 {
+        // Only a run with a grace period keeps any: `--now` keeps none.
+        write!(
+            ctx.out,
+            ", {} of them unreachable but recent (kept for the grace period; `gc --now` collects them)",
+            report.commits_kept_recent
+        )?;
+    }
+    writeln!(ctx.out)?;
     Ok(())
 }

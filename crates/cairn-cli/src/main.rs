@@ -53,13 +53,14 @@ struct Cli {
     )]
     repo: PathBuf,
     /// If another process has the repository open, wait up to this many seconds for it
-    /// (Cairn keeps one process per repository at a time) [default: 0, fail at once].
+    /// (Cairn keeps one process per repository at a time; 0 fails at once).
     #[arg(
         long,
         global = true,
         value_name = "SECONDS",
         env = "CAIRN_WAIT",
-        default_value_t = 0.0
+        default_value_t = 0.0,
+        value_parser = parse_seconds
     )]
     wait: f64,
     /// Send the command to a `cairn serve` server at URL instead of opening the repository
@@ -136,9 +137,29 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// Opens the repository at `--repo`.
+    /// Opens the repository at `--repo`, waiting `--wait` for another process to let go.
     pub fn open(&self) -> Result<cairn::Repo, CliError> {
-        Ok(cairn::Repo::open_waiting(&self.repo_path, self.wait)?)
+        match cairn::Repo::open_waiting(&self.repo_path, self.wait) {
+            Err(cairn::Error::Store(cairn::StoreError::Locked { path })) => Err(CliError::Refused(if self.wait.is_zero() {
+                format!(
+                    "repository at {path} is in use by another process (give --wait SECONDS to wait for it)"
+                )
+            } else {
+                format!(
+                    "repository at {path} is still in use by another process after waiting {:.1} s (--wait)",
+                    self.wait.as_secs_f64()
+                )
+            })),
+            other => Ok(other?),
+        }
+    }
+}
+
+/// `--wait`'s value: seconds, a finite number >= 0.
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("expected a number of seconds >= 0 (e.g. 2 or 0.5), got {s:?}")),
     }
 }
 

@@ -31,6 +31,7 @@ fn a_second_process_fails_at_once_or_waits_with_wait() {
         if !out.status.success() {
             let err = String::from_utf8_lossy(&out.stderr);
             assert!(err.contains("in use by another process"), "{err}");
+            assert!(err.contains("give --wait SECONDS"), "the way out is named: {err}");
             break;
         }
         assert!(
@@ -39,6 +40,9 @@ fn a_second_process_fails_at_once_or_waits_with_wait() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    // A wait that runs out says it waited.
+    let err = s.fails_stderr(&["--wait", "0.1", "log"], 1);
+    assert!(err.contains("still in use by another process after waiting 0.1 s"), "{err}");
     // With --wait, the reader waits for the importer, then sees its commit.
     let waiter = s
         .command()
@@ -52,4 +56,15 @@ fn a_second_process_fails_at_once_or_waits_with_wait() {
     let out = waiter.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
+}
+
+#[test]
+fn a_wait_that_is_not_a_number_of_seconds_is_a_usage_error() {
+    let s = Sandbox::new();
+    s.ok(&["init"]);
+    for bad in ["abc", "-1", "inf", "NaN"] {
+        let err = s.fails_stderr(&[&format!("--wait={bad}"), "log"], 2);
+        assert!(err.contains("expected a number of seconds >= 0"), "{bad}: {err}");
+    }
+    s.ok(&["--wait", "0.5", "log"]);
 }

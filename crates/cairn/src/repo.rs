@@ -349,11 +349,18 @@ impl Repo {
     }
 
     /// Creates `name` at revision `at` (default: the current head).
+    /// [`Error::BranchExists`] if there is one of that name; [`Error::InvalidArgument`] if
+    /// a tag has that name (one namespace: the branch would hide the tag).
     pub fn create_branch(&self, name: &str, at: Option<&str>) -> Result<CommitId> {
         let branch = BranchName::new(name)?;
         // Resolving and publishing under the gc lock: a commit resolved here cannot be
         // collected before the new branch makes it reachable.
         let _publishing = self.inner.gc_lock.read();
+        if self.refs().tag(&branch)?.is_some() {
+            return Err(Error::InvalidArgument(format!(
+                "`{name}` is a tag: a branch of the same name would hide it (a revision naming both means the branch)"
+            )));
+        }
         let target = self.rev_or_head(at)?;
         match self.refs().cas_branch(&branch, None, Some(target))? {
             Ok(()) => {

@@ -194,7 +194,7 @@ fn resolve_base(repo: &Repo, rev: &str) -> Result<CommitId> {
             .collect();
         return match matches.len() {
             0 => Err(unknown(
-                "no branch of that name, and no commit reachable from a branch or tag with that prefix".into(),
+                "no branch or tag of that name, and no commit reachable from a branch or tag with that prefix".into(),
             )),
             1 => Ok(matches[0]),
             count => Err(Error::AmbiguousRevision {
@@ -205,11 +205,11 @@ fn resolve_base(repo: &Repo, rev: &str) -> Result<CommitId> {
     }
     if !rev.is_empty() && rev.len() < 4 && is_hex_prefix(rev) {
         return Err(unknown(
-            "no branch of that name; a commit id prefix needs at least 4 hex digits".into(),
+            "no branch or tag of that name; a commit id prefix needs at least 4 hex digits".into(),
         ));
     }
     Err(unknown(
-        "not a branch, a commit id (64 hex digits, or a unique prefix of at least 4), HEAD, REV~N, BRANCH@{TIME} or BRANCH@{#N}"
+        "not a branch, a tag, a commit id (64 hex digits, or a unique prefix of at least 4), HEAD, REV~N, BRANCH@{TIME} or BRANCH@{#N}"
             .into(),
     ))
 }

@@ -10,7 +10,9 @@ use crate::repo::Repo;
 
 impl Repo {
     /// Creates tag `name` at revision `at` (default: the current head); returns its commit.
-    /// [`Error::TagExists`] if there is one of that name (tags never move).
+    /// [`Error::TagExists`] if there is one of that name (tags never move);
+    /// [`Error::InvalidArgument`] if a branch has that name (branches and tags share one
+    /// namespace: a revision naming both means the branch, so the tag could never be named).
     ///
     /// ```
     /// use cairn::{Node, NodeId, Repo};
@@ -31,6 +33,11 @@ impl Repo {
         // Under the gc lock, as for a branch: the commit cannot be collected before the
         // tag makes it reachable.
         let _publishing = self.inner.gc_lock.read();
+        if self.refs().branch(&tag)?.is_some() {
+            return Err(Error::InvalidArgument(format!(
+                "`{name}` is a branch: a tag of the same name could never be named (a revision naming both means the branch)"
+            )));
+        }
         let target = self.rev_or_head(at)?;
         match self.refs().cas_tag(&tag, None, Some(target))? {
             Ok(()) => Ok(target),
