@@ -258,3 +258,34 @@ fn strategy_theirs_prints_the_diffs_change_count() {
     assert!(out.contains(&format!("({n} node and 0 edge changes)")), "{out}");
     assert_eq!(n, 2, "doc-4 taken from theirs and topic-note");
 }
+
+#[test]
+fn history_after_a_conflict_resolved_to_theirs_keeps_ours_own_change() {
+    let s = diverged(true);
+    let main_work = s.rev("HEAD");
+    let out = s.ok(&["merge", "topic", "--resolve", "doc-4=theirs", "-m", "take topic"]);
+    assert!(out.contains("resolved: took theirs"), "{out}");
+    let merge = s.rev("HEAD");
+    let h = s.json(&["history", "doc-4", "--json"]);
+    let mut got: Vec<(&str, &str)> = h
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["message"].as_str().unwrap(), e["change"].as_str().unwrap()))
+        .collect();
+    // The two sides' commits in either order (they have the same generation).
+    got[1..3].sort();
+    assert_eq!(
+        got,
+        [
+            ("take topic", "changed"),
+            ("main work", "changed"),
+            ("topic work", "changed"),
+            ("import corpus.jsonl", "added"),
+        ]
+    );
+    assert_eq!(h[0]["commit"], merge.as_str());
+    // The merge is relative to main's own version.
+    let main_entry = h.as_array().unwrap().iter().find(|e| e["commit"] == main_work.as_str());
+    assert_eq!(h[0]["previous"], main_entry.expect("main's change is listed")["hash"]);
+}

@@ -3,7 +3,7 @@
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
 use cairn_core::{Commit, CommitId, Hash, NodeId};
-use cairn_graph::NodeTree;
+use cairn_graph::{history, NodeTree};
 use serde::Serialize;
 
 use crate::diff::ChangeKind;
@@ -58,19 +58,23 @@ impl Repo {
     /// (by generation, then timestamp, then commit id), following merges the way
     /// `git log -- PATH` does:
     ///
-    /// - a commit whose node is the same as in one of its parents ("unchanged against that
-    ///   parent") is not reported, and the walk follows that parent only — so a change a merge
-    ///   brought in is reported at the commit on the merged branch that made it, not at the
-    ///   merge;
-    /// - a commit whose node differs from every parent is reported (relative to its first
-    ///   parent) and the walk follows all its parents — a merge that resolved a conflict on
-    ///   the node, or an ordinary commit that changed it.
+    /// - a commit whose node is the same as in its first parent is not reported, and the walk
+    ///   follows that parent only;
+    /// - a merge whose node is the same as in a later parent, and whose first parent still
+    ///   held the merge base's version (a clean merge), is not reported, and the walk follows
+    ///   that parent only — so a change a merge brought in is reported at the commit on the
+    ///   merged branch that made it, not at the merge;
+    /// - any other commit is reported (relative to its first parent) and the walk follows all
+    ///   its parents — an ordinary commit that changed the node, or a merge that changed it
+    ///   itself: a resolved conflict, including one resolved to theirs' version (the merge
+    ///   replaced the branch's own change, which stays listed).
     ///
     /// Comparing node-tree root hashes comes first: an equal root means no node changed, and
     /// the commit is passed without reading any tree. Otherwise the node is looked up with
     /// [`NodeTree::get`] (O(log n) tree nodes, mostly cached upper levels); the whole tree of
     /// a commit is never decoded, so the cost is O(commits walked + commits with a different
-    /// node root × log n).
+    /// node root × log n), plus a merge-base search (a walk of both parents' ancestors) at
+    /// each merge that took a merged branch's version of the node.
     pub fn history(&self, id: &NodeId) -> Result<Vec<NodeHistoryEntry>> {
         match self.head()? {
             Some(head) => self.node_history_from(head, id, None),
@@ -119,19 +123,33 @@ impl Repo {
                 .map(|p| Ok((*p, self.commit(p)?)))
                 .collect::<Result<Vec<_>>>()?;
             // The parents the walk goes on to.
-            let follow: Vec<usize> = if let Some(i) = parents.iter().position(|(_, pc)| pc.node_root == cur.node_root) {
-                // No node changed against parent `i`: it holds what `cur` holds.
+            let follow: Vec<usize> = if parents.first().is_some_and(|(_, pc)| pc.node_root == cur.node_root) {
+                // No node changed against the first parent: it holds what `cur` holds.
                 if let Some(h) = known.get(&cid).copied() {
-                    known.entry(parents[i].0).or_insert(h);
+                    known.entry(parents[0].0).or_insert(h);
                 }
-                vec![i]
+                vec![0]
             } else {
                 let here = lookup(cid, cur.node_root, &mut known)?;
                 let mut befores = Vec::with_capacity(parents.len());
                 for (pid, pc) in &parents {
                     befores.push(lookup(*pid, pc.node_root, &mut known)?);
                 }
-                match befores.iter().position(|b| *b == here) {
+                let same = match befores.iter().position(|b| *b == here) {
+                    // A merge that took another parent's version over the first parent's:
+                    // passed only if the first parent's was still the merge base's (a
+                    // clean merge); otherwise it replaced the branch's own change.
+                    Some(i) if i > 0 => {
+                        let base = history::merge_base(objs, parents[0].0, parents[i].0)?;
+                        let at_base = match base {
+                            Some(b) => lookup(b, self.commit(&b)?.node_root, &mut known)?,
+                            None => None,
+                        };
+                        (at_base == befores[0]).then_some(i)
+                    }
+                    other => other,
+                };
+                match same {
                     Some(i) => vec![i],
                     None if parents.is_empty() && here.is_none() => Vec::new(),
                     None => {

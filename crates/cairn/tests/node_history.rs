@@ -216,3 +216,58 @@ fn two_hundred_commits_match_the_naive_walk() {
     assert_eq!(h.last().unwrap().change, ChangeKind::Added);
     assert_eq!(summary(&h), naive_history(&repo, "main", &target));
 }
+
+/// Both sides changed the node; the merge resolved the conflict to one side's version.
+/// Returns the repository and (base, ours, theirs, merge) commits.
+fn resolved_conflict(resolution: Resolution) -> (Repo, [CommitId; 4]) {
+    let repo = Repo::in_memory().unwrap();
+    let a = id("a");
+    let c1 = commit(&repo, "main", |tx| {
+        tx.put_node(Node::new(a.clone()).with_text("base")).unwrap()
+    });
+    repo.create_branch("feature", None).unwrap();
+    let f1 = commit(&repo, "feature", |tx| {
+        tx.put_node(Node::new(a.clone()).with_text("theirs")).unwrap()
+    });
+    let o1 = commit(&repo, "main", |tx| {
+        tx.put_node(Node::new(a.clone()).with_text("ours")).unwrap()
+    });
+    let mut merge = repo.merge_with("main", "feature", MergeStrategy::Manual).unwrap();
+    merge.resolve_node(&a, resolution).unwrap();
+    let m = merge.commit("merge").unwrap();
+    (repo, [c1, o1, f1, m])
+}
+
+#[test]
+fn a_conflict_resolved_to_theirs_reports_the_merge_and_ours_own_change() {
+    let (repo, [c1, o1, f1, m]) = resolved_conflict(Resolution::Theirs);
+    let a = id("a");
+    // The merge's node is theirs' (even its whole node tree is), but it replaced ours'
+    // own version: the merge changed the node on main, and main's change stays listed.
+    let h = repo.history(&a).unwrap();
+    let got = summary(&h);
+    assert_eq!(got[0], (m, ChangeKind::Changed), "{got:?}");
+    let ours_entry = h.iter().find(|e| e.commit == o1).expect("ours' own change is listed");
+    assert_eq!(h[0].previous, ours_entry.hash, "the merge is relative to ours");
+    assert_eq!(ours_entry.change, ChangeKind::Changed);
+    assert!(got.contains(&(f1, ChangeKind::Changed)), "{got:?}");
+    assert_eq!(got.last(), Some(&(c1, ChangeKind::Added)));
+    assert_eq!(got.len(), 4, "{got:?}");
+    // Resolved to base: the same commits.
+    let (repo, [c1, o1, f1, m]) = resolved_conflict(Resolution::Base);
+    let got = summary(&repo.history(&a).unwrap());
+    assert_eq!(got[0], (m, ChangeKind::Changed), "{got:?}");
+    assert!(got.contains(&(o1, ChangeKind::Changed)), "{got:?}");
+    assert!(got.contains(&(f1, ChangeKind::Changed)), "{got:?}");
+    assert_eq!(got[3..], [(c1, ChangeKind::Added)]);
+}
+
+#[test]
+fn a_conflict_resolved_to_ours_is_main_history_unchanged() {
+    let (repo, [c1, o1, _f1, m]) = resolved_conflict(Resolution::Ours);
+    // The merge left main's node as it was: not listed, and theirs' discarded version
+    // was never main's.
+    let got = summary(&repo.history(&id("a")).unwrap());
+    assert_eq!(got, [(o1, ChangeKind::Changed), (c1, ChangeKind::Added)]);
+    assert!(!got.iter().any(|(c, _)| *c == m));
+}
