@@ -153,3 +153,48 @@ fn bad_import_line_imports_nothing() {
     assert_eq!(repo.head().unwrap(), head);
     assert!(repo.node(&id("x")).unwrap().is_none());
 }
+
+#[test]
+fn a_time_of_the_wrong_json_type_names_the_field_and_the_forms() {
+    let repo = repo_with_one_node();
+    let head = repo.head().unwrap();
+    for (line, field, what) in [
+        (r#"{"node": {"id": "ok1", "valid_from": 1.5}}"#, "valid_from", "1.5"),
+        (r#"{"node": {"id": "ok1", "valid_until": true}}"#, "valid_until", "true"),
+        (
+            r#"{"edge": {"source": "a", "target": "a", "kind": "k", "valid_from": [1]}}"#,
+            "valid_from",
+            "a list",
+        ),
+        (
+            r#"{"invalidate": {"id": "a", "valid_until": 1.5}}"#,
+            "valid_until",
+            "1.5",
+        ),
+        (
+            r#"{"patch": {"id": "a", "valid_from": {"ms": 1}}}"#,
+            "valid_from",
+            "an object",
+        ),
+    ] {
+        match repo.import_jsonl(line.as_bytes(), "bad", &mut |_| {}) {
+            Err(Error::Import { line: 1, detail }) => {
+                assert!(detail.starts_with(&format!("`{field}`: ")), "{detail}");
+                assert!(detail.contains(what), "{detail}");
+                assert!(
+                    detail.contains("ms since the epoch") && detail.contains("RFC 3339"),
+                    "{detail}"
+                );
+                assert!(!detail.contains("untagged"), "{detail}");
+            }
+            other => panic!("{line}: expected an import error on line 1, got {other:?}"),
+        }
+    }
+    assert_eq!(repo.head().unwrap(), head);
+    // The accepted forms still work, and null opens a patched end.
+    let ok = "{\"node\": {\"id\": \"t\", \"valid_from\": 5, \"valid_until\": \"2024-06-01\"}}\n\
+              {\"patch\": {\"id\": \"t\", \"valid_until\": null}}\n";
+    repo.import_jsonl(ok.as_bytes(), "ok", &mut |_| {}).unwrap();
+    let t = repo.node(&id("t")).unwrap().unwrap();
+    assert_eq!((t.validity.valid_from_ms, t.validity.valid_until_ms), (Some(5), None));
+}

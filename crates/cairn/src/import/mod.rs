@@ -17,12 +17,56 @@ use crate::repo::Repo;
 use crate::rev::{parse_time_ms, TIME_FORMS};
 use crate::transaction::Transaction;
 
-/// A time in the import format: integer ms or an RFC 3339 string.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
+/// A time in the import format: integer ms or a string ([`TIME_FORMS`]). Any other JSON
+/// value is read as [`TimeSpec::Other`] (described, not kept), so the error can name the
+/// field it was found in.
+#[derive(Debug, Clone)]
 enum TimeSpec {
     Ms(i64),
     Text(String),
+    Other(String),
+}
+
+impl<'de> Deserialize<'de> for TimeSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = TimeSpec;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "a time: {TIME_FORMS}")
+            }
+            fn visit_i64<E>(self, v: i64) -> std::result::Result<TimeSpec, E> {
+                Ok(TimeSpec::Ms(v))
+            }
+            fn visit_u64<E>(self, v: u64) -> std::result::Result<TimeSpec, E> {
+                Ok(i64::try_from(v).map_or_else(|_| TimeSpec::Other(format!("the number {v}")), TimeSpec::Ms))
+            }
+            fn visit_f64<E>(self, v: f64) -> std::result::Result<TimeSpec, E> {
+                Ok(TimeSpec::Other(format!("the number {v:?}")))
+            }
+            fn visit_bool<E>(self, v: bool) -> std::result::Result<TimeSpec, E> {
+                Ok(TimeSpec::Other(format!("`{v}`")))
+            }
+            fn visit_str<E>(self, v: &str) -> std::result::Result<TimeSpec, E> {
+                Ok(TimeSpec::Text(v.to_string()))
+            }
+            fn visit_unit<E>(self) -> std::result::Result<TimeSpec, E> {
+                Ok(TimeSpec::Other("`null`".into()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<TimeSpec, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(TimeSpec::Other("a list".into()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<TimeSpec, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(TimeSpec::Other("an object".into()))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 impl TimeSpec {
@@ -32,6 +76,9 @@ impl TimeSpec {
             TimeSpec::Text(s) => {
                 parse_time_ms(s).ok_or_else(|| format!("`{field}`: {s:?} is not a time: expected {TIME_FORMS}"))
             }
+            TimeSpec::Other(what) => Err(format!(
+                "`{field}`: {what} is not a time: expected an integer (ms since the epoch) or a string: {TIME_FORMS}"
+            )),
         }
     }
 }
