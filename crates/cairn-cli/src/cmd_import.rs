@@ -68,7 +68,11 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
             source,
         };
         let file = File::open(&args.file).map_err(read_error)?;
-        let len = file.metadata().map_err(read_error)?.len();
+        let meta = file.metadata().map_err(read_error)?;
+        if meta.is_dir() {
+            return Err(read_error(io::Error::other("it is a directory, not a JSON Lines file")));
+        }
+        let len = meta.len();
         (Box::new(BufReader::with_capacity(1 << 16, file)), Some(len))
     };
 

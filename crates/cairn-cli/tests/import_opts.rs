@@ -47,3 +47,22 @@ fn an_empty_import_makes_no_commit_unless_allowed() {
     s.ok(&["import", &empty, "--allow-empty"]);
     assert_eq!(s.ok(&["log"]).lines().count(), 1);
 }
+
+#[test]
+fn a_directory_or_a_line_of_the_wrong_shape_is_named() {
+    let s = Sandbox::init();
+    let dir = s.dir.path().to_str().unwrap().to_string();
+    let out = s.run(&["import", &dir]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("cannot read {dir}: it is a directory")), "{err}");
+    assert!(!err.contains("line 1"), "no line was read: {err}");
+    let both = s.file("both.jsonl", "{\"node\": {\"id\": \"a\"}, \"edge\": {}}\n");
+    let err = s.fails_stderr(&["import", &both], 1);
+    assert!(
+        err.contains("line 1: a line is an object with exactly one of node, edge,")
+            && err.contains("(found `node` and `edge`)"),
+        "{err}"
+    );
+    assert_eq!(s.ok(&["log"]), "");
+}

@@ -198,3 +198,40 @@ fn a_time_of_the_wrong_json_type_names_the_field_and_the_forms() {
     let t = repo.node(&id("t")).unwrap().unwrap();
     assert_eq!((t.validity.valid_from_ms, t.validity.valid_until_ms), (Some(5), None));
 }
+
+#[test]
+fn a_line_of_the_wrong_shape_says_what_a_line_is() {
+    let repo = repo_with_one_node();
+    let head = repo.head().unwrap();
+    for (line, found) in [
+        ("{}", "(found none)"),
+        (
+            r#"{"node": {"id": "x"}, "edge": {"source": "x", "target": "x", "kind": "k"}}"#,
+            "(found `node` and `edge`)",
+        ),
+        (r#"{"nodes": {"id": "x"}}"#, "(found `nodes`)"),
+        ("[1]", "found a list"),
+    ] {
+        match repo.import_jsonl(format!("\n{line}\n").as_bytes(), "bad", &mut |_| {}) {
+            Err(Error::Import { line: 2, detail }) => {
+                assert!(
+                    detail.starts_with("a line is an object with exactly one of node, edge, "),
+                    "{detail}"
+                );
+                assert!(detail.contains(found), "{line}: {detail}");
+            }
+            other => panic!("{line}: expected an import error on line 2, got {other:?}"),
+        }
+    }
+    // Bad JSON, and a well-shaped line with a bad body, keep serde's message.
+    for (line, says) in [
+        ("{not json", "key must be a string"),
+        (r#"{"node": {"id": "x", "bogus": 1}}"#, "bogus"),
+    ] {
+        match repo.import_jsonl(line.as_bytes(), "bad", &mut |_| {}) {
+            Err(Error::Import { line: 1, detail }) => assert!(detail.contains(says), "{detail}"),
+            other => panic!("{line}: expected an import error, got {other:?}"),
+        }
+    }
+    assert_eq!(repo.head().unwrap(), head);
+}

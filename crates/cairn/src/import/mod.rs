@@ -224,6 +224,9 @@ pub fn parse_line(line: &str) -> std::result::Result<ImportOp, String> {
     // serde_json's position ("at line 1 column 24") is within the line; callers report the
     // file's line number, so keep only the column.
     let parsed: Line = serde_json::from_str(line).map_err(|e| {
+        if let Some(shape) = shape_error(line) {
+            return shape;
+        }
         let msg = e.to_string();
         match msg.rfind(" at line 1 column ") {
             Some(i) => format!("{} (column {})", &msg[..i], &msg[i + " at line 1 column ".len()..]),
@@ -334,6 +337,76 @@ pub fn parse_line(line: &str) -> std::result::Result<ImportOp, String> {
             target: node_id(k.target)?,
         }),
     })
+}
+
+/// The operations a line may hold, one per line.
+const OPERATIONS: [&str; 7] = [
+    "node",
+    "edge",
+    "delete_node",
+    "delete_edge",
+    "invalidate",
+    "invalidate_edge",
+    "patch",
+];
+
+/// Why a line that did not parse has the wrong shape, if it does: an object with no key,
+/// several keys, or one that is not an operation. `None` for anything else (bad JSON, or
+/// a well-shaped line whose operation is wrong), which serde's message describes.
+fn shape_error(line: &str) -> Option<String> {
+    /// An object's keys in order, values skipped.
+    struct Keys(Vec<String>);
+    impl<'de> Deserialize<'de> for Keys {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+            struct Visitor;
+            impl<'de> serde::de::Visitor<'de> for Visitor {
+                type Value = Keys;
+                fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> std::result::Result<Keys, A::Error> {
+                    let mut keys = Vec::new();
+                    while let Some((k, serde::de::IgnoredAny)) = map.next_entry::<String, serde::de::IgnoredAny>()? {
+                        keys.push(k);
+                    }
+                    Ok(Keys(keys))
+                }
+            }
+            d.deserialize_map(Visitor)
+        }
+    }
+    let expected = format!(
+        "a line is an object with exactly one of {} or {}",
+        OPERATIONS[..6].join(", "),
+        OPERATIONS[6]
+    );
+    let Keys(keys) = match serde_json::from_str::<Keys>(line) {
+        Ok(keys) => keys,
+        // Valid JSON but not an object: say what a line is.
+        Err(e) if e.is_data() => return Some(format!("{expected}; found {}", json_kind(line))),
+        Err(_) => return None,
+    };
+    let known = |k: &str| OPERATIONS.contains(&k);
+    match keys.as_slice() {
+        [] => Some(format!("{expected} (found none)")),
+        [one] if !known(one) => Some(format!("{expected} (found `{one}`)")),
+        [_] => None,
+        many => {
+            let names: Vec<String> = many.iter().map(|k| format!("`{k}`")).collect();
+            Some(format!("{expected} (found {})", names.join(" and ")))
+        }
+    }
+}
+
+/// "a list", "a string", ... for a JSON value that is not an object.
+fn json_kind(line: &str) -> &'static str {
+    match line.trim_start().as_bytes().first() {
+        Some(b'[') => "a list",
+        Some(b'"') => "a string",
+        Some(b't' | b'f') => "a boolean",
+        Some(b'n') => "null",
+        _ => "a number",
+    }
 }
 
 /// What an import did.
