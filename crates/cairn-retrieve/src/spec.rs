@@ -39,7 +39,7 @@
 //! | `sparse` | sparse lane `sparse:<model>` | no sparse lane |
 //! | `labels_all` / `labels_any` | label gates (every / at least one); empty = no gate | no gate |
 //! | `where` | property gates, all must hold (`eq`, `in`, `range` inclusive, `exists`) | no gate |
-//! | `valid_at` | validity time in ms (a node or edge counts iff `valid_from ≤ t < valid_until`), or `"all_time"` to switch the gate off | the commit's timestamp |
+//! | `valid_at` | validity time: ms, or a string as `--valid-at` takes it (RFC 3339, `2024-06-01T09:30` read as UTC, `2024-06-01`); a node or edge counts iff `valid_from ≤ t < valid_until`; or `"all_time"` to switch the gate off | the commit's timestamp |
 //! | `at` | revision to read (resolved by the [`RetrievalSource`](crate::RetrievalSource)) | the branch head |
 //! | `expand` | graph expansion, see [`GraphExpand`] | off |
 //! | `fusion` | see [`Fusion`] | `score` (min-max), text weight 0.8 |
@@ -62,6 +62,7 @@ use crate::error::RetrieveError;
 use crate::expand::GraphExpand;
 use crate::fusion::Fusion;
 use crate::planner::PlannerMode;
+use crate::time_expr::{parse_time_ms, TIME_FORMS};
 
 /// Items returned when the spec says nothing.
 pub const DEFAULT_LIMIT: usize = 10;
@@ -443,8 +444,10 @@ fn describe(problem: cairn_core::value::ValueProblem) -> &'static str {
     }
 }
 
-/// The validity time of a retrieval. In JSON: an integer (ms since the epoch) or the
-/// string `"all_time"`.
+/// The validity time of a retrieval. In JSON: an integer (ms since the epoch), the string
+/// `"all_time"`, or a time string in any form [`parse_time_ms`] reads (RFC 3339, a date
+/// and time without an offset read as UTC, a plain date), as `--valid-at` takes it. It is
+/// written back as the integer, so a spec's JSON form stays canonical.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ValidAt {
     /// Keep nodes and edges with `valid_from ≤ t < valid_until`.
@@ -468,7 +471,7 @@ impl<'de> Deserialize<'de> for ValidAt {
         impl Visitor<'_> for V {
             type Value = ValidAt;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an integer time in ms since the epoch, or \"all_time\"")
+                write!(f, "\"all_time\" or a time: {TIME_FORMS}")
             }
             fn visit_i64<E: de::Error>(self, t: i64) -> Result<ValidAt, E> {
                 Ok(ValidAt::At(t))
@@ -481,7 +484,9 @@ impl<'de> Deserialize<'de> for ValidAt {
             fn visit_str<E: de::Error>(self, s: &str) -> Result<ValidAt, E> {
                 match s {
                     "all_time" => Ok(ValidAt::AllTime),
-                    _ => Err(E::invalid_value(de::Unexpected::Str(s), &self)),
+                    _ => parse_time_ms(s)
+                        .map(ValidAt::At)
+                        .ok_or_else(|| E::invalid_value(de::Unexpected::Str(s), &self)),
                 }
             }
         }
@@ -556,6 +561,29 @@ mod tests {
                 "{json}"
             );
         }
+    }
+
+    #[test]
+    fn valid_at_reads_time_strings_and_writes_ms() {
+        for (text, ms) in [
+            ("2020-06-01", 1_590_969_600_000i64),
+            ("2020-06-01T02:00:00+02:00", 1_590_969_600_000),
+            ("2020-06-01 00:00", 1_590_969_600_000),
+            ("1590969600000", 1_590_969_600_000),
+        ] {
+            let spec = RetrieveSpec::from_json(&format!(r#"{{"text": "x", "valid_at": "{text}"}}"#)).unwrap();
+            assert_eq!(spec.valid_at, Some(ValidAt::At(ms)), "{text}");
+            let canonical = format!(r#"{{"text":"x","valid_at":{ms}}}"#);
+            assert_eq!(spec.to_json(), canonical);
+            assert_eq!(RetrieveSpec::from_json(&canonical).unwrap(), spec);
+        }
+        let err = RetrieveSpec::from_json(r#"{"text": "x", "valid_at": "soon"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("\"soon\"") && err.contains("all_time") && err.contains("RFC 3339"),
+            "{err}"
+        );
     }
 
     #[test]

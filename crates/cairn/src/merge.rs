@@ -535,27 +535,47 @@ impl MergeOutcome {
         Ok(())
     }
 
-    /// Resolves the conflict on node `id`; [`Error::NodeNotFound`] if there is none.
+    /// Resolves the conflict on node `id`; [`Error::InvalidArgument`] (`no conflict on node
+    /// ID`, whether or not the node exists) if the merge has no conflict on it.
     pub fn resolve_node(&mut self, id: &NodeId, resolution: Resolution) -> Result<()> {
         let index = self
             .conflicts
             .iter()
             .position(|c| matches!(c, Conflict::Node { id: i, .. } if i == id))
-            .ok_or_else(|| Error::NodeNotFound {
-                id: id.clone(),
-                at: None,
-            })?;
+            .ok_or_else(|| self.no_conflict(format!("node {id}")))?;
         self.resolve(index, resolution)
     }
 
-    /// Resolves the conflict on edge `key`; [`Error::EdgeNotFound`] if there is none.
+    /// Resolves the conflict on edge `key`; [`Error::InvalidArgument`] (`no conflict on edge
+    /// (SRC)-[KIND]->(DST)`, whether or not the edge exists) if the merge has no conflict on
+    /// it.
     pub fn resolve_edge(&mut self, key: &EdgeKey, resolution: Resolution) -> Result<()> {
         let index = self
             .conflicts
             .iter()
             .position(|c| matches!(c, Conflict::Edge { key: k, .. } if k == key))
-            .ok_or_else(|| Error::EdgeNotFound { key: key.clone() })?;
+            .ok_or_else(|| self.no_conflict(format!("edge {key}")))?;
         self.resolve(index, resolution)
+    }
+
+    /// The error for resolving `what` (`node ID` or `edge KEY`), on which the merge has no
+    /// conflict.
+    fn no_conflict(&self, what: String) -> Error {
+        let has = match self.conflicts.len() {
+            0 => "the merge has no conflicts".to_string(),
+            n => format!("the merge has {n} conflict(s), on {}", self.conflict_list()),
+        };
+        Error::InvalidArgument(format!("no conflict on {what}: {has}"))
+    }
+
+    /// The conflicts' subjects, comma-separated (at most five, then a count).
+    fn conflict_list(&self) -> String {
+        const SHOWN: usize = 5;
+        let mut list: Vec<String> = self.conflicts.iter().take(SHOWN).map(Conflict::subject).collect();
+        if self.conflicts.len() > SHOWN {
+            list.push(format!("{} more", self.conflicts.len() - SHOWN));
+        }
+        list.join(", ")
     }
 
     /// The per-model dimension rule for a node value resolving conflict `index`: the

@@ -20,46 +20,10 @@ use cairn_graph::refs::BranchName;
 use crate::error::{Error, Result};
 use crate::repo::Repo;
 
-/// What [`parse_time_ms`] accepts, for error messages.
-pub const TIME_FORMS: &str =
-    "ms since the epoch, an RFC 3339 time (2024-06-01T09:30:00+02:00), a time without an offset \
-     (2024-06-01T09:30:00, 2024-06-01 09:30; read as UTC) or a date (2024-06-01; midnight UTC)";
-
-/// Parses a time, as ms since the epoch: integer ms; RFC 3339 (`2024-06-01T09:30:00Z`,
-/// `…+02:00`); a date and time without an offset (`2024-06-01T09:30:00`, `2024-06-01T09:30`,
-/// a space for the `T`, optional fractions of a second), which is read as **UTC**; or a
-/// plain date (`2024-06-01`), midnight UTC. The zone rule is fixed, never the machine's
-/// local zone, so the same input means the same instant everywhere.
-///
-/// ```
-/// use cairn::parse_time_ms;
-/// assert_eq!(parse_time_ms("2024-06-01"), Some(1_717_200_000_000));
-/// assert_eq!(parse_time_ms("2024-06-01T00:00:00"), parse_time_ms("2024-06-01T00:00:00Z"));
-/// assert_eq!(parse_time_ms("2024-06-01 02:00"), parse_time_ms("2024-06-01T04:00:00+02:00"));
-/// assert_eq!(parse_time_ms("1717200000000"), Some(1_717_200_000_000));
-/// assert_eq!(parse_time_ms("June 1st"), None);
-/// ```
-pub fn parse_time_ms(s: &str) -> Option<i64> {
-    use time::macros::format_description;
-    use time::{Date, OffsetDateTime, PrimitiveDateTime};
-    let s = s.trim();
-    if let Ok(ms) = s.parse::<i64>() {
-        return Some(ms);
-    }
-    let t = if let Ok(t) = OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339) {
-        t
-    } else if let Ok(d) = Date::parse(s, format_description!("[year]-[month]-[day]")) {
-        d.midnight().assume_utc()
-    } else {
-        let s = s.replacen(' ', "T", 1);
-        let form = format_description!(
-            version = 2,
-            "[year]-[month]-[day]T[hour]:[minute][optional [:[second][optional [.[subsecond]]]]]"
-        );
-        PrimitiveDateTime::parse(&s, form).ok()?.assume_utc()
-    };
-    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).ok()
-}
+// The one time parser (the CLI's `--valid-at`, import lines, retrieve specs, the server
+// and MCP tools all read times with it); it lives in `cairn-retrieve`, which reads a
+// spec's `valid_at` with it too.
+pub use cairn_retrieve::time_expr::{parse_time_ms, TIME_FORMS};
 
 /// A [`SystemTime`](std::time::SystemTime) as ms since the epoch (negative before it;
 /// saturating far outside `i64` ms), the unit every Cairn time is in.

@@ -264,10 +264,24 @@ fn resolution_by_value_and_base() {
     merge
         .resolve_edge(&key("a", "cites", "b"), Resolution::Base)
         .expect("base");
-    assert!(matches!(
+    // No conflict on the node (unknown, or merged cleanly) or edge: refused, saying so.
+    for r in [
         merge.resolve_node(&id("zzz"), Resolution::Ours),
-        Err(Error::NodeNotFound { .. })
-    ));
+        merge.resolve_node(&id("b"), Resolution::Ours),
+    ] {
+        match r {
+            Err(Error::InvalidArgument(m)) => assert!(
+                m.starts_with("no conflict on node ")
+                    && m.contains("the merge has 2 conflict(s), on node a, edge (a)-[cites]->(b)"),
+                "{m}"
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
+    match merge.resolve_edge(&key("b", "cites", "a"), Resolution::Ours) {
+        Err(Error::InvalidArgument(m)) => assert!(m.starts_with("no conflict on edge (b)-[cites]->(a): "), "{m}"),
+        other => panic!("{other:?}"),
+    }
     merge.commit("by value").expect("commit");
     let (nodes, edges) = graph(&repo, "main");
     assert_eq!(nodes[&id("a")].text, "hand merged");
