@@ -25,12 +25,13 @@ pub struct Args {
     /// Author of the commit [default: `cairn`].
     #[arg(long, value_name = "NAME", env = "CAIRN_AUTHOR")]
     author: Option<String>,
-    /// Commit even if the file holds no operation (by default an empty import makes no
-    /// commit).
+    /// Commit even if the file holds no operation, or only operations that leave every node
+    /// and edge as it is (by default such an import makes no commit).
     #[arg(long)]
     allow_empty: bool,
-    /// Print the result as JSON ({"commit", "operations"}; `commit` is null when an empty
-    /// import made no commit; with --embed also "embed": {"commit", "embedded"}).
+    /// Print the result as JSON ({"commit", "operations"}; when the import made no commit,
+    /// `commit` is null and "head" is the unchanged head; with --embed also "embed":
+    /// {"commit", "embedded"}).
     #[arg(long)]
     json: bool,
     /// Then give every node with text but no vector of this embedder's model one (see
@@ -92,18 +93,28 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
         bar.finish_and_clear();
     }
     let operations = result?;
-    if operations == 0 && !args.allow_empty {
-        if let Some(name) = &args.embed {
-            let embed = embed_nodes(&repo, name, args.embed_batch)?;
-            return write_summary(ctx, None, 0, Some((name, embed)), args.json);
-        }
+    // No operation, or none that changes a node or an edge: no commit (an agent
+    // re-importing the facts it has must not fill the log with empty commits).
+    if !args.allow_empty && (operations == 0 || tx.changes_nothing()?) {
+        let head = tx.base();
+        let embed = match &args.embed {
+            Some(name) => Some((name, embed_nodes(&repo, name, args.embed_batch)?)),
+            None => None,
+        };
         if args.json {
-            write_json(ctx.out, &serde_json::json!({"commit": null, "operations": 0}))?;
-        } else {
-            writeln!(
-                ctx.out,
-                "nothing to import: no operation, no commit made (--allow-empty commits anyway)"
-            )?;
+            let mut v = serde_json::json!({"commit": null, "head": head, "operations": operations});
+            if let Some((_, report)) = &embed {
+                v["embed"] = serde_json::to_value(report)?;
+            }
+            return write_json(ctx.out, &v);
+        }
+        writeln!(
+            ctx.out,
+            "{} (--allow-empty commits anyway)",
+            no_commit(operations, head)
+        )?;
+        if let Some((name, report)) = embed {
+            write_embed(ctx, name, report)?;
         }
         return Ok(());
     }
@@ -133,17 +144,34 @@ fn write_summary(
         }
         return write_json(ctx.out, &v);
     }
-    if let Some(commit) = commit {
-        let plural = if operations == 1 { "" } else { "s" };
-        writeln!(ctx.out, "imported {operations} operation{plural}: commit {commit}")?;
-    } else {
-        writeln!(ctx.out, "nothing to import: no operation, no commit made")?;
+    match commit {
+        Some(commit) => {
+            let plural = if operations == 1 { "" } else { "s" };
+            writeln!(ctx.out, "imported {operations} operation{plural}: commit {commit}")?;
+        }
+        None => writeln!(ctx.out, "nothing to import: no operation, no commit made")?,
     }
     if let Some((name, report)) = embed {
-        match report.commit {
-            Some(c) => writeln!(ctx.out, "embedded {} node(s) with {name}: commit {c}", report.embedded)?,
-            None => writeln!(ctx.out, "no node needed a vector of {name}")?,
-        }
+        write_embed(ctx, name, report)?;
+    }
+    Ok(())
+}
+
+/// Why an import made no commit: no operation, or operations that changed nothing.
+fn no_commit(operations: u64, head: Option<cairn::CommitId>) -> String {
+    if operations == 0 {
+        return "nothing to import: no operation, no commit made".to_string();
+    }
+    let plural = if operations == 1 { " left" } else { "s left" };
+    let head = head.map_or_else(|| "no commit yet".to_string(), |h| h.to_string());
+    format!("no changes: {operations} operation{plural} the graph as it is, no commit made (HEAD stays at {head})")
+}
+
+/// The `--embed` line of the summary.
+fn write_embed(ctx: &mut Ctx<'_>, name: &str, report: cairn::EmbedNodesReport) -> Result<(), CliError> {
+    match report.commit {
+        Some(c) => writeln!(ctx.out, "embedded {} node(s) with {name}: commit {c}", report.embedded)?,
+        None => writeln!(ctx.out, "no node needed a vector of {name}")?,
     }
     Ok(())
 }

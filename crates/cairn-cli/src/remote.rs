@@ -335,10 +335,19 @@ fn import(remote: &Remote, m: &ArgMatches, out: &mut dyn Write) -> Result<(), Cl
             let plural = if ops == 1 { "" } else { "s" };
             writeln!(out, "imported {ops} operation{plural}: commit {commit}")?;
         }
-        None => writeln!(
-            out,
-            "nothing to import: no operation, no commit made (--allow-empty commits anyway)"
-        )?,
+        None => match (v["operations"].as_u64().unwrap_or(0), v["head"].as_str()) {
+            (0, _) => writeln!(
+                out,
+                "nothing to import: no operation, no commit made (--allow-empty commits anyway)"
+            )?,
+            (ops, head) => writeln!(
+                out,
+                "no changes: {ops} operation{} the graph as it is, no commit made (HEAD stays at {}) \
+                 (--allow-empty commits anyway)",
+                if ops == 1 { " left" } else { "s left" },
+                head.unwrap_or("no commit yet")
+            )?,
+        },
     }
     Ok(())
 }

@@ -1,5 +1,5 @@
-//! `cairn import --author` / `$CAIRN_AUTHOR`, and an empty import that makes no commit
-//! unless `--allow-empty`.
+//! `cairn import --author` / `$CAIRN_AUTHOR`, and an empty import (or one that changes
+//! nothing) that makes no commit unless `--allow-empty`.
 
 mod common;
 
@@ -65,4 +65,43 @@ fn a_directory_or_a_line_of_the_wrong_shape_is_named() {
         "{err}"
     );
     assert_eq!(s.ok(&["log"]), "");
+}
+
+#[test]
+fn an_import_that_changes_nothing_makes_no_commit_unless_allowed() {
+    let s = Sandbox::init();
+    let file = s.file(
+        "same.jsonl",
+        "{\"node\": {\"id\": \"alice\", \"labels\": [\"Person\"]}}\n",
+    );
+    s.ok(&["import", &file]);
+    let head = s.json(&["log", "--json"])[0]["commit"].as_str().unwrap().to_string();
+    let out = s.ok(&["import", &file, "-m", "identical again"]);
+    assert_eq!(
+        out.trim(),
+        format!(
+            "no changes: 1 operation left the graph as it is, no commit made (HEAD stays at {head}) \
+             (--allow-empty commits anyway)"
+        )
+    );
+    for line in [
+        "{\"patch\": {\"id\": \"alice\"}}",
+        "{\"patch\": {\"id\": \"alice\", \"labels_remove\": [\"Robot\"]}}",
+        // Put then delete in one file: the node ends as it started (absent).
+        "{\"node\": {\"id\": \"tmp\"}}\n{\"delete_node\": \"tmp\"}",
+    ] {
+        let f = s.file("noop.jsonl", line);
+        let v = s.json(&["import", &f, "--json"]);
+        assert_eq!(v["commit"], serde_json::Value::Null, "{line}: {v}");
+        assert_eq!(v["head"], head.as_str(), "{line}: {v}");
+    }
+    assert_eq!(s.ok(&["log"]).lines().count(), 1);
+    // A real change still commits, and --allow-empty commits a no-op.
+    let f = s.file(
+        "change.jsonl",
+        "{\"patch\": {\"id\": \"alice\", \"labels_add\": [\"Robot\"]}}\n",
+    );
+    assert!(s.json(&["import", &f, "--json"])["commit"].is_string());
+    assert!(s.json(&["import", &f, "--json", "--allow-empty"])["commit"].is_string());
+    assert_eq!(s.json(&["log", "--json"]).as_array().unwrap().len(), 3);
 }

@@ -243,6 +243,27 @@ fn remember_then_recall_finds_it() {
 }
 
 #[test]
+fn remembering_what_is_already_stored_makes_no_commit() {
+    let mut c = Client::initialized();
+    let first = c.ok("remember", alice_facts());
+    assert_eq!(first["changed"], true);
+    let again = c.call("remember", alice_facts());
+    assert_eq!(again["isError"], false, "{again}");
+    let same = &again["structuredContent"];
+    assert_eq!(same["changed"], false);
+    assert_eq!(same["commit"], first["commit"], "the unchanged head");
+    assert!(same["parent"].is_null());
+    assert!(again["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("nothing changed: "));
+    // A patch that sets what is already there changes nothing either.
+    let patch = json!({"message": "m", "ops": [{"patch": {"id": "alice-lives-in-paris", "labels_add": ["Fact"]}}]});
+    assert_eq!(c.ok("remember", patch)["changed"], false);
+    assert_eq!(c.server.repo().log(None, None).unwrap().len(), 1, "one commit");
+}
+
+#[test]
 fn invalidate_then_recall_and_as_of() {
     let mut c = Client::initialized();
     let first = c.ok("remember", alice_facts())["commit"].as_str().unwrap().to_string();

@@ -173,6 +173,17 @@ fn import_with_expected_head_is_compare_and_swap() {
     // An empty import makes no commit unless asked to.
     assert_eq!(c.post_json("/import", "\n")["commit"], serde_json::Value::Null);
     assert!(c.post_json("/import?allow_empty=true", "")["commit"].is_string());
+
+    // Nor does one whose operations change nothing: the head stays, and is returned.
+    let head = repo.head().unwrap().unwrap().to_hex();
+    let same = c.post_json("/import", &line(2));
+    assert_eq!(same["commit"], serde_json::Value::Null, "{same}");
+    assert_eq!(
+        (same["head"].as_str(), same["operations"].as_u64()),
+        (Some(head.as_str()), Some(1))
+    );
+    assert_eq!(repo.head().unwrap().unwrap().to_hex(), head);
+    assert!(c.post_json("/import?allow_empty=true", &line(2))["commit"].is_string());
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use cairn_core::codec::{decode_node, encode_node, hash_object};
+use cairn_core::codec::{decode_node, encode_edge, encode_node, hash_object};
 use cairn_core::{Commit, CommitId, Edge, EdgeKey, Hash, Node, NodeId, Subject, ValidationError};
 use cairn_graph::refs::BranchName;
 use cairn_graph::{EdgeTree, NodeTree, PendingWrites, ReverseEdgeTree};
@@ -95,6 +95,43 @@ impl<'r> Transaction<'r> {
     /// True if nothing is pending.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// True if committing would leave the node and edge roots as the base has them: every
+    /// pending change puts a node or edge exactly as the base holds it (same canonical
+    /// bytes), or deletes one the base lacks. Imports (`cairn import`, `POST /import`, MCP
+    /// `remember`) make no commit then; [`Transaction::commit`] itself still commits.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), cairn::Error> {
+    /// use cairn::{Node, NodeId, Repo};
+    /// let repo = Repo::in_memory()?;
+    /// let mut tx = repo.transaction()?;
+    /// tx.put_node(Node::new(NodeId::new("a").unwrap()))?;
+    /// assert!(!tx.changes_nothing()?);
+    /// tx.commit("add a")?;
+    /// let mut tx = repo.transaction()?;
+    /// tx.put_node(Node::new(NodeId::new("a").unwrap()))?; // the same node again
+    /// assert!(tx.changes_nothing()?);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn changes_nothing(&self) -> Result<bool> {
+        let objs = self.repo.objects();
+        let nodes = NodeTree::new(self.base_node_root());
+        for (id, pending) in &self.nodes {
+            if nodes.get(objs, id)? != pending.as_ref().map(|(h, _)| *h) {
+                return Ok(false);
+            }
+        }
+        let edges = self.base_commit.as_ref().map_or(EdgeTree::EMPTY, EdgeTree::of);
+        for (key, pending) in &self.edges {
+            let after = pending.as_ref().map(|e| hash_object(&encode_edge(e)));
+            if edges.get(objs, key)? != after {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     fn base_node_root(&self) -> Option<Hash> {

@@ -14,7 +14,8 @@ pub(super) const TOOL: Tool = Tool {
                   commit with a message. A node put replaces the node with the same id; give each fact a stable id. \
                   Nodes are applied first, then edges, then `ops` (any line of the import format: patch, \
                   delete_node, delete_edge, invalidate, invalidate_edge). All or nothing: one refused operation \
-                  commits nothing. Returns the commit id and counts.",
+                  commits nothing. Operations that change nothing (facts already stored as given) make no commit: \
+                  `changed` is false and `commit` is the unchanged head. Returns the commit id and counts.",
     read_only: false,
     input_schema,
     run,
@@ -64,6 +65,9 @@ struct Remembered {
     commit: String,
     parent: Option<String>,
     branch: String,
+    /// False when the operations left the graph as it was: no commit was made, and
+    /// `commit` is the unchanged head (`parent` its parent).
+    changed: bool,
     nodes: usize,
     edges: usize,
     ops: usize,
@@ -117,10 +121,20 @@ fn run(ctx: &Context<'_>, args: Map<String, Value>) -> Result<ToolOutput, ToolEr
         };
         applied.map_err(|source| ToolError::Operation { at, source })?;
     }
-    let commit = tx.commit(&args.message)?;
+    // Operations that leave every node and edge as it is make no commit: re-remembering
+    // known facts must not fill the log with empty commits. The head stays, and is returned.
+    let unchanged = match parent {
+        Some(head) if tx.changes_nothing()? => Some(head),
+        _ => None,
+    };
+    let (commit, parent) = match unchanged {
+        Some(head) => (head, ctx.repo.commit(&head)?.parents.first().copied()),
+        None => (tx.commit(&args.message)?, parent),
+    };
     let out = Remembered {
         commit: commit.to_hex(),
         parent: parent.map(|p| p.to_hex()),
+        changed: unchanged.is_none(),
         branch: ctx.repo.current_branch()?.to_string(),
         nodes: args.nodes.len(),
         edges: args.edges.len(),
@@ -136,12 +150,21 @@ fn run(ctx: &Context<'_>, args: Map<String, Value>) -> Result<ToolOutput, ToolEr
     .filter(|(n, _, _)| *n > 0)
     .map(|(n, one, many)| plural(n, one, many))
     .collect();
-    let text = format!(
-        "remembered {} in commit {} on branch {}",
-        parts.join(", "),
-        out.commit,
-        out.branch
-    );
+    let text = if out.changed {
+        format!(
+            "remembered {} in commit {} on branch {}",
+            parts.join(", "),
+            out.commit,
+            out.branch
+        )
+    } else {
+        format!(
+            "nothing changed: {} already as given; no commit made, branch {} stays at {}",
+            parts.join(", "),
+            out.branch,
+            out.commit
+        )
+    };
     Ok(ToolOutput {
         text,
         structured: to_json(&out)?,

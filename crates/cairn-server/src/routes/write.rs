@@ -44,8 +44,10 @@ fn show(c: Option<CommitId>) -> String {
 }
 
 /// `POST /import?message=&author=&branch=&expected_head=&allow_empty=`, body JSON Lines:
-/// one commit (`cairn import --json`: `{"commit", "operations"}`; `commit` is null when
-/// an empty import made none). A bad line changes nothing (400 naming the line).
+/// one commit (`cairn import --json`: `{"commit", "operations"}`). An import with no
+/// operation, or whose operations leave every node and edge as it is, makes no commit
+/// unless `allow_empty`: `commit` is null and `head` is the unchanged head. A bad line
+/// changes nothing (400 naming the line).
 pub(crate) async fn import(
     Shared(state): Shared<Arc<State>>,
     TenantRepo(t): TenantRepo,
@@ -76,8 +78,9 @@ pub(crate) async fn import(
             tx.set_author(author)?;
         }
         let operations = tx.import_jsonl(std::io::Cursor::new(&body[..]), &mut |_| {})?;
-        if operations == 0 && !p.allow_empty {
-            return pretty(&serde_json::json!({"commit": null, "operations": 0}));
+        // No operation, or none that changes a node or an edge: no commit, the head stays.
+        if !p.allow_empty && (operations == 0 || tx.changes_nothing()?) {
+            return pretty(&serde_json::json!({"commit": null, "head": tx.base(), "operations": operations}));
         }
         let message = p.message.unwrap_or_else(|| "import over HTTP".to_string());
         let commit = tx.commit(&message)?;
