@@ -1,6 +1,9 @@
 //! `cairn merge THEIRS`: three-way merge of a revision into a branch.
 
-use cairn::{Conflict, Edge, EdgeKey, MergeKind, MergeStrategy, Node, NodeId, Resolution};
+use cairn::{
+    edge_field_changes, node_field_changes, Conflict, Edge, EdgeKey, FieldChange, MergeKind, MergeStrategy, Node,
+    NodeId, Resolution,
+};
 use clap::ValueEnum;
 
 use crate::error::CliError;
@@ -26,7 +29,8 @@ pub struct Args {
     /// Settle one conflict: `ID=ours`, `ID=theirs` or `ID=base` for a node, and
     /// `(SRC)-[KIND]->(DST)=SIDE` for an edge, as conflicts print it (repeatable; applied
     /// after `--strategy`, so `--strategy theirs --resolve x=ours` takes theirs except for
-    /// `x`).
+    /// `x`; a node or edge without a conflict is refused). Only the conflicts left unsettled
+    /// are printed.
     #[arg(long, value_name = "ID=SIDE", value_parser = parse_resolve)]
     resolve: Vec<(Target, StrategySide)>,
     /// Merge commit message [default: "merge THEIRS into OURS"].
@@ -136,7 +140,10 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
         let out = &mut *ctx.out;
         for (i, c) in merge.conflicts().iter().enumerate() {
             if unresolved > 0 {
-                write_conflict(out, c)?;
+                // Only what is left to settle; the settled ones are counted below.
+                if merge.resolution(i).is_none() {
+                    write_conflict(out, c)?;
+                }
             } else if let Some(r) = merge.resolution(i) {
                 let taken = match r {
                     Resolution::Ours => "ours",
@@ -146,6 +153,14 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
                 };
                 writeln!(out, "conflict on {} resolved: took {taken}", c.subject())?;
             }
+        }
+        let total = merge.conflicts().len();
+        if unresolved > 0 && unresolved < total {
+            writeln!(
+                out,
+                "resolved {} of {total} conflicts; {unresolved} left",
+                total - unresolved
+            )?;
         }
         for key in &summary.dropped_edges {
             writeln!(out, "dropped edge {key} (an endpoint is deleted)")?;
@@ -172,25 +187,85 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     Ok(())
 }
 
-/// `conflict node ID` then one line per side.
+/// `conflict node ID`, the base's version in one line, then per side what it changed
+/// against the base, one `field: before -> after` line per field as `cairn diff` prints them
+/// (`deleted` if the side removed it; `added: ...` if the base lacked it, theirs then
+/// compared with ours); changes both sides made alike are listed once, under `both`.
 fn write_conflict(out: &mut dyn std::io::Write, c: &Conflict) -> Result<(), CliError> {
     writeln!(out, "conflict {}", c.subject())?;
-    let sides: [(&str, String); 3] = match c {
-        Conflict::Node { base, ours, theirs, .. } => [
-            ("base", node_summary(base.as_ref())),
-            ("ours", node_summary(ours.as_ref())),
-            ("theirs", node_summary(theirs.as_ref())),
-        ],
-        Conflict::Edge { base, ours, theirs, .. } => [
-            ("base", edge_summary(base.as_ref())),
-            ("ours", edge_summary(ours.as_ref())),
-            ("theirs", edge_summary(theirs.as_ref())),
-        ],
+    let sides = match c {
+        Conflict::Node { base, ours, theirs, .. } => conflict_lines(
+            base.as_ref(),
+            ours.as_ref(),
+            theirs.as_ref(),
+            node_summary,
+            node_field_changes,
+        ),
+        Conflict::Edge { base, ours, theirs, .. } => conflict_lines(
+            base.as_ref(),
+            ours.as_ref(),
+            theirs.as_ref(),
+            edge_summary,
+            edge_field_changes,
+        ),
     };
-    for (side, summary) in sides {
-        writeln!(out, "  {side:<7} {summary}")?;
+    for (side, lines) in sides {
+        for (i, line) in lines.iter().enumerate() {
+            let label = if i == 0 { side } else { "" };
+            writeln!(out, "  {label:<7} {line}")?;
+        }
     }
     Ok(())
+}
+
+/// The lines of [`write_conflict`] per side label (`base`, `ours`, `theirs`, then `both`
+/// if the sides share changes).
+fn conflict_lines<T>(
+    base: Option<&T>,
+    ours: Option<&T>,
+    theirs: Option<&T>,
+    summary: fn(Option<&T>) -> String,
+    fields: fn(&T, &T) -> Vec<FieldChange>,
+) -> Vec<(&'static str, Vec<String>)> {
+    let line = |f: &FieldChange| format!("{}: {} -> {}", f.field, f.before, f.after);
+    let mut out = vec![("base", vec![summary(base)])];
+    match (base, ours, theirs) {
+        (Some(b), Some(o), Some(t)) => {
+            let (ours, theirs) = (fields(b, o), fields(b, t));
+            let own = |mine: &[FieldChange], other: &[FieldChange]| -> Vec<String> {
+                let lines: Vec<String> = mine.iter().filter(|f| !other.contains(f)).map(line).collect();
+                if lines.is_empty() {
+                    vec!["(only the changes under both)".into()]
+                } else {
+                    lines
+                }
+            };
+            let both: Vec<String> = ours.iter().filter(|f| theirs.contains(f)).map(line).collect();
+            out.push(("ours", own(&ours, &theirs)));
+            out.push(("theirs", own(&theirs, &ours)));
+            if !both.is_empty() {
+                out.push(("both", both));
+            }
+        }
+        _ => {
+            for (label, side) in [("ours", ours), ("theirs", theirs)] {
+                let lines = match (base, side) {
+                    (_, None) => vec!["deleted".into()],
+                    (Some(b), Some(s)) => fields(b, s).iter().map(line).collect(),
+                    (None, Some(s)) => {
+                        let mut lines = vec![format!("added: {}", summary(Some(s)))];
+                        if let (Some(o), "theirs") = (ours, label) {
+                            lines.push("unlike ours:".into());
+                            lines.extend(fields(o, s).iter().map(|f| format!("  {}", line(f))));
+                        }
+                        lines
+                    }
+                };
+                out.push((label, lines));
+            }
+        }
+    }
+    out
 }
 
 fn node_summary(n: Option<&Node>) -> String {

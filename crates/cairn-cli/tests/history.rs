@@ -107,6 +107,20 @@ fn merge_conflicts_stop_unless_a_strategy_settles_them() {
         assert!(out.contains(side), "{side:?} in {out}");
     }
     assert!(out.contains("\"main\"") && out.contains("\"topic\""), "{out}");
+    // Each side's own change, as `cairn diff` prints fields; what both did alike, once.
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[2].starts_with("  ours    text: \"RANS") && lines[2].ends_with(" -> \"main\""),
+        "{out}"
+    );
+    assert!(
+        lines[3].starts_with("  theirs  text: \"RANS") && lines[3].ends_with(" -> \"topic\""),
+        "{out}"
+    );
+    assert_eq!(
+        lines[4], "  both    labels: [\"Document\",\"Report\"] -> [\"Document\"]",
+        "{out}"
+    );
     assert!(err.starts_with("error: merge has 1 conflict(s)"), "{err}");
     assert_eq!(s.rev("HEAD"), head, "nothing committed");
 
@@ -221,6 +235,19 @@ fn merge_resolves_edge_conflicts_and_counts_changes_as_diff_does() {
     );
     assert!(err.contains("no conflict on edge (doc-1)-[cites]->(doc-3)"), "{err}");
     assert_eq!(s.rev("HEAD"), before);
+    // Settling one of the two conflicts prints only the other, and counts the settled one.
+    let (out, err) = s.fails(&["merge", "topic", "--resolve", "doc-4=theirs"], 1);
+    assert!(!out.contains("doc-4"), "{out}");
+    assert!(out.starts_with("conflict edge (doc-1)-[cites]->(doc-2)\n"), "{out}");
+    assert!(
+        out.contains("  ours    added: weight 2 0 props\n  theirs  added: weight 3 0 props\n")
+            && out.contains("            weight: 2.0 -> 3.0\n"),
+        "{out}"
+    );
+    assert!(out.ends_with("resolved 1 of 2 conflicts; 1 left\n"), "{out}");
+    assert!(err.starts_with("error: merge has 1 conflict(s)"), "{err}");
+    assert_eq!(s.rev("HEAD"), before);
+
 
     let json = s.json(&[
         "merge",
