@@ -25,12 +25,21 @@ pub struct Args {
 
 /// Prints the node's history, newest first: one line per commit
 /// (`short-id  time  added|changed|removed  first line of message`), or a JSON array of
-/// [`HistoryLine`]s. A node no commit touched gives an empty list, not an error.
+/// [`HistoryLine`]s. A node no commit touched is not an error: `--json` prints `[]`, the
+/// human output says `no commit touched "ID" among the ancestors of REV`.
 pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let repo = ctx.open()?;
     let lines = HistoryLine::list(&repo, args.branch.as_deref(), &args.id, args.max_count)?;
     if args.json {
         return write_json(ctx.out, &lines);
+    }
+    if lines.is_empty() && args.max_count != Some(0) {
+        let rev = args.branch.as_deref().unwrap_or("HEAD");
+        writeln!(
+            ctx.out,
+            "no commit touched {:?} among the ancestors of {rev}",
+            args.id.as_str()
+        )?;
     }
     for e in &lines {
         let change = serde_json::to_value(e.entry.change)?;

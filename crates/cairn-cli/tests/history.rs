@@ -37,7 +37,11 @@ fn history_lists_the_commits_that_touched_a_node() {
     assert!(removed[0]["hash"].is_null());
     // Untouched by the update; unknown nodes have an empty history.
     assert_eq!(s.json(&["history", "doc-1", "--json"]).as_array().unwrap().len(), 1);
-    assert_eq!(s.ok(&["history", "no-such-node"]), "");
+    assert_eq!(
+        s.ok(&["history", "no-such-node"]),
+        "no commit touched \"no-such-node\" among the ancestors of HEAD\n"
+    );
+    assert_eq!(s.json(&["history", "no-such-node", "--json"]), serde_json::json!([]));
     // Another branch's history.
     s.ok(&["branch", "create", "old", "--at", "HEAD~1"]);
     assert_eq!(
@@ -46,6 +50,10 @@ fn history_lists_the_commits_that_touched_a_node() {
             .unwrap()
             .len(),
         1
+    );
+    assert_eq!(
+        s.ok(&["history", "no-such-node", "--branch", "old"]),
+        "no commit touched \"no-such-node\" among the ancestors of old\n"
     );
     let (_, err) = s.fails(&["history", "doc-4", "--branch", "nope"], 1);
     assert!(err.contains("nope"), "{err}");
@@ -247,7 +255,6 @@ fn merge_resolves_edge_conflicts_and_counts_changes_as_diff_does() {
     assert!(out.ends_with("resolved 1 of 2 conflicts; 1 left\n"), "{out}");
     assert!(err.starts_with("error: merge has 1 conflict(s)"), "{err}");
     assert_eq!(s.rev("HEAD"), before);
-
 
     let json = s.json(&[
         "merge",
