@@ -193,7 +193,7 @@ fn import_reads_standard_input() {
         .stdin
         .take()
         .unwrap()
-        .write_all(b"{\"node\": {\"id\": \"a\", \"text\": \"from stdin\"}}\n\n{\"delete_node\": \"a\"}\n")
+        .write_all(b"{\"node\": {\"id\": \"a\", \"text\": \"from stdin\"}}\n\n{\"patch\": {\"id\": \"a\", \"text\": \"patched\"}}\n")
         .unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
