@@ -6,22 +6,14 @@ use std::time::Duration;
 
 use cairn::Validity;
 use serde::Serialize;
-use time::format_description::well_known::Rfc3339;
-use time::OffsetDateTime;
 
 use crate::error::CliError;
 
 /// Width of the key column of [`write_field`].
 const KEY_WIDTH: usize = 10;
 
-/// Milliseconds since the epoch as RFC 3339 in UTC (`2024-05-01T12:00:00.123Z`; no
-/// fraction when it is zero). Out-of-range values fall back to `<ms> ms`.
-pub fn format_time_ms(ms: i64) -> String {
-    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
-        .ok()
-        .and_then(|t| t.format(&Rfc3339).ok())
-        .unwrap_or_else(|| format!("{ms} ms"))
-}
+/// Times print as RFC 3339 in UTC, the library's one form.
+pub use cairn::format_time_ms;
 
 /// Like [`format_time_ms`], truncated to whole seconds (for aligned columns).
 pub fn format_time_s(ms: i64) -> String {

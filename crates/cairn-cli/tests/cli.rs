@@ -128,7 +128,7 @@ fn diff_between_two_imports() {
     assert!(s.ok(&["diff", "HEAD", "HEAD"]).starts_with("no changes between"));
     // What changed, field by field: the fact's validity was closed.
     assert!(
-        human.contains("~ node fact-team-lead\n    valid_until: null -> "),
+        human.contains("~ node fact-team-lead\n    valid_until: null -> \"20"),
         "{human}"
     );
     let fields = &diff["nodes"][3]["fields"];

@@ -2,8 +2,6 @@
 //! ([`cairn::parse_time_ms`]), and RFC 3339 (UTC) for people reading the text.
 
 use serde_json::Value;
-use time::format_description::well_known::Rfc3339;
-use time::OffsetDateTime;
 
 use crate::error::ToolError;
 
@@ -23,13 +21,7 @@ pub(crate) fn time_ms(field: &str, value: &Value) -> Result<i64, ToolError> {
     }
 }
 
-/// `ms` as RFC 3339 in UTC (`2024-06-01T00:00:00Z`), or `N ms` outside the calendar.
-pub(crate) fn format_ms(ms: i64) -> String {
-    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
-        .ok()
-        .and_then(|t| t.format(&Rfc3339).ok())
-        .unwrap_or_else(|| format!("{ms} ms"))
-}
+pub(crate) use cairn::format_time_ms as format_ms;
 
 /// A validity interval in words: `always`, `from T`, `until T`, `from T until U`.
 pub(crate) fn format_validity(from_ms: Option<i64>, until_ms: Option<i64>) -> String {

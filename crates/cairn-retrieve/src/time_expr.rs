@@ -70,6 +70,26 @@ pub fn parse_time_ms(s: &str) -> Option<i64> {
     i64::try_from(t.unix_timestamp_nanos() / 1_000_000).ok()
 }
 
+/// A time (ms since the epoch) as RFC 3339 in UTC, the way Cairn prints times:
+/// `2024-06-01T00:00:00Z`, with a fraction only when there is one
+/// (`2024-06-01T09:30:00.25Z`); a value outside the calendar (beyond year 9999) prints
+/// as `N ms`. [`parse_time_ms`] reads every output back to the same `ms`.
+///
+/// ```
+/// use cairn_retrieve::time_expr::{format_time_ms, parse_time_ms};
+/// assert_eq!(format_time_ms(1_717_200_000_000), "2024-06-01T00:00:00Z");
+/// assert_eq!(format_time_ms(1_717_234_200_250), "2024-06-01T09:30:00.25Z");
+/// assert_eq!(format_time_ms(-1), "1969-12-31T23:59:59.999Z");
+/// assert_eq!(parse_time_ms(&format_time_ms(-1)), Some(-1));
+/// assert_eq!(format_time_ms(i64::MAX), format!("{} ms", i64::MAX));
+/// ```
+pub fn format_time_ms(ms: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
+        .unwrap_or_else(|| format!("{ms} ms"))
+}
+
 /// Milliseconds in a day.
 const DAY_MS: i64 = 86_400_000;
 

@@ -94,8 +94,9 @@ impl Diff {
 }
 
 /// One field of a node or edge that differs between two versions, its values rendered
-/// as compact JSON (`null`: absent). Vectors are summarised (`"384-d"`, `"12 entries"`),
-/// never printed.
+/// as compact JSON (`null`: absent). Validity ends are RFC 3339 strings in UTC
+/// (`"2024-06-01T00:00:00Z"`, as `show` prints them and import lines read them). Vectors
+/// are summarised (`"384-d"`, `"12 entries"`), never printed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FieldChange {
     /// `labels`, `text`, `props.<key>`, `valid_from`, `valid_until`, `embeddings.<model>`,
@@ -111,8 +112,10 @@ fn json<T: Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_else(|_| "?".into())
 }
 
+/// A validity end as JSON text: `null`, or the time as an RFC 3339 string (what `show`
+/// prints, and what an import line reads back).
 fn time(t: Option<i64>) -> String {
-    t.map_or_else(|| "null".into(), |ms| ms.to_string())
+    t.map_or_else(|| "null".into(), |ms| json(&crate::format_time_ms(ms)))
 }
 
 fn maps<'a, V: PartialEq + 'a>(

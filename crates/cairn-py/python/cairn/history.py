@@ -32,9 +32,10 @@ class Commit:
 @dataclass(frozen=True)
 class FieldChange:
     """One field of a changed node or edge, as ``cairn diff`` prints it: ``field`` is
-    ``text``, ``labels``, ``valid_from``, ``valid_until``, ``props.NAME``, ``dense.MODEL``,
+    ``text``, ``labels``, ``valid_from``, ``valid_until``, ``props.NAME``, ``embeddings.MODEL``,
     ``sparse.MODEL`` (nodes) or ``weight``, ``props.NAME``, ... (edges); ``before`` and
-    ``after`` are the values rendered as text."""
+    ``after`` are the values as compact JSON text (``null``: absent; validity ends as
+    RFC 3339 strings in UTC; vectors summarised)."""
 
     field: str
     before: str
