@@ -531,6 +531,8 @@ pub(crate) fn run_plan(
     // Lanes.
     let mut lane_hits: Vec<LaneHits> = Vec::with_capacity(plan.lanes.len());
     let mut unavailable: Vec<RetrieveError> = Vec::new();
+    // Whether each lane ran (false: it cannot run on this commit).
+    let mut ran: Vec<bool> = Vec::with_capacity(plan.lanes.len());
     let mut reports = Vec::with_capacity(plan.lanes.len());
     for query in &lanes {
         let ann = match query {
@@ -552,6 +554,7 @@ pub(crate) fn run_plan(
                     format!("{e}: this lane cannot run on this commit; the other lanes ran without it"),
                 ));
                 unavailable.push(e);
+                ran.push(false);
                 lane_hits.push(LaneHits {
                     name: query.name(),
                     hits: Vec::new(),
@@ -585,6 +588,7 @@ pub(crate) fn run_plan(
             embedded: plan.dense_embedded && matches!(query, LaneQuery::Dense { .. }),
         });
         lane_hits.push(run.hits);
+        ran.push(true);
     }
 
     if !plan.lanes.is_empty() && unavailable.len() == plan.lanes.len() {
@@ -611,9 +615,31 @@ pub(crate) fn run_plan(
         }
     }
 
+    // A lane that cannot run weighs nothing: the fusion, its scale and the explanation
+    // are those of the query without it.
+    let weights: Vec<f64> = plan
+        .weights
+        .iter()
+        .zip(&ran)
+        .map(|(w, ran)| if *ran { *w } else { 0.0 })
+        .collect();
+    let ran_weights: Vec<f64> = plan
+        .weights
+        .iter()
+        .zip(&ran)
+        .filter(|(_, ran)| **ran)
+        .map(|(w, _)| *w)
+        .collect();
+    if !plan.lanes.is_empty() && plan.fusion_method != FusionMethod::Rrf && !weights.iter().any(|w| *w > 0.0) {
+        return Err(RetrieveError::invalid(
+            "fusion.weights",
+            "every lane that can run on this commit weighs 0 (the lanes with a weight above 0 cannot run here)",
+        ));
+    }
+
     // Fusion, then the planner's soft boosts on the fusion's scale.
-    let mut fused = fuse(&lane_hits, plan.fusion_method, plan.rrf_k, &plan.weights);
-    let scale_top = plan.fusion_method.scale_top(plan.rrf_k, &plan.weights);
+    let mut fused = fuse(&lane_hits, plan.fusion_method, plan.rrf_k, &weights);
+    let scale_top = plan.fusion_method.scale_top(plan.rrf_k, &ran_weights);
     let boosted = apply_boosts(indexes, boosts, scale_top, &mut fused);
     let plan_report = planned
         .as_ref()
@@ -732,7 +758,7 @@ pub(crate) fn run_plan(
         indexes,
         method: plan.fusion_method,
         rrf_k: plan.rrf_k,
-        weights: &plan.weights,
+        weights: &weights,
         scales: explain::Context::scales_of(plan.fusion_method, &lane_hits),
         lane_names: &lane_names,
         gates: explain::Context::gate_lines(&GateSpec {

@@ -6,7 +6,9 @@
 //! * **Score** (`score`, the default): the weighted mean of min-max-normalised lane
 //!   scores, `score(x) = Σ_l w_l · n_l(s_l(x)) / Σ_l w_l` with
 //!   `n_l(s) = (s − min_l) / (max_l − min_l)` over the lane's candidate list (1 for every
-//!   hit if `max_l == min_l`).
+//!   hit if `max_l == min_l`). So a lane's best candidate gets 1 from it and its lowest
+//!   candidate 0: a one-lane query's last hit scores 0 whatever its raw score, and a
+//!   score says where a node stands among the lane's candidates, not how good it is.
 //! * **DBSF** (`dbsf`): distribution-based score fusion, the same weighted mean over
 //!   `n_l(s) = clamp((s − (μ_l − 3σ_l)) / 6σ_l, 0, 1)` (mean μ and population standard
 //!   deviation σ of the lane's candidate scores; 1 for every hit if `σ = 0`).
@@ -16,7 +18,9 @@
 //!
 //! A node absent from a lane gets nothing from it (under `score` and `dbsf`: the bottom
 //! of the lane's scale, 0). A lane without an explicit weight weighs 1, except the `text`
-//! lane under `score` and `dbsf`, which weighs [`DEFAULT_TEXT_WEIGHT`] = 0.8.
+//! lane under `score` and `dbsf`, which weighs [`DEFAULT_TEXT_WEIGHT`] = 0.8. A lane that
+//! cannot run on the commit (`lane_unavailable`: no vectors of its model) weighs 0, so
+//! the result is the query's without that lane.
 //!
 //! ## The fusion scale
 //!

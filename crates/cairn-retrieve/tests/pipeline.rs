@@ -661,7 +661,39 @@ fn a_lane_that_cannot_run_on_the_commit_is_skipped_with_a_warning() {
         .unwrap();
     let text_only = Retrieval::new(&src).text("stall").execute().unwrap();
     assert_eq!(ids(&both), ids(&text_only));
+    // The lane that cannot run weighs nothing: the scores are those of the text lane alone
+    // (it would otherwise keep its share of the weights, and the top item score 1 / 1.8).
+    let scores = |r: &cairn_retrieve::RetrievalResult| r.items.iter().map(|i| i.score).collect::<Vec<_>>();
+    assert_eq!(scores(&both), scores(&text_only));
+    assert_eq!(both.items[0].score, 1.0);
     assert_eq!(codes(&both), vec![WarningCode::LaneUnavailable]);
+    // The same under every method, and with explain the terms still sum to the score.
+    for fusion in [Fusion::rrf(), Fusion::weighted_rrf(), Fusion::score(), Fusion::dbsf()] {
+        let with = Retrieval::new(&src)
+            .vector("no-such-model", &STALL)
+            .text("stall")
+            .fusion(fusion.clone())
+            .explain()
+            .execute()
+            .unwrap();
+        let without = Retrieval::new(&src)
+            .text("stall")
+            .fusion(fusion.clone())
+            .explain()
+            .execute()
+            .unwrap();
+        assert_eq!(scores(&with), scores(&without), "{fusion:?}");
+        let x = with.items[0].explain.as_ref().unwrap();
+        assert_eq!(x.terms.iter().map(|t| t.contribution).sum::<f64>(), with.items[0].score);
+    }
+    // Only the lane that cannot run has a weight above 0: nothing is left to rank by.
+    let err = Retrieval::new(&src)
+        .vector("no-such-model", &STALL)
+        .text("stall")
+        .fusion(Fusion::score().weight("text", 0.0))
+        .execute()
+        .unwrap_err();
+    assert!(err.to_string().contains("fusion.weights"), "{err}");
     assert!(
         both.warnings[0].message.contains("no-such-model"),
         "{}",
