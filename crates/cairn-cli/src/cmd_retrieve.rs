@@ -434,7 +434,8 @@ fn write_human(out: &mut dyn Write, r: &RetrievalResult) -> Result<(), CliError>
         .map(|l| {
             let approx = if l.approximate { ", approximate" } else { "" };
             let embedded = if l.embedded { ", query embedded" } else { "" };
-            format!("{} ({} hits{approx}{embedded})", l.name, l.hits)
+            let hits = if l.hits == 1 { "hit" } else { "hits" };
+            format!("{} ({} {hits}{approx}{embedded})", l.name, l.hits)
         })
         .collect();
     if !listing {
@@ -474,20 +475,29 @@ fn write_human(out: &mut dyn Write, r: &RetrievalResult) -> Result<(), CliError>
             writeln!(out, "     via {}", path.join(" -> "))?;
         }
         if let Some(x) = &item.explain {
-            let terms: Vec<String> = x
+            let mut terms: Vec<String> = x
                 .terms
                 .iter()
                 .map(|t| format!("{} #{} ({:.4}) +{:.4}", t.lane, t.rank, t.lane_score, t.contribution))
                 .collect();
-            let expanded = if item.source_path.is_some() {
-                " (then graph expansion: the score is on its scale)"
+            // Graph expansion puts the fused score on its own scale (or scores the item by
+            // its path from a seed): its term is what that step added, so the terms sum to
+            // the item's score.
+            if let Some(e) = &x.expansion {
+                let fused: f64 = x.terms.iter().map(|t| t.contribution).sum();
+                let added = item.score - fused;
+                let sign = if added < 0.0 { "-" } else { "+" };
+                let from = match e.distance {
+                    0 => format!("normalised {:.4}, no edge", e.normalised),
+                    1 => format!("seed normalised {:.4}, 1 edge", e.normalised),
+                    d => format!("seed normalised {:.4}, {d} edges", e.normalised),
+                };
+                terms.push(format!("expansion ({from}) {sign}{:.4}", added.abs()));
+            }
+            if x.terms.is_empty() {
+                writeln!(out, "     why: no lane found it: {}", terms.join(", "))?;
             } else {
-                ""
-            };
-            if terms.is_empty() {
-                writeln!(out, "     why: no lane found it; graph expansion reached it")?;
-            } else {
-                writeln!(out, "     why: {}: {}{expanded}", x.fusion, terms.join(", "))?;
+                writeln!(out, "     why: {}: {}", x.fusion, terms.join(", "))?;
             }
             writeln!(out, "     gates: {}", x.gates.join("; "))?;
             if let Some(path) = &x.path {

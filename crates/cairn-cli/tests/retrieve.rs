@@ -211,6 +211,53 @@ fn vector_files_property_gates_fusion_and_expansion() {
 }
 
 #[test]
+fn explain_terms_sum_to_the_printed_score_with_expansion() {
+    let s = Sandbox::sample();
+    let human = s.ok(&[
+        "retrieve",
+        "--text",
+        "vortex generators aileron",
+        "--expand-hops",
+        "2",
+        "--explain",
+    ]);
+    let lines: Vec<&str> = human.lines().collect();
+    let mut checked = 0;
+    let mut via_path = 0;
+    for (i, line) in lines.iter().enumerate() {
+        // An item line: `  N. SCORE  ID  [...]`.
+        let t = line.trim_start();
+        let Some((n, rest)) = t.split_once(". ") else { continue };
+        if n.parse::<usize>().is_err() || !line.starts_with(' ') {
+            continue;
+        }
+        let score: f64 = rest.split_whitespace().next().unwrap().parse().unwrap();
+        // After the item line (and its `via` line, if any).
+        let why = lines[i + 1..]
+            .iter()
+            .map(|l| l.trim_start())
+            .find(|l| l.starts_with("why: "))
+            .unwrap();
+        assert!(why.contains("expansion ("), "{why}");
+        let sum: f64 = why
+            .split_whitespace()
+            .filter(|w| (w.starts_with('+') || w.starts_with('-')) && w.len() > 1)
+            .map(|w| w.trim_end_matches(',').parse::<f64>().unwrap())
+            .sum();
+        assert!((sum - score).abs() < 0.0005, "{score} vs {sum}: {why}");
+        if why.contains(" edge") && !why.contains("no edge") {
+            via_path += 1;
+        }
+        checked += 1;
+    }
+    assert!(checked >= 3, "{human}");
+    assert!(via_path >= 1, "no item reached over an edge: {human}");
+    // A lane with one hit says `1 hit`.
+    let one = s.ok(&["retrieve", "--text", "perpendicular"]);
+    assert!(one.contains("lanes  text (1 hit)\n"), "{one}");
+}
+
+#[test]
 fn batch_prints_good_lines_and_reports_bad_ones() {
     let s = Sandbox::sample();
     let good1 = r#"{"text": "winglet induced drag", "limit": 2}"#;
