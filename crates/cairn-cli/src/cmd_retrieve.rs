@@ -72,7 +72,9 @@ pub struct Args {
     /// omitted: `year=2020..`, `year=..2021`; repeatable).
     #[arg(long, value_name = "KEY=MIN..MAX", group = "query", value_parser = parse_where_range)]
     where_range: Vec<WhereClause>,
-    /// Validity time: ms since the epoch or RFC 3339 [default: the commit's timestamp].
+    /// Validity time: ms since the epoch, RFC 3339 (2024-06-01T09:30:00+02:00), a date and
+    /// time without an offset (2024-06-01T09:30:00, 2024-06-01 09:30; read as UTC) or a
+    /// date (2024-06-01; midnight UTC) [default: the commit's timestamp].
     #[arg(long, value_name = "T", group = "query", value_parser = crate::output::parse_time)]
     valid_at: Option<i64>,
     /// Switch the validity gate off (facts of every time).
@@ -93,13 +95,16 @@ pub struct Args {
     /// Graph expansion: follow only edges of this kind (repeatable; default all kinds).
     #[arg(long, value_name = "K", group = "query")]
     expand_kind: Vec<String>,
-    /// Fusion method [default: rrf, or weighted_rrf when --weight is given].
+    /// Fusion method: `score` (weighted mean of min-max-normalised lane scores), `dbsf`
+    /// (the same over mean ± 3σ), `rrf`, `weighted_rrf` [default: score].
     #[arg(long, value_name = "METHOD", group = "query")]
     fusion: Option<FusionArg>,
-    /// RRF constant k [default: 60].
+    /// RRF constant k, for --fusion rrf or weighted_rrf [default: 60].
     #[arg(long, value_name = "K", group = "query")]
     rrf_k: Option<f64>,
-    /// Weight of a lane (`text`, `dense:<model>`, `sparse:<model>`; repeatable).
+    /// Weight of a lane (`text`, `dense:<model>`, `sparse:<model>`; repeatable) in the
+    /// fusion method, which stays as chosen (every method but `rrf` takes weights)
+    /// [default: 1; `text` 0.8 under score and dbsf].
     #[arg(long, value_name = "LANE=W", group = "query", value_parser = parse_weight)]
     weight: Vec<(String, f64)>,
     /// Token budget for the packed items [default: unlimited].
@@ -165,6 +170,7 @@ enum FusionArg {
     #[value(name = "weighted_rrf", alias = "weighted-rrf")]
     WeightedRrf,
     Score,
+    Dbsf,
 }
 
 /// `--sparse`, as typed.
@@ -285,10 +291,10 @@ impl Args {
             method: match self.fusion {
                 Some(FusionArg::Rrf) => FusionMethod::Rrf,
                 Some(FusionArg::WeightedRrf) => FusionMethod::WeightedRrf,
-                Some(FusionArg::Score) => FusionMethod::Score,
-                // Weights alone mean weighted RRF (plain RRF would refuse them).
-                None if !self.weight.is_empty() => FusionMethod::WeightedRrf,
-                None => FusionMethod::Rrf,
+                Some(FusionArg::Dbsf) => FusionMethod::Dbsf,
+                // The library's default: weights weigh it, and `--rrf-k` without an RRF
+                // method is refused by the library rather than switching the method.
+                Some(FusionArg::Score) | None => FusionMethod::Score,
             },
             k: self.rrf_k,
             weights: self.weight.iter().cloned().collect::<BTreeMap<_, _>>(),

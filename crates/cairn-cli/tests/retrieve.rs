@@ -143,7 +143,7 @@ fn vector_files_property_gates_fusion_and_expansion() {
         "{ids:?}"
     );
 
-    // Two lanes, weighted fusion (weights alone mean weighted RRF).
+    // Two lanes, weighted fusion (weights weigh the default score fusion).
     let r = dense(
         &json,
         &[
@@ -208,6 +208,64 @@ fn vector_files_property_gates_fusion_and_expansion() {
     ]);
     let from_flags = s.json(&["retrieve", "--text", "winglet induced drag", "--limit", "3", "--json"]);
     assert_eq!(from_spec, from_flags);
+}
+
+#[test]
+fn fusion_defaults_to_score_and_weights_weigh_the_method_chosen() {
+    let s = Sandbox::sample();
+    let v = s.file("q.json", &serde_json::to_string(&LEAD_VECTOR).unwrap());
+    let help = s.ok(&["retrieve", "--help"]);
+    assert!(help.contains("[default: score]"), "{help}");
+    assert!(!help.contains("weighted_rrf when"), "{help}");
+    // `--valid-at` lists the forms the time parser reads.
+    assert!(
+        help.contains("2024-06-01 09:30; read as UTC) or a date (2024-06-01; midnight UTC)"),
+        "{help}"
+    );
+    let query = |extra: &[&str]| {
+        let mut args = vec![
+            "retrieve",
+            "--text",
+            "aerodynamics group lead",
+            "--vector-model",
+            "tiny",
+            "--vector-file",
+            &v,
+            "--explain",
+            "--json",
+        ];
+        args.extend(extra);
+        s.json(&args)
+    };
+    let fusion_of = |r: &Value| r["items"][0]["explain"]["fusion"].as_str().unwrap().to_string();
+    let text_weight = |r: &Value| {
+        r["items"][0]["explain"]["terms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["lane"] == "text")
+            .map(|t| t["weight"].as_f64().unwrap())
+    };
+    // No flag: min-max score fusion, the text lane at 0.8.
+    let plain = query(&[]);
+    assert_eq!(fusion_of(&plain), "score (min-max)");
+    assert_eq!(plain, query(&["--fusion", "score"]));
+    // A weight alone weighs the score fusion; it does not switch to weighted RRF.
+    let weighted = query(&["--weight", "text=2"]);
+    assert_eq!(fusion_of(&weighted), "score (min-max)");
+    assert_eq!(weighted, query(&["--fusion", "score", "--weight", "text=2"]));
+    assert_ne!(weighted, plain);
+    if let Some(w) = text_weight(&weighted) {
+        assert_eq!(w, 2.0);
+    }
+    // RRF only when asked for; `--rrf-k` does not pick it by itself.
+    assert_eq!(
+        fusion_of(&query(&["--fusion", "weighted_rrf", "--weight", "text=2"])),
+        "weighted_rrf (k = 60)"
+    );
+    assert_eq!(fusion_of(&query(&["--fusion", "dbsf"])), "dbsf (mean ± 3σ)");
+    let (_, err) = s.fails(&["retrieve", "--text", "stall", "--rrf-k", "10"], 1);
+    assert!(err.contains("fusion.k") && err.contains("`score`"), "{err}");
 }
 
 #[test]
