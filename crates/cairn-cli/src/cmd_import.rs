@@ -95,61 +95,39 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let operations = result?;
     // No operation, or none that changes a node or an edge: no commit (an agent
     // re-importing the facts it has must not fill the log with empty commits).
-    if !args.allow_empty && (operations == 0 || tx.changes_nothing()?) {
-        let head = tx.base();
-        let embed = match &args.embed {
-            Some(name) => Some((name, embed_nodes(&repo, name, args.embed_batch)?)),
-            None => None,
-        };
-        if args.json {
-            let mut v = serde_json::json!({"commit": null, "head": head, "operations": operations});
-            if let Some((_, report)) = &embed {
-                v["embed"] = serde_json::to_value(report)?;
-            }
-            return write_json(ctx.out, &v);
-        }
-        writeln!(
-            ctx.out,
-            "{} (--allow-empty commits anyway)",
-            no_commit(operations, head)
-        )?;
-        if let Some((name, report)) = embed {
-            write_embed(ctx, name, report)?;
-        }
-        return Ok(());
-    }
-    let commit = tx.commit(&message)?;
+    let summary = tx.commit_import(&message, operations, args.allow_empty)?;
     let embed = match &args.embed {
         Some(name) => Some((name, embed_nodes(&repo, name, args.embed_batch)?)),
         None => None,
     };
-    write_summary(ctx, Some(commit), operations, embed, args.json)
+    write_summary(ctx, &summary, embed, args.json)
 }
 
 /// Prints what the import (and the embedding) did.
 fn write_summary(
     ctx: &mut Ctx<'_>,
-    commit: Option<cairn::CommitId>,
-    operations: u64,
+    summary: &cairn::ImportSummary,
     embed: Option<(&String, cairn::EmbedNodesReport)>,
     json: bool,
 ) -> Result<(), CliError> {
     if json {
-        let mut v = match commit {
-            Some(commit) => serde_json::to_value(cairn::ImportSummary { commit, operations })?,
-            None => serde_json::json!({"commit": null, "operations": operations}),
-        };
+        let mut v = serde_json::to_value(summary)?;
         if let Some((_, report)) = &embed {
             v["embed"] = serde_json::to_value(report)?;
         }
         return write_json(ctx.out, &v);
     }
-    match commit {
+    let operations = summary.operations;
+    match summary.commit {
         Some(commit) => {
             let plural = if operations == 1 { "" } else { "s" };
             writeln!(ctx.out, "imported {operations} operation{plural}: commit {commit}")?;
         }
-        None => writeln!(ctx.out, "nothing to import: no operation, no commit made")?,
+        None => writeln!(
+            ctx.out,
+            "{} (--allow-empty commits anyway)",
+            no_commit(operations, summary.head)
+        )?,
     }
     if let Some((name, report)) = embed {
         write_embed(ctx, name, report)?;

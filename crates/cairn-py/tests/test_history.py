@@ -111,6 +111,9 @@ def test_import_export_roundtrip(repo):
     text = repo.export_jsonl()
     other = cairn.Repo.in_memory()
     summary = other.import_jsonl(text, "copy")
-    assert summary["commit"] == other.head()
+    assert summary["commit"] == other.head() == summary["head"]
+    # The same lines again change nothing: no commit, the head stays.
+    again = other.import_jsonl(text, "again")
+    assert again["commit"] is None and again["head"] == other.head() == summary["commit"]
     assert other.export_jsonl() == text
     assert other.nodes() == repo.nodes()

@@ -52,7 +52,7 @@ impl Repo {
     ///
     /// let copy = Repo::in_memory()?;
     /// let reimported = copy.import_jsonl(exported.as_slice(), "copy", &mut |_| {})?;
-    /// let (before, after) = (repo.stats(&summary.commit)?, copy.stats(&reimported.commit)?);
+    /// let (before, after) = (repo.stats(&summary.commit)?, copy.stats(&reimported.head.expect("a commit"))?);
     /// assert_eq!(before.node_root, after.node_root);
     /// assert_eq!(before.edge_root, after.edge_root);
     /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -221,7 +221,9 @@ class Repo:
 
     def import_jsonl(self, text: str, message: str) -> dict[str, Any]:
         """Imports JSON Lines in the import format as one commit; returns the summary
-        (``commit``, ``ops``...). Nothing is committed if a line is bad."""
+        ``{"commit", "head", "operations"}``. Nothing is committed if a line is bad, nor
+        if the import changes nothing (``commit`` is then ``None`` and ``head`` the
+        unchanged head)."""
         return _json.loads(self._native.import_jsonl(text, message))
 
     def export_jsonl(self, rev: str = "HEAD") -> str:

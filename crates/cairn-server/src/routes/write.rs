@@ -79,13 +79,12 @@ pub(crate) async fn import(
         }
         let operations = tx.import_jsonl(std::io::Cursor::new(&body[..]), &mut |_| {})?;
         // No operation, or none that changes a node or an edge: no commit, the head stays.
-        if !p.allow_empty && (operations == 0 || tx.changes_nothing()?) {
-            return pretty(&serde_json::json!({"commit": null, "head": tx.base(), "operations": operations}));
-        }
         let message = p.message.unwrap_or_else(|| "import over HTTP".to_string());
-        let commit = tx.commit(&message)?;
-        state.metrics.record_commit();
-        pretty(&cairn::ImportSummary { commit, operations })
+        let summary = tx.commit_import(&message, operations, p.allow_empty)?;
+        if summary.commit.is_some() {
+            state.metrics.record_commit();
+        }
+        pretty(&summary)
     })
     .await
 }

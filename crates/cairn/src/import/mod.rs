@@ -409,11 +409,18 @@ fn json_kind(line: &str) -> &'static str {
     }
 }
 
-/// What an import did.
+/// What an import did. As JSON (`cairn import --json`, `POST /import`):
+/// `{"commit", "head", "operations"}`, `commit` null when no commit was made.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub struct ImportSummary {
-    /// The commit made.
-    pub commit: CommitId,
+    /// The commit made; `None` when the import changed nothing (no operation, or only
+    /// operations that left every node and edge as it was) and an empty commit was not
+    /// asked for.
+    pub commit: Option<CommitId>,
+    /// The branch's head after the import: the new commit, or the unchanged head (`None`
+    /// on a branch with no commit yet).
+    pub head: Option<CommitId>,
     /// Operations applied.
     pub operations: u64,
 }
@@ -447,7 +454,9 @@ impl Repo {
     /// fail if the node or edge does not exist. Times are integer ms since the epoch or
     /// strings: RFC 3339, a date and time without an offset (read as UTC) or a plain date
     /// (midnight UTC); see [`parse_time_ms`]. Blank lines are skipped. A whole file is one commit: on any bad line the import stops with
-    /// [`Error::Import`] naming the line, and nothing is committed.
+    /// [`Error::Import`] naming the line, and nothing is committed. An import that changes
+    /// nothing makes no commit ([`ImportSummary::commit`] is `None`; see
+    /// [`Transaction::commit_import`]).
     ///
     /// A line is at most [`MAX_IMPORT_LINE_BYTES`] long (the largest node the caps allow,
     /// written as JSON, is about half that). Lists and maps are read only up to their caps
@@ -461,12 +470,50 @@ impl Repo {
     ) -> Result<ImportSummary> {
         let mut tx = self.transaction()?;
         let operations = tx.import_jsonl(reader, progress)?;
-        let commit = tx.commit(message)?;
-        Ok(ImportSummary { commit, operations })
+        tx.commit_import(message, operations, false)
     }
 }
 
 impl Transaction<'_> {
+    /// Commits an import of `operations` operations (applied with
+    /// [`Transaction::import_jsonl`] or one by one), unless it changes nothing: no
+    /// operation, or only operations that leave every node and edge as the base has it
+    /// ([`Transaction::changes_nothing`]). Then no commit is made, the head stays, and
+    /// [`ImportSummary::commit`] is `None`, so an agent re-importing what it knows does
+    /// not fill the log with empty commits. `allow_empty` commits anyway.
+    ///
+    /// ```
+    /// use cairn::Repo;
+    /// let repo = Repo::in_memory()?;
+    /// let line = r#"{"node": {"id": "a", "text": "hello"}}"#;
+    /// let first = repo.import_jsonl(line.as_bytes(), "first", &mut |_| {})?;
+    /// assert!(first.commit.is_some());
+    /// let again = repo.import_jsonl(line.as_bytes(), "again", &mut |_| {})?;
+    /// assert_eq!((again.commit, again.head), (None, first.commit));
+    ///
+    /// let mut tx = repo.transaction()?;
+    /// let operations = tx.import_jsonl(line.as_bytes(), &mut |_| {})?;
+    /// let forced = tx.commit_import("again, on purpose", operations, true)?;
+    /// assert!(forced.commit.is_some() && forced.commit != first.commit);
+    /// # Ok::<(), cairn::Error>(())
+    /// ```
+    pub fn commit_import(self, message: &str, operations: u64, allow_empty: bool) -> Result<ImportSummary> {
+        if !allow_empty && (operations == 0 || self.changes_nothing()?) {
+            let head = self.base();
+            return Ok(ImportSummary {
+                commit: None,
+                head,
+                operations,
+            });
+        }
+        let commit = self.commit(message)?;
+        Ok(ImportSummary {
+            commit: Some(commit),
+            head: Some(commit),
+            operations,
+        })
+    }
+
     /// Applies a JSON Lines stream to this transaction (in the [import format](Repo::import_jsonl)):
     /// stops at the first bad line with [`Error::Import`] naming it. Returns the number of
     /// operations applied. Nothing is committed: call [`Transaction::commit`].
