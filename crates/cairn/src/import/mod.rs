@@ -77,7 +77,7 @@ impl TimeSpec {
                 parse_time_ms(s).ok_or_else(|| format!("`{field}`: {s:?} is not a time: expected {TIME_FORMS}"))
             }
             TimeSpec::Other(what) => Err(format!(
-                "`{field}`: {what} is not a time: expected an integer (ms since the epoch) or a string: {TIME_FORMS}"
+                "`{field}`: {what} is not a time: expected {TIME_FORMS} (integer ms as a JSON number or a string, the others as strings)"
             )),
         }
     }
