@@ -25,7 +25,7 @@ use crate::Ctx;
 ///
 /// The query flags fill a spec; `--spec` gives a whole spec instead and cannot be combined
 /// with them (nor can `--batch`).
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Default, clap::Args)]
 #[command(group(clap::ArgGroup::new("query").multiple(true).conflicts_with_all(["spec", "batch"])))]
 #[command(
     after_help = "Batch mode (--batch FILE, `-` for standard input): one JSON retrieval spec per line \
@@ -58,31 +58,9 @@ pub struct Args {
     /// Sparse query vector: `{"indices": [...], "values": [...]}`.
     #[arg(long, value_name = "JSON", group = "query", requires = "sparse_model", value_parser = parse_sparse)]
     sparse: Option<SparseArg>,
-    /// Keep only nodes with this label (repeat: all of them).
-    #[arg(long, value_name = "L", group = "query")]
-    label: Vec<String>,
-    /// Keep only nodes with at least one of these labels (repeatable).
-    #[arg(long, value_name = "L", group = "query")]
-    any_label: Vec<String>,
-    /// Keep only nodes whose property KEY equals VALUE (VALUE is JSON if it parses as
-    /// JSON, else a string; repeatable, all must hold).
-    #[arg(long = "where", value_name = "KEY=VALUE", group = "query", value_parser = parse_where_eq)]
-    where_eq: Vec<WhereClause>,
-    /// Keep only nodes whose numeric property KEY is in [MIN, MAX] (either end may be
-    /// omitted: `year=2020..`, `year=..2021`; repeatable).
-    #[arg(long, value_name = "KEY=MIN..MAX", group = "query", value_parser = parse_where_range)]
-    where_range: Vec<WhereClause>,
-    /// Validity time: ms since the epoch, RFC 3339 (2024-06-01T09:30:00+02:00), a date and
-    /// time without an offset (2024-06-01T09:30:00, 2024-06-01 09:30; read as UTC) or a
-    /// date (2024-06-01; midnight UTC) [default: the commit's timestamp].
-    #[arg(long, value_name = "T", group = "query", value_parser = crate::output::parse_time)]
-    valid_at: Option<i64>,
-    /// Switch the validity gate off (facts of every time).
-    #[arg(long, group = "query", conflicts_with = "valid_at")]
-    all_time: bool,
-    /// Read this revision [default: HEAD].
-    #[arg(long, value_name = "REV", group = "query")]
-    at: Option<String>,
+    // The gates and the revision (shared with `cairn ls`).
+    #[command(flatten)]
+    gates: GateArgs,
     /// Graph expansion: most edges from a seed [default with any --expand-* flag: 1].
     #[arg(long, value_name = "N", group = "query")]
     expand_hops: Option<u32>,
@@ -107,15 +85,9 @@ pub struct Args {
     /// [default: 1; `text` 0.8 under score and dbsf].
     #[arg(long, value_name = "LANE=W", group = "query", value_parser = parse_weight)]
     weight: Vec<(String, f64)>,
-    /// Token budget for the packed items [default: unlimited].
-    #[arg(long, value_name = "N", group = "query")]
-    token_budget: Option<usize>,
-    /// Most items returned [default: 10].
-    #[arg(long, value_name = "K", group = "query")]
-    limit: Option<usize>,
-    /// Characters of node text rendered per item [default: 1000].
-    #[arg(long, value_name = "N", group = "query")]
-    text_cap: Option<usize>,
+    // Paging, rendering and output (shared with `cairn ls`).
+    #[command(flatten)]
+    output: OutputArgs,
     /// Candidates each lane fetches.
     #[arg(long, value_name = "N", group = "query")]
     depth: Option<usize>,
@@ -129,30 +101,87 @@ pub struct Args {
     /// List mode: no lane; the nodes that pass the gates (--label, --where, --valid-at...)
     /// in id order, --limit at a time (`cairn ls` is `cairn retrieve --list`).
     #[arg(long, group = "query")]
-    pub(crate) list: bool,
-    /// List mode: start after this node id (the last id of the previous page).
-    #[arg(long, value_name = "ID", group = "query")]
-    after: Option<String>,
-    /// Explain every item: each lane's rank and score and what it added to the fused
-    /// score, the gates, and an expanded item's path with edge kinds.
-    #[arg(long, group = "query")]
-    explain: bool,
+    list: bool,
     /// Search the query as written: no query planning (by default time expressions such
     /// as "in July 2023" give items valid then a small, soft boost).
     #[arg(long, group = "query")]
     no_planner: bool,
-    /// Render this property into each item (repeatable, in this order).
-    #[arg(long, value_name = "KEY", group = "query")]
-    render_prop: Vec<String>,
     /// A whole retrieval spec as JSON (the `--batch` line format); excludes the query flags.
     #[arg(long, value_name = "JSON")]
     spec: Option<String>,
     /// Run one JSON spec per line of FILE (`-`: standard input); see below.
     #[arg(long, value_name = "FILE", conflicts_with = "spec")]
     batch: Option<PathBuf>,
-    /// Print the result as one line of JSON (batch mode always does).
+}
+
+/// The options `cairn retrieve` and `cairn ls` share: the gates (labels, properties,
+/// validity time) and the revision.
+#[derive(Debug, Default, clap::Args)]
+pub struct GateArgs {
+    /// Keep only nodes with this label (repeat: all of them).
+    #[arg(long, value_name = "L", group = "query")]
+    pub(crate) label: Vec<String>,
+    /// Keep only nodes with at least one of these labels (repeatable).
+    #[arg(long, value_name = "L", group = "query")]
+    pub(crate) any_label: Vec<String>,
+    /// Keep only nodes whose property KEY equals VALUE (VALUE is JSON if it parses as
+    /// JSON, else a string; repeatable, all must hold).
+    #[arg(long = "where", value_name = "KEY=VALUE", group = "query", value_parser = parse_where_eq)]
+    pub(crate) where_eq: Vec<WhereClause>,
+    /// Keep only nodes whose numeric property KEY is in [MIN, MAX] (either end may be
+    /// omitted: `year=2020..`, `year=..2021`; repeatable).
+    #[arg(long, value_name = "KEY=MIN..MAX", group = "query", value_parser = parse_where_range)]
+    pub(crate) where_range: Vec<WhereClause>,
+    /// Validity time: ms since the epoch, RFC 3339 (2024-06-01T09:30:00+02:00), a date and
+    /// time without an offset (2024-06-01T09:30:00, 2024-06-01 09:30; read as UTC) or a
+    /// date (2024-06-01; midnight UTC) [default: the commit's timestamp].
+    #[arg(long, value_name = "T", group = "query", value_parser = crate::output::parse_time)]
+    pub(crate) valid_at: Option<i64>,
+    /// Switch the validity gate off (facts of every time).
+    #[arg(long, group = "query", conflicts_with = "valid_at")]
+    pub(crate) all_time: bool,
+    /// Read this revision [default: HEAD].
+    #[arg(long, value_name = "REV", group = "query")]
+    pub(crate) at: Option<String>,
+}
+
+/// The options `cairn retrieve` and `cairn ls` share: paging, rendering and output.
+#[derive(Debug, Default, clap::Args)]
+pub struct OutputArgs {
+    /// Token budget for the packed items [default: unlimited].
+    #[arg(long, value_name = "N", group = "query")]
+    pub(crate) token_budget: Option<usize>,
+    /// Most items returned [default: 10].
+    #[arg(long, value_name = "K", group = "query")]
+    pub(crate) limit: Option<usize>,
+    /// Characters of node text rendered per item [default: 1000].
+    #[arg(long, value_name = "N", group = "query")]
+    pub(crate) text_cap: Option<usize>,
+    /// List mode: start after this node id (the last id of the previous page).
+    #[arg(long, value_name = "ID", group = "query")]
+    pub(crate) after: Option<String>,
+    /// Explain every item: each lane's rank and score and what it added to the fused
+    /// score, the gates, and an expanded item's path with edge kinds.
+    #[arg(long, group = "query")]
+    pub(crate) explain: bool,
+    /// Render this property into each item (repeatable, in this order).
+    #[arg(long, value_name = "KEY", group = "query")]
+    pub(crate) render_prop: Vec<String>,
+    /// Print the result as one line of JSON (`retrieve --batch` always does).
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
+}
+
+/// Arguments of `cairn ls` (`cairn retrieve --list`): only the options a listing honours.
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("query").multiple(true)))]
+pub struct LsArgs {
+    // The gates and the revision.
+    #[command(flatten)]
+    gates: GateArgs,
+    // Paging, rendering and output.
+    #[command(flatten)]
+    output: OutputArgs,
 }
 
 /// `--expand-direction`.
@@ -263,7 +292,7 @@ impl Args {
             }),
             _ => None,
         };
-        let valid_at = match (self.valid_at, self.all_time) {
+        let valid_at = match (self.gates.valid_at, self.gates.all_time) {
             (_, true) => Some(ValidAt::AllTime),
             (Some(t), false) => Some(ValidAt::At(t)),
             (None, false) => None,
@@ -299,24 +328,24 @@ impl Args {
             k: self.rrf_k,
             weights: self.weight.iter().cloned().collect::<BTreeMap<_, _>>(),
         });
-        let mut where_clauses = self.where_eq.clone();
-        where_clauses.extend(self.where_range.iter().cloned());
+        let mut where_clauses = self.gates.where_eq.clone();
+        where_clauses.extend(self.gates.where_range.iter().cloned());
         Ok(RetrieveSpec {
             text: self.text.clone(),
             vector,
             sparse,
-            labels_all: self.label.clone(),
-            labels_any: self.any_label.clone(),
+            labels_all: self.gates.label.clone(),
+            labels_any: self.gates.any_label.clone(),
             where_clauses,
             valid_at,
-            at: self.at.clone(),
+            at: self.gates.at.clone(),
             expand,
             fusion,
-            token_budget: self.token_budget,
-            limit: self.limit,
-            text_cap: self.text_cap,
+            token_budget: self.output.token_budget,
+            limit: self.output.limit,
+            text_cap: self.output.text_cap,
             depth: self.depth,
-            render_props: self.render_prop.clone(),
+            render_props: self.output.render_prop.clone(),
             rerank_top_n: None,
             ann: match (self.ann, self.exact) {
                 (true, _) => Some(true),
@@ -324,8 +353,8 @@ impl Args {
                 _ => None,
             },
             list: self.list,
-            after: self.after.clone(),
-            explain: self.explain,
+            after: self.output.after.clone(),
+            explain: self.output.explain,
             planner: self.no_planner.then_some(cairn::retrieve::PlannerMode::None),
         })
     }
@@ -348,12 +377,23 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     drop(progress);
     print_embed_warnings(embedder.as_ref());
     let result = result?;
-    if args.json {
+    if args.output.json {
         serde_json::to_writer(&mut *ctx.out, &result)?;
         writeln!(ctx.out)?;
         return Ok(());
     }
     write_human(ctx.out, &result)
+}
+
+/// Runs `cairn ls`: `cairn retrieve --list` with the options a listing honours.
+pub fn run_ls(ctx: &mut Ctx<'_>, args: LsArgs) -> Result<(), CliError> {
+    let args = Args {
+        gates: args.gates,
+        output: args.output,
+        list: true,
+        ..Args::default()
+    };
+    run(ctx, args)
 }
 
 /// One result JSON line per spec line; failures reported per line, counted at the end.

@@ -105,7 +105,7 @@ enum Command {
     Retrieve(Box<cmd_retrieve::Args>),
     /// List the nodes that pass the gates, in id order, a page at a time (`retrieve --list`):
     /// `cairn ls --label Fact --where topic=residence --valid-at 2024-06-01 --after ID`.
-    Ls(Box<cmd_retrieve::Args>),
+    Ls(Box<cmd_retrieve::LsArgs>),
     /// Build and persist a revision's indexes ahead of queries.
     Index(cmd_index::Args),
     /// Evaluate retrieval on a judged test collection (nDCG@10, Recall@100 per lane).
@@ -177,10 +177,7 @@ fn dispatch(command: Command, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
         Command::Fsck(args) => cmd_fsck::run(ctx, args),
         Command::Stats(args) => cmd_stats::run(ctx, args),
         Command::Retrieve(args) => cmd_retrieve::run(ctx, *args),
-        Command::Ls(mut args) => {
-            args.list = true;
-            cmd_retrieve::run(ctx, *args)
-        }
+        Command::Ls(args) => cmd_retrieve::run_ls(ctx, *args),
         Command::Index(args) => cmd_index::run(ctx, args),
         Command::Eval(args) => cmd_eval::run(ctx, args),
         Command::History(args) => cmd_history::run(ctx, args),

@@ -43,8 +43,73 @@ fn ls_pages_through_the_gated_nodes_in_id_order() {
 #[test]
 fn a_listing_with_a_lane_or_a_ranking_with_after_is_refused() {
     let s = Sandbox::sample();
-    let (_, err) = s.fails(&["ls", "--text", "stall"], 1);
+    let (_, err) = s.fails(&["retrieve", "--list", "--text", "stall"], 1);
     assert!(err.contains("list"), "{err}");
     let (_, err) = s.fails(&["retrieve", "--text", "stall", "--after", "x"], 1);
     assert!(err.contains("after"), "{err}");
+}
+
+#[test]
+fn ls_offers_only_the_options_a_listing_honours() {
+    let s = Sandbox::sample();
+    let help = s.ok(&["ls", "--help"]);
+    for honoured in [
+        "--label",
+        "--any-label",
+        "--where",
+        "--where-range",
+        "--valid-at",
+        "--all-time",
+        "--at",
+        "--limit",
+        "--after",
+        "--token-budget",
+        "--text-cap",
+        "--render-prop",
+        "--explain",
+        "--json",
+    ] {
+        assert!(help.contains(honoured), "{honoured} missing from:\n{help}");
+    }
+    for ranking in [
+        "--text <",
+        "--vector-",
+        "--sparse",
+        "--embedder",
+        "--no-embed",
+        "--fusion",
+        "--weight",
+        "--rrf-k",
+        "--expand-",
+        "--ann",
+        "--exact",
+        "--depth",
+        "--no-planner",
+        "--spec <",
+        "--batch <",
+        "--list ",
+    ] {
+        assert!(!help.contains(ranking), "{ranking} in:\n{help}");
+    }
+    // A ranking option is a usage error of `ls`, before anything runs.
+    let (_, err) = s.fails(&["ls", "--text", "stall"], 2);
+    assert!(err.contains("--text"), "{err}");
+    // Every honoured option still reaches the listing.
+    let r = s.json(&[
+        "ls",
+        "--label",
+        "Concept",
+        "--all-time",
+        "--at",
+        "HEAD",
+        "--limit",
+        "2",
+        "--text-cap",
+        "5",
+        "--render-prop",
+        "year",
+        "--json",
+    ]);
+    assert_eq!(item_ids(&r).len(), 2);
+    assert_eq!(r["valid_at"], serde_json::Value::Null);
 }
