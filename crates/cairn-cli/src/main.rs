@@ -140,16 +140,16 @@ impl Ctx<'_> {
     /// Opens the repository at `--repo`, waiting `--wait` for another process to let go.
     pub fn open(&self) -> Result<cairn::Repo, CliError> {
         match cairn::Repo::open_waiting(&self.repo_path, self.wait) {
-            Err(cairn::Error::Store(cairn::StoreError::Locked { path })) => Err(CliError::Refused(if self.wait.is_zero() {
-                format!(
-                    "repository at {path} is in use by another process (give --wait SECONDS to wait for it)"
-                )
-            } else {
-                format!(
-                    "repository at {path} is still in use by another process after waiting {:.1} s (--wait)",
-                    self.wait.as_secs_f64()
-                )
-            })),
+            Err(cairn::Error::Store(cairn::StoreError::Locked { path })) => {
+                Err(CliError::Refused(if self.wait.is_zero() {
+                    format!("repository at {path} is in use by another process (give --wait SECONDS to wait for it)")
+                } else {
+                    format!(
+                        "repository at {path} is still in use by another process after waiting {:.1} s (--wait)",
+                        self.wait.as_secs_f64()
+                    )
+                }))
+            }
             other => Ok(other?),
         }
     }

@@ -33,7 +33,10 @@ fn tags_name_a_commit_and_keep_it_from_gc() {
     let report = s.ok(&["gc", "--now"]);
     // `--now` also empties the reflog, and says so; it keeps nothing for a grace period.
     assert!(report.contains(" reflog entries; "), "{report}");
-    assert!(!report.contains(" and 0 reflog entries") && !report.contains("grace"), "{report}");
+    assert!(
+        !report.contains(" and 0 reflog entries") && !report.contains("grace"),
+        "{report}"
+    );
     assert_eq!(s.rev("side-work"), side);
     assert!(s
         .ok(&["show", "only-on-side", "--at", "side-work"])

@@ -42,7 +42,10 @@ fn a_second_process_fails_at_once_or_waits_with_wait() {
     }
     // A wait that runs out says it waited.
     let err = s.fails_stderr(&["--wait", "0.1", "log"], 1);
-    assert!(err.contains("still in use by another process after waiting 0.1 s"), "{err}");
+    assert!(
+        err.contains("still in use by another process after waiting 0.1 s"),
+        "{err}"
+    );
     // With --wait, the reader waits for the importer, then sees its commit.
     let waiter = s
         .command()
