@@ -33,23 +33,54 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     if args.json {
         return write_json(ctx.out, &lines);
     }
-    if lines.is_empty() && args.max_count != Some(0) {
-        let rev = args.branch.as_deref().unwrap_or("HEAD");
-        writeln!(
-            ctx.out,
-            "no commit touched {:?} among the ancestors of {rev}",
-            args.id.as_str()
-        )?;
+    let rows: Vec<Row> = lines
+        .iter()
+        .map(|e| {
+            let change = serde_json::to_value(e.entry.change)?;
+            Ok(Row {
+                commit: e.entry.commit.to_hex(),
+                timestamp_ms: e.entry.timestamp_ms,
+                change: change.as_str().unwrap_or("?").to_string(),
+                message: e.message.clone(),
+            })
+        })
+        .collect::<Result<_, CliError>>()?;
+    write_rows(ctx.out, args.id.as_str(), args.branch.as_deref(), args.max_count, &rows)
+}
+
+/// One line of the human output (from a [`HistoryLine`], or its JSON from a server).
+pub struct Row {
+    /// The commit, in hex.
+    pub commit: String,
+    /// The commit's time.
+    pub timestamp_ms: i64,
+    /// `added`, `changed` or `removed`.
+    pub change: String,
+    /// The commit's message (its first line is printed).
+    pub message: String,
+}
+
+/// The human output, local or remote: a line per commit, or a sentence when no commit
+/// touched the node (unless `-n 0` asked for nothing).
+pub fn write_rows(
+    out: &mut dyn std::io::Write,
+    id: &str,
+    rev: Option<&str>,
+    max_count: Option<usize>,
+    rows: &[Row],
+) -> Result<(), CliError> {
+    if rows.is_empty() && max_count != Some(0) {
+        let rev = rev.unwrap_or("HEAD");
+        writeln!(out, "no commit touched {id:?} among the ancestors of {rev}")?;
     }
-    for e in &lines {
-        let change = serde_json::to_value(e.entry.change)?;
-        let subject = e.message.lines().next().unwrap_or("");
+    for r in rows {
+        let subject = r.message.lines().next().unwrap_or("");
         writeln!(
-            ctx.out,
+            out,
             "{}  {}  {:<7}  {subject}",
-            e.entry.commit.short(),
-            format_time_s(e.entry.timestamp_ms),
-            change.as_str().unwrap_or("?"),
+            &r.commit[..r.commit.len().min(12)],
+            format_time_s(r.timestamp_ms),
+            r.change,
         )?;
     }
     Ok(())

@@ -419,29 +419,31 @@ fn stats(remote: &Remote, m: &ArgMatches, out: &mut dyn Write) -> Result<(), Cli
 
 fn history(remote: &Remote, m: &ArgMatches, out: &mut dyn Write) -> Result<(), CliError> {
     let id = opt::<NodeId>(m, "id").ok_or_else(|| CliError::Refused("no node id".into()))?;
+    let (branch, max_count) = (opt::<String>(m, "branch"), opt::<usize>(m, "max_count"));
     let mut query = Vec::new();
-    if let Some(b) = opt::<String>(m, "branch") {
-        query.push(("branch", b));
+    if let Some(b) = &branch {
+        query.push(("branch", b.clone()));
     }
-    if let Some(n) = opt::<usize>(m, "max_count") {
+    if let Some(n) = max_count {
         query.push(("limit", n.to_string()));
     }
     let body = remote.get(&format!("/nodes/{}/history", segment(&id)), &query)?;
     if flag(m, "json") {
         return write_body(out, &body);
     }
-    for e in parse(&body)?.as_array().into_iter().flatten() {
-        let id = e["commit"].as_str().unwrap_or("");
-        let subject = e["message"].as_str().unwrap_or("").lines().next().unwrap_or("");
-        writeln!(
-            out,
-            "{}  {}  {:<7}  {subject}",
-            &id[..id.len().min(12)],
-            format_time_s(e["timestamp_ms"].as_i64().unwrap_or(0)),
-            e["change"].as_str().unwrap_or("?")
-        )?;
-    }
-    Ok(())
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or("").to_string();
+    let rows: Vec<crate::cmd_history::Row> = parse(&body)?
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| crate::cmd_history::Row {
+            commit: text(&e["commit"]),
+            timestamp_ms: e["timestamp_ms"].as_i64().unwrap_or(0),
+            change: e["change"].as_str().unwrap_or("?").to_string(),
+            message: text(&e["message"]),
+        })
+        .collect();
+    crate::cmd_history::write_rows(out, id.as_str(), branch.as_deref(), max_count, &rows)
 }
 
 fn diff(remote: &Remote, m: &ArgMatches, out: &mut dyn Write) -> Result<(), CliError> {

@@ -84,6 +84,8 @@ const LOCAL_AND_REMOTE: &[&[&str]] = &[
     &["show", "concept-lift", "--json"],
     &["show", "concept-lift", "--edges", "--valid-at", "2024-01-01", "--json"],
     &["history", "concept-lift", "--json"],
+    &["history", "concept-lift"],
+    &["history", "no-such-node"],
     &["retrieve", "--text", "wing stall", "--limit", "5", "--json"],
     &[
         "retrieve",
