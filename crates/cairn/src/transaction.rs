@@ -81,7 +81,8 @@ impl<'r> Transaction<'r> {
         self.base
     }
 
-    /// Sets the commit author (default `cairn`).
+    /// Sets the commit author (default `cairn`). [`Error::InvalidArgument`] if it is empty
+    /// (or only whitespace) or over 1 KiB.
     pub fn set_author(&mut self, author: impl Into<String>) -> Result<()> {
         self.author = writer::checked_author(author.into())?;
         Ok(())

@@ -36,6 +36,11 @@ pub(crate) fn now_ms() -> i64 {
 
 /// An author, checked against its cap.
 pub(crate) fn checked_author(author: String) -> Result<String> {
+    if author.trim().is_empty() {
+        return Err(Error::InvalidArgument(
+            "author is empty (name one, or leave it unset for the default)".into(),
+        ));
+    }
     if author.len() > MAX_AUTHOR_BYTES {
         return Err(Error::InvalidArgument("author is over 1 KiB".into()));
     }

@@ -220,6 +220,11 @@ fn edges_names_ids_and_commit_fields_respect_their_caps() {
     tx.set_author("w".repeat(MAX_AUTHOR_BYTES)).unwrap();
     let err = tx.set_author("w".repeat(MAX_AUTHOR_BYTES + 1)).unwrap_err();
     assert!(err.to_string().contains("1 KiB"), "{err}");
+    // An empty author (`CAIRN_AUTHOR=` in a shell) is refused, not written.
+    for empty in ["", "  "] {
+        let err = tx.set_author(empty).unwrap_err();
+        assert!(matches!(err, cairn::Error::InvalidArgument(_)), "{err}");
+    }
     tx.commit(&"m".repeat(MAX_MESSAGE_BYTES)).unwrap();
 
     // Commit message one past its cap.
