@@ -57,6 +57,11 @@ def test_branches_tags_and_merge(repo):
     assert repo.current_branch == "main"
     repo.create_branch("feature")
     assert repo.branches() == {"feature": base, "main": base}
+    # A misspelt branch is refused: it must not start a new, unrelated history.
+    with pytest.raises(cairn.NotFound, match="featrue"):
+        with repo.transaction("typo", branch="featrue") as tx:
+            tx.put_node(cairn.Node("lost"))
+    assert repo.branches() == {"feature": base, "main": base}
     with repo.transaction("theirs", branch="feature", timestamp_ms=T0 + 1) as tx:
         tx.put_node(cairn.Node("doc-1", text="theirs"))
         tx.put_node(cairn.Node("new", text="from feature"))

@@ -162,6 +162,7 @@ impl From<cairn::Error> for ApiError {
             | E::Import { .. }
             | E::InvalidArgument(_)
             | E::InvalidId(_)
+            | E::Graph(cairn::GraphError::BadBranchName { .. } | cairn::GraphError::TooLarge { .. })
             | E::Index(_) => ErrorCode::BadRequest,
             E::NotARepo { .. }
             | E::UnknownRevision { .. }

@@ -114,6 +114,13 @@ fn branches_and_merge() {
     assert_eq!(created["name"], "side");
     let (status, body) = c.post("/branches", r#"{"name": "side"}"#);
     assert_eq!((status, code(&body).as_str()), (409, "already_exists"), "{body}");
+    // A name that is not a branch name is bad input, not a server failure.
+    let (status, body) = c.post("/branches", r#"{"name": "a b"}"#);
+    assert_eq!((status, code(&body).as_str()), (400, "bad_request"), "{body}");
+    // A misspelt branch is refused; it does not start a new, unrelated history.
+    let (status, body) = c.post("/import?branch=sdie", r#"{"node": {"id": "lost"}}"#);
+    assert_eq!((status, code(&body).as_str()), (404, "not_found"), "{body}");
+    assert_eq!(c.json("/branches")["branches"].as_array().unwrap().len(), 2);
     let branches = c.json("/branches");
     assert_eq!(branches["current"], "main");
     assert_eq!(branches["branches"].as_array().unwrap().len(), 2);

@@ -292,8 +292,55 @@ impl Repo {
     }
 
     /// Starts a transaction on `branch` (which need not be the current one).
+    ///
+    /// [`Error::UnknownBranch`] if there is no branch of that name: a misspelt name must
+    /// not start a new, unrelated history. Make one first with [`Repo::create_branch`].
+    /// The current branch is always known, even before its first commit.
+    ///
+    /// ```
+    /// use cairn::{Error, Node, NodeId, Repo};
+    /// let repo = Repo::in_memory()?;
+    /// let mut tx = repo.transaction_on("main")?; // the current branch, no commit yet
+    /// tx.put_node(Node::new(NodeId::new("a")?))?;
+    /// tx.commit("first")?;
+    /// assert!(matches!(repo.transaction_on("mian"), Err(Error::UnknownBranch(_))));
+    /// repo.create_branch("side", None)?;
+    /// let mut tx = repo.transaction_on("side")?;
+    /// tx.put_node(Node::new(NodeId::new("b")?))?;
+    /// tx.commit("on side")?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn transaction_on(&self, branch: &str) -> Result<Transaction<'_>> {
         let branch = BranchName::new(branch)?;
+        if self.refs().branch(&branch)?.is_none() && branch != self.current_branch()? {
+            return Err(Error::UnknownBranch(branch.to_string()));
+        }
+        Transaction::begin(self, branch)
+    }
+
+    /// Starts a transaction whose commit creates `branch` with a root commit: a history
+    /// unrelated to every other (git's `checkout --orphan`); merging it later merges
+    /// against an empty base. [`Error::BranchExists`] if the branch exists (or is the
+    /// current branch).
+    ///
+    /// ```
+    /// use cairn::{Node, NodeId, Repo};
+    /// let repo = Repo::in_memory()?;
+    /// let mut tx = repo.transaction()?;
+    /// tx.put_node(Node::new(NodeId::new("a")?))?;
+    /// tx.commit("first")?;
+    /// let mut tx = repo.orphan_transaction("imported")?;
+    /// tx.put_node(Node::new(NodeId::new("x")?))?;
+    /// let root = tx.commit("another history")?;
+    /// assert!(repo.commit(&root)?.parents.is_empty());
+    /// assert!(repo.orphan_transaction("imported").is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn orphan_transaction(&self, branch: &str) -> Result<Transaction<'_>> {
+        let branch = BranchName::new(branch)?;
+        if self.refs().branch(&branch)?.is_some() || branch == self.current_branch()? {
+            return Err(Error::BranchExists(branch.to_string()));
+        }
         Transaction::begin(self, branch)
     }
 

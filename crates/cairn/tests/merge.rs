@@ -549,11 +549,11 @@ fn disjoint_histories_merge_against_an_empty_base() {
         tx.put_node(doc("a", "main a")).unwrap();
         tx.put_node(doc("s", "shared")).unwrap();
     });
-    on(&repo, "other", |tx| {
-        tx.put_node(doc("a", "other a")).unwrap();
-        tx.put_node(doc("s", "shared")).unwrap();
-        tx.put_node(doc("o", "other only")).unwrap();
-    });
+    let mut tx = repo.orphan_transaction("other").unwrap();
+    tx.put_node(doc("a", "other a")).unwrap();
+    tx.put_node(doc("s", "shared")).unwrap();
+    tx.put_node(doc("o", "other only")).unwrap();
+    tx.commit("other").unwrap();
     let merge = repo.merge("main", "other").expect("merge");
     assert_eq!(merge.base(), None);
     assert_eq!(merge.conflicts().len(), 1);

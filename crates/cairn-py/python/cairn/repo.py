@@ -214,8 +214,9 @@ class Repo:
         timestamp_ms: int | None = None,
     ) -> Transaction:
         """Starts a :class:`Transaction` on ``branch`` (default: the current branch),
-        based on its head now. ``message`` is the commit message used when a ``with``
-        block ends; ``author`` defaults to ``cairn``; ``timestamp_ms`` fixes the commit
+        based on its head now; a branch that does not exist raises :class:`NotFound`
+        (make it with :meth:`create_branch`). ``message`` is the commit message used when a
+        ``with`` block ends; ``author`` defaults to ``cairn``; ``timestamp_ms`` fixes the commit
         time (for reproducible commit ids)."""
         return Transaction(self._native.transaction(branch, author), message, timestamp_ms)
 
