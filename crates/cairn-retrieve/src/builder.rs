@@ -191,7 +191,12 @@ impl<S: RetrievalSource> Retrieval<S> {
         self
     }
 
-    /// Turns on graph expansion.
+    /// Turns on graph expansion: from the top candidates, along edges, to nodes the
+    /// lanes did not find. The gates hold for what it adds: the walk passes through nodes
+    /// the label or property gates exclude (so `Fact → Person → Fact` works under a `Fact`
+    /// gate), but adds only nodes that pass every gate. When it reached nodes only on the
+    /// excluded side and added none, the result warns
+    /// ([`WarningCode::ExpansionGated`](crate::WarningCode::ExpansionGated)).
     pub fn expand(mut self, expand: GraphExpand) -> Self {
         self.spec.expand = Some(expand);
         self

@@ -867,6 +867,16 @@ fn rank_with_expansion(
             format!("graph expansion found no usable edge from its {n_seeds} seed(s)"),
         ));
     }
+    if exp.added.is_empty() && exp.gated_out > 0 {
+        warnings.push(Warning::new(
+            WarningCode::ExpansionGated,
+            format!(
+                "graph expansion reached {} node(s) that the label or property gates exclude, and added none: \
+                 expansion adds only nodes that pass every gate (drop or widen the gates to see them)",
+                exp.gated_out
+            ),
+        ));
+    }
     if exp.truncated {
         warnings.push(Warning::new(
             WarningCode::ExpansionTruncated,

@@ -282,6 +282,9 @@ pub(crate) struct Expansion {
     pub considered: usize,
     /// Usable edges examined (kind, direction and validity matched).
     pub edges_followed: usize,
+    /// Distinct nodes the walk reached that the label or property gates exclude (walked
+    /// through, never added).
+    pub gated_out: u64,
     /// Unknown edge kinds in the settings.
     pub unknown_kinds: Vec<String>,
     /// True if the walk stopped at [`MAX_EXPANSION_VISITS`].
@@ -330,6 +333,7 @@ pub(crate) fn expand<G: EdgeLists>(
         })
         .collect();
     let is_candidate: RoaringBitmap = candidates.iter().map(|&(o, _)| o).collect();
+    let mut gated_out = RoaringBitmap::new();
     let mut visits = 0usize;
     let mut neighbours = Vec::new();
     let mut edges = Vec::new();
@@ -365,7 +369,9 @@ pub(crate) fn expand<G: EdgeLists>(
                     let mut vpath = Vec::with_capacity(path.len() + 1);
                     vpath.extend_from_slice(path);
                     vpath.push(v);
-                    if gate.admits(v) {
+                    if !gate.admits(v) {
+                        gated_out.insert(v);
+                    } else {
                         let reach = Reach {
                             score,
                             distance,
@@ -400,6 +406,7 @@ pub(crate) fn expand<G: EdgeLists>(
         }
     }
     out.considered = added.len();
+    out.gated_out = gated_out.len();
     added.sort_by(|(_, a), (_, b)| {
         b.score
             .total_cmp(&a.score)
@@ -573,6 +580,11 @@ pub(crate) mod tests {
         let e = expand(&g, &GraphExpand::hops(2), &gate, &[(0, 1.0)], 1);
         // 3 does not exist at t (not traversable), 1 is walked through but not added.
         assert_eq!(added(&e), vec![(2, 2, vec![0, 1, 2])]);
+        assert_eq!(e.gated_out, 1, "node 1, reached and gated out");
+        // One hop reaches only node 1: nothing added, one gated out (the warning's case).
+        let e = expand(&g, &GraphExpand::hops(1), &gate, &[(0, 1.0)], 1);
+        assert!(e.added.is_empty());
+        assert_eq!(e.gated_out, 1);
     }
 
     #[test]

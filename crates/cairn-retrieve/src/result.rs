@@ -145,6 +145,10 @@ pub enum WarningCode {
     ExpansionUnknownKind,
     /// Graph expansion stopped at its visit cap.
     ExpansionTruncated,
+    /// Graph expansion reached nodes only through the label or property gates' excluded
+    /// side and so added none: expansion adds only nodes that pass every gate (it walks
+    /// through the others). The message says how many were reached.
+    ExpansionGated,
     /// The reranker failed; the retrieval order stands.
     RerankFailed,
     /// The query planner failed or returned an invalid plan; the query ran unplanned.

@@ -107,3 +107,43 @@ fn branches_and_revisions() {
     repo.delete_branch("exp").unwrap();
     assert_eq!(repo.branches().unwrap().len(), 1);
 }
+
+/// Expansion adds only nodes that pass the gates; when it reached some only on the
+/// excluded side and added none, the result says so instead of staying silent.
+#[test]
+fn expansion_that_the_gates_empty_is_a_warning() {
+    use cairn::retrieve::{GraphExpand, WarningCode};
+    let repo = Repo::in_memory().unwrap();
+    let id = |s: &str| NodeId::new(s).unwrap();
+    let mut tx = repo.transaction().unwrap();
+    tx.put_node(Node::new(id("alice")).with_label("Person").with_text("Alice"))
+        .unwrap();
+    tx.put_node(
+        Node::new(id("fact-1"))
+            .with_label("Fact")
+            .with_text("she lives in Paris"),
+    )
+    .unwrap();
+    tx.put_edge(cairn::Edge::new(id("fact-1"), "about", id("alice")))
+        .unwrap();
+    tx.commit("memory").unwrap();
+    let run = |label: Option<&str>| {
+        let mut q = repo.retrieve().text("Paris").expand(GraphExpand::hops(1));
+        if let Some(l) = label {
+            q = q.label(l);
+        }
+        q.execute().unwrap()
+    };
+    let open = run(None);
+    let ids: Vec<&str> = open.items.iter().map(|i| i.id.as_str()).collect();
+    assert_eq!(ids, ["fact-1", "alice"]);
+    assert!(open.warnings.iter().all(|w| w.code != WarningCode::ExpansionGated));
+    let gated = run(Some("Fact"));
+    assert_eq!(gated.items.len(), 1);
+    let warning = gated
+        .warnings
+        .iter()
+        .find(|w| w.code == WarningCode::ExpansionGated)
+        .expect("a warning says expansion was gated");
+    assert!(warning.message.contains("reached 1 node"), "{}", warning.message);
+}
