@@ -43,7 +43,7 @@
 //! | read a commit | [`Repo::node_at`], [`Repo::iter_nodes_at`], [`Repo::edges_from`], [`View`], [`ShownNode`], [`NodeEdges`] |
 //! | travel in time | [`Repo::resolve`] (revisions), [`Repo::as_of`], [`parse_time_ms`], [`format_time_ms`], [`system_time_ms`] |
 //! | see what changed | [`Repo::log`] ([`LogEntry`]), [`Repo::diff`] ([`Diff`], [`DiffReport`], [`FieldChange`]), [`Repo::history`] ([`NodeHistoryEntry`], [`HistoryLine`]) |
-//! | branch, tag, merge, recover | [`Repo::create_branch`], [`BranchList`], [`Repo::create_tag`], [`Repo::merge`] ([`MergeOutcome`], [`Conflict`], [`Resolution`], [`MergeSummary`]), [`Repo::reflog`] ([`RefLogEntry`]) |
+//! | branch, tag, merge, recover | [`Repo::create_branch`] ([`BranchName`]), [`BranchList`], [`Repo::create_tag`], [`Repo::merge`] ([`MergeOutcome`], [`Conflict`], [`Resolution`], [`MergeSummary`]), [`Repo::reflog`] ([`RefLogEntry`]) |
 //! | retrieve | [`Repo::retrieve`] and the [`retrieve`] module ([`retrieve::Retrieval`], [`retrieve::RetrievalResult`]) |
 //! | embed | [`EmbedderConfig`], [`Repo::embed_nodes`], [`QueryEmbedder`] |
 //! | move data | [`Repo::export_jsonl`] ([`NodeLine`], [`EdgeLine`]), [`Repo::import_jsonl`] |
@@ -98,6 +98,7 @@ pub use embedders::{
 pub use error::{Error, Result};
 // The error types `Error` wraps, for callers that match on them.
 pub use cairn_core::{ParseIdError, ValidationError};
+pub use cairn_graph::refs::BranchName;
 pub use cairn_graph::GraphError;
 pub use cairn_index::IndexError;
 pub use cairn_retrieve::RetrieveError;

@@ -464,9 +464,31 @@ impl Repo {
     // -----------------------------------------------------------------------------------
     // Reading
 
-    /// Resolves a revision: a full commit hex or unique prefix (≥ 4 digits), a branch,
-    /// `HEAD`, any of those followed by `~N` (N-th first parent), or `BRANCH@{T}` (the
-    /// head of BRANCH as of time T, ms since the epoch or RFC 3339).
+    /// Resolves a revision: a full commit hex or unique prefix (≥ 4 digits), a branch or
+    /// a tag (one namespace), `HEAD`, any of those followed by `~N` (N-th first parent),
+    /// `BRANCH@{T}` (the head of BRANCH as of time T, in any form [`parse_time_ms`](crate::parse_time_ms)
+    /// reads: ms since the epoch, RFC 3339, a date and time read as UTC, a date), or
+    /// `BRANCH@{#N}` (its head N moves ago, per the [reflog](Repo::reflog); a deleted
+    /// branch's too). `HEAD@{…}` and `@{…}` name the current branch.
+    ///
+    /// ```
+    /// use cairn::{Node, NodeId, Repo};
+    /// let repo = Repo::in_memory()?;
+    /// let mut tx = repo.transaction()?;
+    /// tx.put_node(Node::new(NodeId::new("a")?))?;
+    /// let first = tx.commit("first")?;
+    /// repo.create_tag("v1", None)?;
+    /// let mut tx = repo.transaction()?;
+    /// tx.put_node(Node::new(NodeId::new("b")?))?;
+    /// let second = tx.commit("second")?;
+    /// assert_eq!(repo.resolve("HEAD")?, second);
+    /// assert_eq!(repo.resolve("HEAD~1")?, first);
+    /// assert_eq!(repo.resolve("v1")?, first);
+    /// assert_eq!(repo.resolve("main@{#1}")?, first);
+    /// assert_eq!(repo.resolve(&first.to_hex()[..8])?, first);
+    /// assert!(repo.resolve("main@{1970-01-01}").is_err()); // no head that early
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn resolve(&self, rev: &str) -> Result<CommitId> {
         crate::rev::resolve(self, rev)
     }
