@@ -142,11 +142,57 @@ impl Repo {
             }
             None => match kind {
                 StoreKind::Segment => Arc::new(SegmentStore::open(path)?),
-                StoreKind::Sled => Arc::new(SledStore::open(path)?),
+                StoreKind::Sled => match Self::init_sled_beside(path)? {
+                    Some(store) => return Ok(Repo::from_store(store, Some(path.to_path_buf()))),
+                    None => Arc::new(SledStore::open(path)?),
+                },
             },
         };
         Self::initialize(store.as_ref())?;
         Ok(Repo::from_store(store, Some(path.to_path_buf())))
+    }
+
+    /// A new sled repository, built and initialised in a side directory
+    /// (`.NAME.cairn-init` beside `path`) and renamed into place: sled's own first writes
+    /// are not atomic, and a process killed during them can leave a database sled will
+    /// not open, which `init` could then neither use nor replace. Killed here, it leaves
+    /// only the side directory, which the next `init` removes. `None` when `path` is a
+    /// directory with files in it, or has no name (`.`): that is initialised in place.
+    fn init_sled_beside(path: &Path) -> Result<Option<Arc<dyn Store>>> {
+        let io = |what: &str, e: std::io::Error| -> Error {
+            let what = format!("{what} for {}", path.display());
+            Error::Store(if cairn_store::StoreError::is_no_space(&e) {
+                cairn_store::StoreError::NoSpace {
+                    path: path.display().to_string(),
+                    detail: what,
+                }
+            } else {
+                cairn_store::StoreError::Backend(format!("{what}: {e}"))
+            })
+        };
+        let occupied = path.is_dir() && std::fs::read_dir(path).map_or(true, |mut d| d.next().is_some());
+        let Some(name) = path.file_name().filter(|_| !occupied) else {
+            return Ok(None);
+        };
+        let side = path.with_file_name(format!(".{}.cairn-init", name.to_string_lossy()));
+        if side.exists() {
+            std::fs::remove_dir_all(&side).map_err(|e| io("removing an interrupted init", e))?;
+        }
+        {
+            let store = SledStore::open(&side)?;
+            Self::initialize(&store)?;
+        }
+        // rename(2) replaces an empty directory; the parent's entry is then made durable.
+        std::fs::rename(&side, path).map_err(|e| io("moving the new repository into place", e))?;
+        if let Some(parent) = path
+            .parent()
+            .map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p })
+        {
+            std::fs::File::open(parent)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| io("syncing the parent directory", e))?;
+        }
+        Ok(Some(Arc::new(SledStore::open(path)?)))
     }
 
     /// True if a store holds a repository: its initialisation shows in its format marker,
