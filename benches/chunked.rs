@@ -353,7 +353,8 @@ fn child_asof() {
     }
 }
 
-/// `CAIRN_BENCH_PROFILE=1`: import, then loop the exact query (for `perf record`).
+/// `CAIRN_BENCH_PROFILE=1`: import, then loop the exact query (for `perf record`);
+/// `=build` stops after the first query, `=stages` prints where a warm query's time goes.
 fn profile(n: usize) {
     let corpus = Corpus::new(false);
     let repo = Repo::in_memory().expect("repo");
@@ -373,14 +374,66 @@ fn profile(n: usize) {
     let t = Instant::now();
     query(&repo, &queries[0], false, None);
     eprintln!("first query {:?}", t.elapsed());
-    if std::env::var("CAIRN_BENCH_PROFILE").as_deref() == Ok("build") {
-        return;
+    match std::env::var("CAIRN_BENCH_PROFILE").as_deref() {
+        Ok("build") => return,
+        Ok("stages") => return stages(&repo, &queries),
+        _ => {}
     }
     let t = Instant::now();
     for i in 0..300 {
         query(&repo, &queries[i % QUERIES], false, None);
     }
     eprintln!("300 queries {:?}", t.elapsed());
+}
+
+/// `CAIRN_BENCH_PROFILE=stages`: p50 of the hybrid query's parts, each run alone through
+/// the public API (a part's time includes the gates and packing it needs): where the
+/// milliseconds of the warm hybrid query go.
+fn stages(repo: &Repo, queries: &[(Vec<f32>, String, String)]) {
+    type R<'a> = cairn::retrieve::Retrieval<&'a Repo>;
+    type Shape = for<'a> fn(R<'a>, &(Vec<f32>, String, String)) -> R<'a>;
+    let shapes: [(&str, Shape); 7] = [
+        ("label gate only (list, limit 1)", |r, q| {
+            r.label(q.2.clone()).list().limit(1)
+        }),
+        ("text lane, no gate, limit 1", |r, q| r.text(q.1.clone()).limit(1)),
+        ("text lane + label, limit 1", |r, q| {
+            r.label(q.2.clone()).text(q.1.clone()).limit(1)
+        }),
+        ("dense lane + label, depth 1000, limit 1", |r, q| {
+            r.label(q.2.clone()).vector("minilm", &q.0).exact().depth(1000).limit(1)
+        }),
+        ("dense lane + label, depth 100, limit 1", |r, q| {
+            r.label(q.2.clone()).vector("minilm", &q.0).exact().depth(100).limit(1)
+        }),
+        ("hybrid + label, limit 1 (fusion, no packing)", |r, q| {
+            r.label(q.2.clone())
+                .vector("minilm", &q.0)
+                .text(q.1.clone())
+                .exact()
+                .limit(1)
+        }),
+        ("hybrid + label, budget 2000, limit 100 (the bench query)", |r, q| {
+            r.label(q.2.clone())
+                .vector("minilm", &q.0)
+                .text(q.1.clone())
+                .exact()
+                .token_budget(2000)
+                .limit(100)
+        }),
+    ];
+    println!("| stage | p50 ms |");
+    println!("|---|---:|");
+    for (name, shape) in shapes {
+        let mut lat = Vec::new();
+        for i in 0..400 {
+            let q = &queries[i % QUERIES];
+            let t = Instant::now();
+            shape(repo.retrieve(), q).execute().expect("retrieve");
+            lat.push(ms(t.elapsed()));
+        }
+        println!("| {name} | {:.2} |", p50(lat));
+    }
 }
 
 fn main() {

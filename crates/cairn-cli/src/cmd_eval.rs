@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use cairn::retrieve::{Fusion, GraphExpand, DEFAULT_RRF_K, DEFAULT_TEXT_WEIGHT};
+use cairn::retrieve::{Fusion, GraphExpand, DEFAULT_RRF_K, DEFAULT_TEXT_WEIGHT, MIN_MAX_TEXT_WEIGHT};
 use cairn::{CommitId, Repo};
 use cairn_eval::{evaluate, import_collection_with_meta, Collection, DocMeta, EvalRun, EvalScores, LINK_KIND};
 use clap::ValueEnum;
@@ -30,7 +30,7 @@ pub struct Args {
     /// The collection directory (`corpus.jsonl`, `queries.jsonl`, `qrels.tsv`, embeddings).
     #[arg(long, value_name = "DIR")]
     collection: PathBuf,
-    /// Rows to evaluate, comma-separated [default: dense,text,hybrid,hybrid-rrf, plus
+    /// Rows to evaluate, comma-separated [default: dense,text,hybrid,hybrid-rrf,hybrid-min-max, plus
     /// hybrid-expand with --links].
     #[arg(long, value_name = "LANES", value_delimiter = ',')]
     lanes: Vec<Lane>,
@@ -55,13 +55,14 @@ enum Lane {
     Dense,
     /// The BM25 lane alone.
     Text,
-    /// Dense + BM25, the retrieval default (score fusion, text weight 0.8).
+    /// Dense + BM25, the retrieval default (score fusion, text weight 0.4).
     Hybrid,
-    /// Dense + BM25, RRF k = 60 (the old default).
+    /// Dense + BM25, RRF k = 60.
     HybridRrf,
-    /// Dense + BM25, score fusion (text weight 0.8).
-    HybridScore,
-    /// Dense + BM25, RRF, with graph expansion over the links (needs --links).
+    /// Dense + BM25, min-max on both lanes (text weight 0.8; the previous default).
+    HybridMinMax,
+    /// Dense + BM25, the default fusion, with graph expansion over the links (needs
+    /// --links).
     HybridExpand,
 }
 
@@ -72,7 +73,7 @@ impl Lane {
             Lane::Text => EvalRun::text(),
             Lane::Hybrid => EvalRun::hybrid(),
             Lane::HybridRrf => EvalRun::hybrid().fusion(Fusion::rrf()),
-            Lane::HybridScore => EvalRun::hybrid().fusion(Fusion::score()),
+            Lane::HybridMinMax => EvalRun::hybrid().fusion(Fusion::min_max()),
             Lane::HybridExpand => EvalRun::hybrid().expand(GraphExpand::hops(1).kind(LINK_KIND)),
         }
     }
@@ -84,7 +85,7 @@ impl Lane {
             Lane::Text => "text (BM25)".into(),
             Lane::Hybrid => format!("hybrid score fusion (text {DEFAULT_TEXT_WEIGHT}, default)"),
             Lane::HybridRrf => format!("hybrid rrf k={DEFAULT_RRF_K}"),
-            Lane::HybridScore => format!("hybrid score fusion (text {DEFAULT_TEXT_WEIGHT})"),
+            Lane::HybridMinMax => format!("hybrid min-max (text {MIN_MAX_TEXT_WEIGHT})"),
             Lane::HybridExpand => "hybrid + expansion".into(),
         }
     }
@@ -133,7 +134,13 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     }
     let mut lanes = args.lanes.clone();
     if lanes.is_empty() {
-        lanes = vec![Lane::Dense, Lane::Text, Lane::Hybrid, Lane::HybridRrf];
+        lanes = vec![
+            Lane::Dense,
+            Lane::Text,
+            Lane::Hybrid,
+            Lane::HybridRrf,
+            Lane::HybridMinMax,
+        ];
         if args.links {
             lanes.push(Lane::HybridExpand);
         }

@@ -73,8 +73,10 @@ pub struct Args {
     /// Graph expansion: follow only edges of this kind (repeatable; default all kinds).
     #[arg(long, value_name = "K", group = "query")]
     expand_kind: Vec<String>,
-    /// Fusion method: `score` (weighted mean of min-max-normalised lane scores), `dbsf`
-    /// (the same over mean ± 3σ), `rrf`, `weighted_rrf` [default: score].
+    /// Fusion method: `score` (weighted mean of lane scores on [0, 1]: dense lanes as
+    /// cosines, text and sparse lanes min-max), `min_max` (every lane min-max: for dense
+    /// vectors that are not unit length), `dbsf` (the same over mean ± 3σ), `rrf`,
+    /// `weighted_rrf` [default: score].
     #[arg(long, value_name = "METHOD", group = "query")]
     fusion: Option<FusionArg>,
     /// RRF constant k, for --fusion rrf or weighted_rrf [default: 60].
@@ -82,7 +84,7 @@ pub struct Args {
     rrf_k: Option<f64>,
     /// Weight of a lane (`text`, `dense:<model>`, `sparse:<model>`; repeatable) in the
     /// fusion method, which stays as chosen (every method but `rrf` takes weights)
-    /// [default: 1; `text` 0.8 under score and dbsf].
+    /// [default: 1; `text` 0.4 under score, 0.8 under min_max and dbsf].
     #[arg(long, value_name = "LANE=W", group = "query", value_parser = parse_weight)]
     weight: Vec<(String, f64)>,
     // Paging, rendering and output (shared with `cairn ls`).
@@ -199,6 +201,8 @@ enum FusionArg {
     #[value(name = "weighted_rrf", alias = "weighted-rrf")]
     WeightedRrf,
     Score,
+    #[value(name = "min_max", alias = "min-max")]
+    MinMax,
     Dbsf,
 }
 
@@ -321,6 +325,7 @@ impl Args {
                 Some(FusionArg::Rrf) => FusionMethod::Rrf,
                 Some(FusionArg::WeightedRrf) => FusionMethod::WeightedRrf,
                 Some(FusionArg::Dbsf) => FusionMethod::Dbsf,
+                Some(FusionArg::MinMax) => FusionMethod::MinMax,
                 // The library's default: weights weigh it, and `--rrf-k` without an RRF
                 // method is refused by the library rather than switching the method.
                 Some(FusionArg::Score) | None => FusionMethod::Score,

@@ -246,13 +246,13 @@ fn fusion_defaults_to_score_and_weights_weigh_the_method_chosen() {
             .find(|t| t["lane"] == "text")
             .map(|t| t["weight"].as_f64().unwrap())
     };
-    // No flag: min-max score fusion, the text lane at 0.8.
+    // No flag: score fusion (dense lanes as cosines), the text lane at 0.4.
     let plain = query(&[]);
-    assert_eq!(fusion_of(&plain), "score (min-max)");
+    assert_eq!(fusion_of(&plain), "score (dense as cosine, others min-max)");
     assert_eq!(plain, query(&["--fusion", "score"]));
     // A weight alone weighs the score fusion; it does not switch to weighted RRF.
     let weighted = query(&["--weight", "text=2"]);
-    assert_eq!(fusion_of(&weighted), "score (min-max)");
+    assert_eq!(fusion_of(&weighted), "score (dense as cosine, others min-max)");
     assert_eq!(weighted, query(&["--fusion", "score", "--weight", "text=2"]));
     assert_ne!(weighted, plain);
     if let Some(w) = text_weight(&weighted) {
@@ -264,6 +264,12 @@ fn fusion_defaults_to_score_and_weights_weigh_the_method_chosen() {
         "weighted_rrf (k = 60)"
     );
     assert_eq!(fusion_of(&query(&["--fusion", "dbsf"])), "dbsf (mean ± 3σ)");
+    // The previous default, min-max on every lane, text 0.8.
+    let min_max = query(&["--fusion", "min_max"]);
+    assert_eq!(fusion_of(&min_max), "min_max");
+    if let Some(w) = text_weight(&min_max) {
+        assert_eq!(w, 0.8);
+    }
     let (_, err) = s.fails(&["retrieve", "--text", "stall", "--rrf-k", "10"], 1);
     assert!(err.contains("fusion.k") && err.contains("`score`"), "{err}");
 }
@@ -488,7 +494,7 @@ fn eval_on_a_few_cisi_queries() {
         "--limit-queries",
         "5",
         "--lanes",
-        "dense,hybrid-score",
+        "dense,hybrid-min-max",
         "--json",
     ]);
     assert_eq!(
@@ -497,7 +503,7 @@ fn eval_on_a_few_cisi_queries() {
     );
     let rows = report["rows"].as_array().unwrap();
     let lanes: Vec<&str> = rows.iter().map(|r| r["lane"].as_str().unwrap()).collect();
-    assert_eq!(lanes, ["dense (exact)", "hybrid score fusion (text 0.8)"]);
+    assert_eq!(lanes, ["dense (exact)", "hybrid min-max (text 0.8)"]);
     for r in rows {
         for metric in ["ndcg10", "recall100"] {
             let v = r[metric].as_f64().unwrap();

@@ -37,7 +37,10 @@ fn retrieve_explain_prints_why_and_the_path() {
         "6",
         "--explain",
     ]);
-    assert!(out.contains("why: score (min-max): text #1"), "{out}");
+    assert!(
+        out.contains("why: score (dense as cosine, others min-max): text #1"),
+        "{out}"
+    );
     assert!(out.contains("gates: labels, all of: Document"), "{out}");
     assert!(out.contains("path: ") && out.contains("-[cites]-"), "{out}");
     let json = s.json(&["retrieve", "--text", "stall", "--limit", "2", "--explain", "--json"]);

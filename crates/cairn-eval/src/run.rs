@@ -21,7 +21,7 @@ pub struct EvalRun {
     pub dense: bool,
     /// Use the BM25 lane (the query's text).
     pub text: bool,
-    /// Fusion settings (`None`: the retrieval default, min-max score fusion, text weight 0.8).
+    /// Fusion settings (`None`: the retrieval default, score fusion with dense lanes as cosines, text weight 0.4).
     pub fusion: Option<Fusion>,
     /// Graph expansion (`None`: off).
     pub expand: Option<GraphExpand>,
@@ -53,7 +53,7 @@ impl EvalRun {
         EvalRun::lanes(false, true)
     }
 
-    /// Dense and BM25, fused by the default (min-max score fusion, text weight 0.8).
+    /// Dense and BM25, fused by the default (score fusion with dense lanes as cosines, text weight 0.4).
     pub fn hybrid() -> EvalRun {
         EvalRun::lanes(true, true)
     }

@@ -12,7 +12,7 @@ use crate::gates::GateSpec;
 /// An item's explanation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Explanation {
-    /// The fusion: `dbsf (mean ± 3σ)`, `score (min-max)`, `rrf (k = 60)` or
+    /// The fusion: `dbsf (mean ± 3σ)`, `score (dense as cosine, others min-max)`, `min_max`, `rrf (k = 60)` or
     /// `weighted_rrf (k = 60)`.
     pub fusion: String,
     /// One term per lane that found the item, in lane order, then one per soft boost the
@@ -110,7 +110,7 @@ impl Context<'_> {
 
     /// The lanes' normalisations under `method`, for [`Context::scales`].
     pub(crate) fn scales_of(method: FusionMethod, lanes: &[LaneHits]) -> Vec<LaneScale> {
-        lanes.iter().map(|l| LaneScale::of(method, &l.hits)).collect()
+        lanes.iter().map(|l| LaneScale::of(method, &l.name, &l.hits)).collect()
     }
 
     /// The explanation of one item: its lane terms, then `boosts` (already terms).
@@ -124,8 +124,9 @@ impl Context<'_> {
         let fusion = match self.method {
             FusionMethod::Rrf => format!("rrf (k = {})", self.rrf_k),
             FusionMethod::WeightedRrf => format!("weighted_rrf (k = {})", self.rrf_k),
-            FusionMethod::Score => "score (min-max)".to_string(),
+            FusionMethod::Score => "score (dense as cosine, others min-max)".to_string(),
             FusionMethod::Dbsf => "dbsf (mean ± 3σ)".to_string(),
+            FusionMethod::MinMax => "min_max".to_string(),
         };
         let total = weight_sum(self.weights);
         let mut terms: Vec<FusionTerm> = places

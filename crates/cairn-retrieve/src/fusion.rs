@@ -3,12 +3,19 @@
 //! Methods, with lanes taken in name order (`dense:*` < `sparse:*` < `text`) so that each
 //! node's sum is accumulated in the same order every time and is reproducible bit for bit:
 //!
-//! * **Score** (`score`, the default): the weighted mean of min-max-normalised lane
-//!   scores, `score(x) = Σ_l w_l · n_l(s_l(x)) / Σ_l w_l` with
-//!   `n_l(s) = (s − min_l) / (max_l − min_l)` over the lane's candidate list (1 for every
-//!   hit if `max_l == min_l`). So a lane's best candidate gets 1 from it and its lowest
-//!   candidate 0: a one-lane query's last hit scores 0 whatever its raw score, and a
-//!   score says where a node stands among the lane's candidates, not how good it is.
+//! * **Score** (`score`, the default): the weighted mean of normalised lane scores,
+//!   `score(x) = Σ_l w_l · n_l(s_l(x)) / Σ_l w_l` with `n_l(s) = (s − lo_l) / (hi_l −
+//!   lo_l)` (1 for every hit if `hi_l == lo_l`). For the `text` and `sparse:*` lanes `lo_l`
+//!   and `hi_l` are the lowest and best candidate scores (min-max: the best candidate gets
+//!   1, the lowest 0). A `dense:*` lane's score is a **cosine** (the dot product of unit
+//!   vectors, which embedding models give) and is taken as it is: `lo_l = min(0, lowest)`
+//!   and `hi_l = max(1, best)` ([`COSINE_FLOOR`], [`COSINE_CEILING`]), so a candidate at
+//!   cosine 0.62 adds 0.62 of the lane's weight whatever the other candidates score. A
+//!   dense lane that is sure of its best match adds much more to it than one whose
+//!   candidates are all middling.
+//! * **Min-max** (`min_max`): the same weighted mean with every lane min-max-normalised,
+//!   dense lanes included (the default before dense lanes were read as cosines; for dense
+//!   vectors that are not unit length). Text weight [`MIN_MAX_TEXT_WEIGHT`] = 0.8.
 //! * **DBSF** (`dbsf`): distribution-based score fusion, the same weighted mean over
 //!   `n_l(s) = clamp((s − (μ_l − 3σ_l)) / 6σ_l, 0, 1)` (mean μ and population standard
 //!   deviation σ of the lane's candidate scores; 1 for every hit if `σ = 0`).
@@ -16,25 +23,25 @@
 //!   candidate list. `k` defaults to [`DEFAULT_RRF_K`] = 60.
 //! * **Weighted RRF** (`weighted_rrf`): `score(x) = Σ_l w_l / (k + rank_l(x))`.
 //!
-//! A node absent from a lane gets nothing from it (under `score` and `dbsf`: the bottom
+//! A node absent from a lane gets nothing from it (under the score-scale methods: the bottom
 //! of the lane's scale, 0). A lane without an explicit weight weighs 1, except the `text`
-//! lane under `score` and `dbsf`, which weighs [`DEFAULT_TEXT_WEIGHT`] = 0.8. A lane that
-//! cannot run on the commit (`lane_unavailable`: no vectors of its model) weighs 0, so
-//! the result is the query's without that lane.
+//! lane: [`DEFAULT_TEXT_WEIGHT`] = 0.4 under `score`, [`MIN_MAX_TEXT_WEIGHT`] = 0.8 under
+//! `min_max` and [`DBSF_TEXT_WEIGHT`] = 0.8 under `dbsf`. A lane that cannot run on the commit (`lane_unavailable`: no vectors of its
+//! model) weighs 0, so the result is the query's without that lane.
 //!
 //! ## The fusion scale
 //!
-//! Under `score` and `dbsf` the fused score is a weighted *mean* of per-lane scores that
-//! each lie in `[0, 1]`, so it lies in `[0, 1]` whatever the number of lanes and weights:
-//! 1 is "the best candidate of every lane". Each lane's term `w_l · n_l / Σ w` is what
-//! `explain` shows as its contribution, and the terms sum to the fused score. The query
-//! planner's soft boosts ([`crate::planner`]) are added on this scale as a share of its
-//! top ([`FusionMethod::scale_top`]: 1 here, `Σ_l w_l / (k + 1)` under RRF) and appear as
-//! terms too. Graph expansion maps the fused score onto its own `[0, α + β]` scale by a
-//! min-max over the competing window (see [`crate::expand`]); `explain` shows that step as
-//! its [`ExpansionTerm`](crate::ExpansionTerm).
+//! Under `score`, `min_max` and `dbsf` the fused score is a weighted *mean* of per-lane
+//! scores that each lie in `[0, 1]`, so it lies in `[0, 1]` whatever the number of lanes
+//! and weights: 1 is "the best candidate of every lane" (under `score`: at cosine 1 in
+//! every dense lane). Each lane's term `w_l · n_l / Σ w` is what `explain` shows as its
+//! contribution, and the terms sum to the fused score. The query planner's soft boosts ([`crate::planner`]) are added on
+//! this scale as a share of its top ([`FusionMethod::scale_top`]: 1 here, `Σ_l w_l / (k +
+//! 1)` under RRF) and appear as terms too. Graph expansion maps the fused score onto its
+//! own `[0, α + β]` scale by a min-max over the competing window (see [`crate::expand`]);
+//! `explain` shows that step as its [`ExpansionTerm`](crate::ExpansionTerm).
 //!
-//! ## Why `score` by default (measured)
+//! ## Why `score`, with dense lanes as cosines, by default (measured)
 //!
 //! Dense MiniLM + BM25 (k1 = 0.9, b = 0.4, stemmed, question words dropped from the
 //! query), depth 1000, `crates/cairn-eval/tests/eval_hybrid.rs`. Tuned on Cranfield and
@@ -44,29 +51,47 @@
 //! |---|---:|---:|---:|
 //! | dense lane alone | 0.3998 / 0.7724 | 0.4192 / 0.4720 | 0.4335 / 0.6074 |
 //! | text lane alone | 0.3780 / 0.7341 | 0.3799 / 0.4330 | 0.4475 / 0.6231 |
-//! | RRF, k = 60 (the old default) | 0.4349 / 0.7929 | 0.4440 / 0.5015 | 0.5147 / 0.6942 |
-//! | **score (min-max), text 0.8 (the default)** | **0.4397 / 0.7948** | **0.4575 / 0.5072** | **0.5237 / 0.6998** |
+//! | RRF, k = 60 | 0.4349 / 0.7929 | 0.4440 / 0.5015 | 0.5147 / 0.6942 |
+//! | score, min-max on every lane, text 0.8 (the previous default) | 0.4397 / 0.7948 | 0.4575 / 0.5072 | 0.5237 / 0.6998 |
+//! | **score, dense as cosine, text 0.4 (the default)** | **0.4382 / 0.8014** | **0.4590 / 0.5064** | **0.5233 / 0.7053** |
 //!
-//! The default is at least as good as the better lane on every collection and on both
-//! metrics, and better than RRF everywhere. The tuning grid (`fusion_grid` and
-//! `zscore_grid`, ignored tests) on Cranfield / CISI nDCG@10: RRF k = 20 0.4391 / 0.4517;
-//! score with text weight 0.5–1.2 0.4340–0.4397 / 0.4501–0.4575 (0.8 best on CISI, within
-//! 0.0001 of the best on Cranfield); DBSF 0.3795–0.3879 / 0.4340–0.4440 — its ±3σ clamp
-//! saturates: on Cranfield many BM25 hits stand more than 3σ above the lane's mean and all
-//! normalise to 1, so the text lane stops ordering them; a z-score without the clamp
-//! (`(s − min) / σ`) 0.4345–0.4388 / 0.4542–0.4561, no better than min-max and without a
-//! bounded scale. So `score` is the default and `dbsf` stays available.
+//! On the real embeddings the two score fusions are within 0.002 of each other. They
+//! part when the dense lane is weak — a small embedding model on conversational agent
+//! memory, where its neighbours are near-ties. Min-max stretches any lane's candidates
+//! over the whole of `[0, 1]`, so a lane that is guessing weighs as much as one that is
+//! sure, and the fusion falls below the text lane alone. `weak_lane_fusion` (an ignored
+//! test) measures it on the same collections with each query vector mixed with a seeded
+//! random direction, `q' = normalise(q + σ·u)`; at σ = 3 the dense lane is at 42–60 % of
+//! the text lane's nDCG@10:
 //!
-//! Beyond these numbers, a score-scale fusion is the robust choice when one lane is weak
-//! (conversational agent memory, where a small embedding model's neighbours are
-//! near-ties): RRF gives a lane's first place the same 1/61 whether the lane is sure or
-//! guessing, so equal-weight RRF pulls a weak lane's noise into the head of the ranking.
-//! Under a score fusion a lane adds what its own scores say: a lane whose candidates score
-//! alike adds nearly the same to each of them and leaves the order to the lane that
-//! discriminates, and its weight is one plain, visible number.
+//! | σ = 3 | Cranfield | CISI | Vaswani |
+//! |---|---:|---:|---:|
+//! | dense lane alone | 0.2003 / 0.5711 | 0.2289 / 0.3268 | 0.1889 / 0.3094 |
+//! | text lane alone | 0.3780 / 0.7341 | 0.3799 / 0.4330 | 0.4475 / 0.6231 |
+//! | RRF, k = 60 | 0.3573 / 0.7447 | 0.3771 / 0.4461 | 0.3939 / 0.5872 |
+//! | score, min-max, text 0.8 | 0.3670 / 0.7223 | 0.3836 / 0.4354 | 0.3916 / 0.5574 |
+//! | **score, dense as cosine, text 0.4** | **0.3986 / 0.7593** | **0.4159 / 0.4533** | **0.4675 / 0.6408** |
 //!
-//! Min-max needs a deep list for a meaningful minimum, hence the default depth of 1000
-//! for multi-lane queries (see [`RetrieveSpec::effective_depth`]).
+//! With dense lanes as cosines the fusion stays above the better lane on both metrics at
+//! every σ measured (0, 0.8, 1.2, 2, 3); RRF and min-max fall below the text lane by
+//! σ = 3. The text weight 0.4 is the best of 0.3 / 0.4 / 0.5 on Cranfield and CISI
+//! together with the real embeddings (nDCG@10 0.4390 / 0.4548 at 0.3, 0.4382 / 0.4590 at
+//! 0.4, 0.4379 / 0.4552 at 0.5), and within 0.003 of the best on each. A
+//! variant that keeps the dense floor at the lowest candidate (`(s − lowest) / (1 −
+//! lowest)`) measured within 0.01 of it but gives a lone candidate 0. These are
+//! `min_max` and the dense-as-cosine `score`; the first table's two rows are those
+//! methods in the pipeline (`default_fusion_never_loses_to_a_lane`). The older grid
+//! (`fusion_grid`, `zscore_grid`): DBSF's ±3σ clamp saturates on Cranfield (0.3795–0.3879:
+//! many BM25 hits stand more than 3σ above the lane's mean and all normalise to 1); a
+//! z-score without the clamp is no better than min-max.
+//!
+//! A dense score is a dot product, a cosine only for unit vectors. Vectors of other
+//! lengths still fuse: a best score above 1 becomes the top of the scale (a negative
+//! lowest score its bottom); with vectors much shorter than 1 the dense lane adds little,
+//! so give it a weight or normalise the vectors.
+//!
+//! Min-max needs a deep list for a meaningful minimum (the text lane's, and every lane's
+//! under `min_max`), hence the default depth of 1000 for multi-lane queries (see [`RetrieveSpec::effective_depth`]).
 //!
 //! The fused list is ordered by `(score desc, ordinal asc)` — ordinal order is node-id
 //! order, so ties go to the smaller node id.
@@ -83,9 +108,24 @@ use crate::error::RetrieveError;
 /// The RRF constant when none is given.
 pub const DEFAULT_RRF_K: f64 = 60.0;
 
-/// The `text` lane's weight under the `dbsf` and `score` methods when none is given
+/// The `text` lane's weight under the `score` method (the default) when none is given
 /// (module docs); every other lane weighs 1.
-pub const DEFAULT_TEXT_WEIGHT: f64 = 0.8;
+pub const DEFAULT_TEXT_WEIGHT: f64 = 0.4;
+
+/// The `text` lane's weight under the `dbsf` method when none is given.
+pub const DBSF_TEXT_WEIGHT: f64 = 0.8;
+
+/// The `text` lane's weight under the `min_max` method when none is given (its best on
+/// Cranfield and CISI when it was the default).
+pub const MIN_MAX_TEXT_WEIGHT: f64 = 0.8;
+
+/// The top of a `dense:*` lane's scale under `score`: the cosine of identical directions.
+/// A lane's best candidate scoring above it (vectors longer than 1) is the top instead.
+pub const COSINE_CEILING: f64 = 1.0;
+
+/// The bottom of a `dense:*` lane's scale under `score`: an unrelated (orthogonal) vector.
+/// A lane's lowest candidate scoring below it is the bottom instead.
+pub const COSINE_FLOOR: f64 = 0.0;
 
 /// How many standard deviations either side of a lane's mean DBSF maps onto `[0, 1]`.
 pub const DBSF_SIGMAS: f64 = 3.0;
@@ -105,16 +145,20 @@ pub enum FusionMethod {
     /// Distribution-based score fusion: weighted mean of lane scores normalised by each
     /// lane's mean ± 3σ.
     Dbsf,
+    /// Weighted mean of min-max-normalised scores on every lane, dense lanes included
+    /// (for dense vectors that are not unit length).
+    MinMax,
 }
 
 impl FusionMethod {
-    /// The method's name in JSON (`rrf`, `weighted_rrf`, `score`, `dbsf`).
+    /// The method's name in JSON (`rrf`, `weighted_rrf`, `score`, `dbsf`, `min_max`).
     pub fn name(self) -> &'static str {
         match self {
             FusionMethod::Rrf => "rrf",
             FusionMethod::WeightedRrf => "weighted_rrf",
             FusionMethod::Score => "score",
             FusionMethod::Dbsf => "dbsf",
+            FusionMethod::MinMax => "min_max",
         }
     }
 
@@ -124,7 +168,7 @@ impl FusionMethod {
     }
 
     /// The highest fused score the method can give with these lane weights (lane order):
-    /// 1 for `score` and `dbsf` (a weighted mean of `[0, 1]` terms), `Σ w / (k + 1)` for
+    /// 1 for `score`, `min_max` and `dbsf` (a weighted mean of `[0, 1]` terms), `Σ w / (k + 1)` for
     /// weighted RRF and `lanes / (k + 1)` for RRF. Soft boosts are a share of it.
     ///
     /// ```
@@ -136,12 +180,12 @@ impl FusionMethod {
         match self {
             FusionMethod::Rrf => weights.len() as f64 / (k + 1.0),
             FusionMethod::WeightedRrf => weights.iter().sum::<f64>() / (k + 1.0),
-            FusionMethod::Score | FusionMethod::Dbsf => 1.0,
+            FusionMethod::Score | FusionMethod::Dbsf | FusionMethod::MinMax => 1.0,
         }
     }
 }
 
-/// Fusion settings. In JSON: `{"method": "score"|"dbsf"|"rrf"|"weighted_rrf", "k": 60,
+/// Fusion settings. In JSON: `{"method": "score"|"min_max"|"dbsf"|"rrf"|"weighted_rrf", "k": 60,
 /// "weights": {"dense:minilm": 1.0, "text": 0.5}}`, every field optional (`method`
 /// defaults to `score`).
 ///
@@ -166,8 +210,8 @@ pub struct Fusion {
     /// RRF constant (default [`DEFAULT_RRF_K`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub k: Option<f64>,
-    /// Weight per lane name; missing lanes weigh 1 (`text` under `dbsf` and `score`:
-    /// [`DEFAULT_TEXT_WEIGHT`]).
+    /// Weight per lane name; missing lanes weigh 1 (`text`: [`DEFAULT_TEXT_WEIGHT`] under
+    /// `score`, [`MIN_MAX_TEXT_WEIGHT`] under `min_max`, [`DBSF_TEXT_WEIGHT`] under `dbsf`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub weights: BTreeMap<String, f64>,
 }
@@ -183,16 +227,22 @@ impl Fusion {
         Fusion::with_method(FusionMethod::WeightedRrf)
     }
 
-    /// Weighted mean of min-max-normalised scores, the default (text lane weight
-    /// [`DEFAULT_TEXT_WEIGHT`] unless set).
+    /// Weighted mean of normalised scores (dense lanes as cosines, the others min-max),
+    /// the default (text lane weight [`DEFAULT_TEXT_WEIGHT`] unless set).
     pub fn score() -> Fusion {
         Fusion::with_method(FusionMethod::Score)
     }
 
-    /// Distribution-based score fusion (text lane weight [`DEFAULT_TEXT_WEIGHT`] unless
-    /// set).
+    /// Distribution-based score fusion (text lane weight [`DBSF_TEXT_WEIGHT`] unless set).
     pub fn dbsf() -> Fusion {
         Fusion::with_method(FusionMethod::Dbsf)
+    }
+
+    /// Min-max on every lane, dense lanes included (text lane weight
+    /// [`MIN_MAX_TEXT_WEIGHT`] unless set): the default before dense lanes were read as
+    /// cosines, for dense vectors that are not unit length.
+    pub fn min_max() -> Fusion {
+        Fusion::with_method(FusionMethod::MinMax)
     }
 
     /// Default settings for `method`.
@@ -239,7 +289,7 @@ impl Fusion {
         if self.method == FusionMethod::Rrf && !self.weights.is_empty() {
             return Err(RetrieveError::invalid(
                 "fusion.weights",
-                "plain `rrf` ignores weights; use method `weighted_rrf`, `dbsf` or `score`",
+                "plain `rrf` ignores weights; use method `weighted_rrf`, `score`, `min_max` or `dbsf`",
             ));
         }
         for (lane, w) in &self.weights {
@@ -257,7 +307,9 @@ impl Fusion {
             }
         }
         let default_weight = |lane: &str| match (self.method, lane) {
-            (FusionMethod::Score | FusionMethod::Dbsf, "text") => DEFAULT_TEXT_WEIGHT,
+            (FusionMethod::Score, "text") => DEFAULT_TEXT_WEIGHT,
+            (FusionMethod::Dbsf, "text") => DBSF_TEXT_WEIGHT,
+            (FusionMethod::MinMax, "text") => MIN_MAX_TEXT_WEIGHT,
             _ => 1.0,
         };
         let weights: Vec<f64> = lanes
@@ -314,14 +366,20 @@ pub(crate) struct LaneScale {
 }
 
 impl LaneScale {
-    /// The scale of `hits` under `method` (unused, all-zero, for the RRF methods). Sums
-    /// run in rank order, so the statistics are reproducible bit for bit.
-    pub(crate) fn of(method: FusionMethod, hits: &[Hit]) -> LaneScale {
+    /// The scale of lane `lane`'s `hits` under `method` (unused, all-zero, for the RRF
+    /// methods). Sums run in rank order, so the statistics are reproducible bit for bit.
+    pub(crate) fn of(method: FusionMethod, lane: &str, hits: &[Hit]) -> LaneScale {
         let scores = || hits.iter().map(|h| f64::from(h.score));
         match method {
             FusionMethod::Rrf | FusionMethod::WeightedRrf => LaneScale { lo: 0.0, hi: 0.0 },
-            FusionMethod::Score => {
+            FusionMethod::Score | FusionMethod::MinMax => {
                 let (lo, hi) = scores().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), s| (lo.min(s), hi.max(s)));
+                if method == FusionMethod::Score && lane.starts_with("dense:") {
+                    return LaneScale {
+                        lo: lo.min(COSINE_FLOOR),
+                        hi: hi.max(COSINE_CEILING),
+                    };
+                }
                 LaneScale { lo, hi }
             }
             FusionMethod::Dbsf => {
@@ -363,7 +421,9 @@ pub(crate) fn contribution(
     match method {
         FusionMethod::Rrf => 1.0 / (k + place.rank as f64),
         FusionMethod::WeightedRrf => weight / (k + place.rank as f64),
-        FusionMethod::Score | FusionMethod::Dbsf => weight / weight_sum * scale.normalise(place.score),
+        FusionMethod::Score | FusionMethod::Dbsf | FusionMethod::MinMax => {
+            weight / weight_sum * scale.normalise(place.score)
+        }
     }
 }
 
@@ -382,7 +442,7 @@ pub(crate) fn fuse(lanes: &[LaneHits], method: FusionMethod, k: f64, weights: &[
     // groups each node's contributions, still in lane order (the sum's fixed order).
     let mut entries: Vec<(Ordinal, f64, LanePlace)> = Vec::with_capacity(lanes.iter().map(|l| l.hits.len()).sum());
     for (li, lane) in lanes.iter().enumerate() {
-        let scale = LaneScale::of(method, &lane.hits);
+        let scale = LaneScale::of(method, &lane.name, &lane.hits);
         for (i, hit) in lane.hits.iter().enumerate() {
             let place = LanePlace {
                 lane: li,
@@ -490,16 +550,66 @@ mod tests {
     #[test]
     fn score_fusion_min_max() {
         let lanes = [
-            lane("dense:m", &[(1, 0.9), (2, 0.5), (3, 0.1)]),
+            lane("sparse:m", &[(1, 0.9), (2, 0.5), (3, 0.1)]),
             lane("text", &[(3, 7.0)]),
         ];
         let f = fuse(&lanes, FusionMethod::Score, 60.0, &[1.0, 0.5]);
-        // dense: 1 → 1.0, 2 → 0.5, 3 → 0.0; text has one hit (max == min) → 1.0. Each
+        // sparse: 1 → 1.0, 2 → 0.5, 3 → 0.0; text has one hit (max == min) → 1.0. Each
         // lane's term is weighted by its share of the weight sum 1.5.
         let (lo, hi) = (f64::from(0.1f32), f64::from(0.9f32));
         let d = |s: f32| 1.0 / 1.5 * ((f64::from(s) - lo) / (hi - lo));
         assert_eq!(scores(&f), vec![(1, d(0.9)), (2, d(0.5)), (3, d(0.1) + 0.5 / 1.5)]);
         assert_eq!(f[0].score, 1.0 / 1.5);
+    }
+
+    #[test]
+    fn score_fusion_takes_a_dense_lane_as_cosines() {
+        // A sure dense lane (best cosine 0.9) and a guessing one (every candidate near
+        // 0.3): min-max would give both bests 1; as cosines they keep what they say.
+        let sure = lane("dense:m", &[(1, 0.9), (2, 0.5), (3, 0.1)]);
+        let guessing = lane("dense:m", &[(1, 0.31), (2, 0.30), (3, 0.29)]);
+        let n = |l: &LaneHits, s: f32| LaneScale::of(FusionMethod::Score, &l.name, &l.hits).normalise(s);
+        assert_eq!(n(&sure, 0.9), f64::from(0.9f32));
+        assert_eq!(n(&sure, 0.1), f64::from(0.1f32));
+        assert_eq!(n(&guessing, 0.31), f64::from(0.31f32));
+        // With the text lane, the guessing lane leaves the order to the text lane.
+        let text = lane("text", &[(3, 9.0), (2, 5.0), (1, 1.0)]);
+        let f = fuse(&[guessing, text], FusionMethod::Score, 60.0, &[1.0, 0.4]);
+        assert_eq!(f.iter().map(|x| x.ordinal).collect::<Vec<_>>(), vec![3, 2, 1]);
+        // A lone candidate gets its cosine (min-max would give it 1).
+        let one = lane("dense:m", &[(7, 0.5)]);
+        assert_eq!(n(&one, 0.5), 0.5);
+        // Vectors of other lengths: a best above 1 and a lowest below 0 bound the scale.
+        let long = lane("dense:m", &[(1, 4.0), (2, -2.0)]);
+        assert_eq!(n(&long, 4.0), 1.0);
+        assert_eq!(n(&long, -2.0), 0.0);
+        assert_eq!(n(&long, 1.0), 0.5);
+        // Sparse and text lanes stay min-max.
+        let sparse = lane("sparse:m", &[(1, 0.31), (2, 0.29)]);
+        assert_eq!(n(&sparse, 0.31), 1.0);
+        assert_eq!(n(&sparse, 0.29), 0.0);
+    }
+
+    #[test]
+    fn min_max_normalises_dense_lanes_too() {
+        let lanes = [
+            lane("dense:m", &[(1, 0.31), (2, 0.30), (3, 0.29)]),
+            lane("text", &[(3, 9.0), (2, 5.0)]),
+        ];
+        let f = fuse(&lanes, FusionMethod::MinMax, 60.0, &[1.0, 0.8]);
+        let n = |s: f32| (f64::from(s) - f64::from(0.29f32)) / (f64::from(0.31f32) - f64::from(0.29f32));
+        // The guessing dense lane's best gets 1, as the text lane's best does, and wins.
+        assert_eq!(
+            scores(&f),
+            vec![(1, 1.0 / 1.8), (3, 0.8 / 1.8), (2, 1.0 / 1.8 * n(0.30) + 0.0)]
+        );
+        // Under `score` the text lane's best leads (the dense lane adds ~0.3 to each).
+        let s = fuse(&lanes, FusionMethod::Score, 60.0, &[1.0, 0.8]);
+        assert_eq!(s.iter().map(|x| x.ordinal).collect::<Vec<_>>(), vec![3, 1, 2]);
+        assert_eq!(
+            Fusion::min_max().resolve(&["dense:m".into(), "text".into()]).unwrap().1,
+            vec![1.0, MIN_MAX_TEXT_WEIGHT]
+        );
     }
 
     #[test]
@@ -529,7 +639,7 @@ mod tests {
         // the same normalised value and tie, broken by ordinal.
         let mut hits: Vec<(Ordinal, f32)> = (10..19).rev().map(|o| (o, 1.0)).collect();
         hits.insert(0, (50, 100.0));
-        let scale = LaneScale::of(FusionMethod::Dbsf, &lane("text", &hits).hits);
+        let scale = LaneScale::of(FusionMethod::Dbsf, "text", &lane("text", &hits).hits);
         assert_eq!(scale.normalise(100.0), 1.0);
         assert_eq!(scale.normalise(-1e9), 0.0);
         let f = fuse(&[lane("text", &hits)], FusionMethod::Dbsf, 60.0, &[1.0]);
@@ -541,7 +651,7 @@ mod tests {
     #[test]
     fn scale_top_bounds_every_method() {
         let lanes = [
-            lane("dense:m", &[(1, 0.9), (2, 0.5), (3, 0.1)]),
+            lane("dense:m", &[(1, 1.0), (2, 0.5), (3, 0.1)]),
             lane("text", &[(1, 7.0), (4, 3.0)]),
         ];
         for method in [
@@ -549,14 +659,16 @@ mod tests {
             FusionMethod::WeightedRrf,
             FusionMethod::Score,
             FusionMethod::Dbsf,
+            FusionMethod::MinMax,
         ] {
             let w = [1.0, 0.8];
             let f = fuse(&lanes, method, 60.0, &w);
             let top = method.scale_top(60.0, &w);
             assert!(f[0].score <= top + 1e-12, "{method:?}");
             if method != FusionMethod::Dbsf {
-                // Node 1 tops both lanes: the top of the scale. (Under DBSF a lane's best
-                // reaches 1 only if it stands 3σ above the lane's mean.)
+                // Node 1 tops both lanes, at cosine 1 in the dense one: the top of the
+                // scale. (Under DBSF a lane's best reaches 1 only if it stands 3σ above
+                // the lane's mean.)
                 assert!((f[0].score - top).abs() < 1e-12, "{method:?}");
             }
         }

@@ -18,9 +18,12 @@
 //! 3. **Lanes**: `dense:<model>` (dot product), `sparse:<model>` (dot product) and `text`
 //!    (BM25, the query without conversational question words), each fetching `depth`
 //!    candidates (default 1000 with several lanes).
-//! 4. **Fusion** ([`Fusion`]): score fusion (the default: the weighted mean of min-max-
-//!    normalised lane scores, text weight 0.8, a score in `[0, 1]`; at least as good as
-//!    either lane alone on every evaluation collection, see [`fusion`]), DBSF (mean ±
+//! 4. **Fusion** ([`Fusion`]): score fusion (the default: the weighted mean of the lanes'
+//!    scores on `[0, 1]` — a dense lane's cosine as it is, the text and sparse lanes
+//!    min-max — text weight 0.4, so a dense lane that is guessing cannot outvote the text
+//!    lane; at least as good as either lane alone on every evaluation collection, also
+//!    with a deliberately weakened dense lane, see [`fusion`]), min-max on every lane (the
+//!    previous default, for vectors that are not unit length), DBSF (mean ±
 //!    3σ), RRF (`k` = 60, one call away: [`Fusion::rrf`]) or weighted RRF; the planner's
 //!    boosts are added on the same scale; ties by node id.
 //! 5. **Graph expansion** ([`GraphExpand`], optional): a deterministic BFS from the top
@@ -71,7 +74,10 @@ pub use error::RetrieveError;
 pub use execute::{execute_spec, Plugins};
 pub use expand::{Direction, GraphExpand};
 pub use explain::{ExpansionTerm, Explanation, FusionTerm, PathStep};
-pub use fusion::{Fusion, FusionMethod, DBSF_SIGMAS, DEFAULT_RRF_K, DEFAULT_TEXT_WEIGHT};
+pub use fusion::{
+    Fusion, FusionMethod, COSINE_CEILING, COSINE_FLOOR, DBSF_SIGMAS, DBSF_TEXT_WEIGHT, DEFAULT_RRF_K,
+    DEFAULT_TEXT_WEIGHT, MIN_MAX_TEXT_WEIGHT,
+};
 pub use planner::{PlanError, PlanReport, PlanRequest, PlannerMode, QueryPlan, QueryPlanner, RulePlanner, SoftBoost};
 pub use render::DEFAULT_TEXT_CAP_CHARS;
 pub use rerank::{RerankCandidate, RerankError, Reranker, TermOverlapReranker};

@@ -42,7 +42,7 @@
 //! | `valid_at` | validity time: ms, or a string as `--valid-at` takes it (RFC 3339, `2024-06-01T09:30` read as UTC, `2024-06-01`); a node or edge counts iff `valid_from ≤ t < valid_until`; or `"all_time"` to switch the gate off | the commit's timestamp |
 //! | `at` | revision to read (resolved by the [`RetrievalSource`](crate::RetrievalSource)) | the branch head |
 //! | `expand` | graph expansion, see [`GraphExpand`] | off |
-//! | `fusion` | see [`Fusion`] | `score` (min-max), text weight 0.8 |
+//! | `fusion` | see [`Fusion`] | `score` (dense lanes as cosines, text and sparse min-max), text weight 0.4 |
 //! | `token_budget` | packing budget in estimated tokens (≥ 1) | unlimited |
 //! | `limit` | most items returned (1..=[`MAX_DEPTH`]) | [`DEFAULT_LIMIT`] |
 //! | `text_cap` | characters of node text rendered per item | [`DEFAULT_TEXT_CAP_CHARS`](crate::DEFAULT_TEXT_CAP_CHARS) |

@@ -55,7 +55,7 @@ fn hybrid_ranks_fuses_and_reports_lanes() {
         .text
         .starts_with("id: doc-01\nlabels: Document\ntext: Wing stall"));
     assert_eq!(r.tokens_used, r.items.iter().map(|i| i.tokens).sum::<usize>());
-    // The default fusion: dense min-max + 0.8 · text min-max.
+    // The default fusion: the dense cosine + 0.4 · text min-max, over their weight sum.
     let d = Retrieval::new(&src)
         .vector("minilm", &STALL)
         .text("wing stall")

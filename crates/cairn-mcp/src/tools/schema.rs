@@ -146,7 +146,7 @@ pub(super) fn spec_properties() -> serde_json::Map<String, Value> {
             "type": "object",
             "description": "Graph expansion from the top hits: {\"hops\": 2, \"max_nodes\": 50, \"direction\": \"out\"|\"in\"|\"both\", \"kinds\": [\"cites\"]}.",
         },
-        "fusion": {"type": "object", "description": "Lane fusion: {\"method\": \"rrf\"|\"weighted_rrf\"|\"score\", \"k\": 60, \"weights\": {\"text\": 1.0}}."},
+        "fusion": {"type": "object", "description": "Lane fusion: {\"method\": \"score\" (default: dense lanes as cosines, text and sparse min-max, text weight 0.4)|\"min_max\"|\"dbsf\"|\"rrf\"|\"weighted_rrf\", \"k\": 60 (RRF only), \"weights\": {\"text\": 0.4}}."},
         "token_budget": {"type": "integer", "minimum": 1, "description": "Most estimated tokens of packed context (default unlimited)."},
         "limit": {"type": "integer", "minimum": 1, "description": "Most items (default 10)."},
         "text_cap": {"type": "integer", "minimum": 0, "description": "Characters of node text per item (default 1000)."},
