@@ -422,17 +422,25 @@ fn stages(repo: &Repo, queries: &[(Vec<f32>, String, String)]) {
                 .limit(100)
         }),
     ];
-    println!("| stage | p50 ms |");
-    println!("|---|---:|");
-    for (name, shape) in shapes {
-        let mut lat = Vec::new();
-        for i in 0..400 {
-            let q = &queries[i % QUERIES];
-            let t = Instant::now();
-            shape(repo.retrieve(), q).execute().expect("retrieve");
-            lat.push(ms(t.elapsed()));
+    // Three rounds over the shapes, each shape's p50 the lowest of its rounds: the VM's
+    // noise moves single rounds by up to ~30 %.
+    let mut best = vec![f64::INFINITY; shapes.len()];
+    for _ in 0..3 {
+        for ((_, shape), best) in shapes.iter().zip(&mut best) {
+            let mut lat = Vec::new();
+            for i in 0..300 {
+                let q = &queries[i % QUERIES];
+                let t = Instant::now();
+                shape(repo.retrieve(), q).execute().expect("retrieve");
+                lat.push(ms(t.elapsed()));
+            }
+            *best = best.min(p50(lat));
         }
-        println!("| {name} | {:.2} |", p50(lat));
+    }
+    println!("| stage | p50 ms (best of 3 rounds) |");
+    println!("|---|---:|");
+    for ((name, _), best) in shapes.iter().zip(best) {
+        println!("| {name} | {best:.2} |");
     }
 }
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use cairn_core::Node;
 use cairn_index::{CommitIndexes, IndexError, IndexNeeds, Ordinal};
+use rayon::prelude::*;
 
 use crate::embed::Embedder;
 use crate::error::RetrieveError;
@@ -14,7 +15,7 @@ use crate::expand::{expand, GraphExpand, MAX_EXPANSION_VISITS};
 use crate::explain::{self, ExpansionTerm, FusionTerm};
 use crate::fusion::{fuse, Fused, FusionMethod, LaneHits, LanePlace};
 use crate::gates::{Gate, GateSpec};
-use crate::lanes::{run_lane, LaneQuery};
+use crate::lanes::{run_lane, LaneQuery, LaneRun};
 use crate::pack::pack;
 use crate::planner::{PlanReport, PlanRequest, PlannerMode, QueryPlan, QueryPlanner, RulePlanner, SoftBoost};
 use crate::render::{min_rendered_chars, render_item, DEFAULT_TEXT_CAP_CHARS};
@@ -534,12 +535,20 @@ pub(crate) fn run_plan(
     // Whether each lane ran (false: it cannot run on this commit).
     let mut ran: Vec<bool> = Vec::with_capacity(plan.lanes.len());
     let mut reports = Vec::with_capacity(plan.lanes.len());
-    for query in &lanes {
-        let ann = match query {
-            LaneQuery::Dense { model, .. } => plan.ann_for(indexes, model),
-            _ => false,
-        };
-        let run = match run_lane(indexes, query, plan.depth, gate.filter.as_ref(), ann) {
+    // The lanes run at once (each also splits its own scan): every lane's result is a
+    // function of the commit and its query alone, and the results are taken in lane order.
+    let runs: Vec<Result<LaneRun, RetrieveError>> = lanes
+        .par_iter()
+        .map(|query| {
+            let ann = match query {
+                LaneQuery::Dense { model, .. } => plan.ann_for(indexes, model),
+                _ => false,
+            };
+            run_lane(indexes, query, plan.depth, gate.filter.as_ref(), ann)
+        })
+        .collect();
+    for (query, run) in lanes.iter().zip(runs) {
+        let run = match run {
             Ok(run) => run,
             // A model this commit has no vectors of (an older commit, another branch):
             // the lane cannot run here; the others do, unless none can.

@@ -2,3 +2,4 @@
 
 pub(crate) mod int8;
 pub(crate) mod kernel;
+pub(crate) mod prefetch;

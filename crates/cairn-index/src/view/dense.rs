@@ -34,6 +34,7 @@ use rayon::prelude::*;
 
 use crate::chunk::{DenseChunk, Local};
 use crate::dense::int8::QueryCodes;
+use crate::dense::prefetch;
 use crate::error::IndexError;
 use crate::hit::{top_k_vec, Hit, Ordinal};
 use crate::unit::UnitGraph;
@@ -277,7 +278,13 @@ impl CommitIndexes {
 
     /// The `k` best of `rows` by the exact kernel.
     fn rescore(&self, view: &DenseView, query: &[f32], k: usize, rows: &[Row]) -> Vec<Hit> {
-        let hit = |&(c, r): &Row| -> Option<Hit> {
+        let hit = |i: usize| -> Option<Hit> {
+            if let Some(&(c, r)) = rows.get(i + prefetch::AHEAD) {
+                if let Some(part) = view.part(c as usize) {
+                    prefetch::prefetch(part.vector(r as usize));
+                }
+            }
+            let (c, r) = rows[i];
             let part = view.part(c as usize)?;
             Some(Hit {
                 ordinal: self.offset(c as usize) + part.rows()[r as usize],
@@ -285,9 +292,13 @@ impl CommitIndexes {
             })
         };
         let hits: Vec<Hit> = if rows.len() >= PARALLEL_ROWS {
-            rows.par_iter().with_min_len(1024).filter_map(hit).collect()
+            (0..rows.len())
+                .into_par_iter()
+                .with_min_len(1024)
+                .filter_map(hit)
+                .collect()
         } else {
-            rows.iter().filter_map(hit).collect()
+            (0..rows.len()).filter_map(hit).collect()
         };
         top_k_vec(hits, k)
     }
@@ -320,7 +331,13 @@ impl CommitIndexes {
         }
         // Phase 1: bounds, in row order.
         let q = QueryCodes::new(query);
-        let bound = |&(c, r): &Row| -> (f64, f64) {
+        let bound = |i: usize| -> (f64, f64) {
+            if let Some(&(c, r)) = rows.get(i + prefetch::AHEAD) {
+                if let Some(part) = view.part(c as usize) {
+                    prefetch::prefetch(part.codes(r as usize));
+                }
+            }
+            let (c, r) = rows[i];
             match view.part(c as usize) {
                 Some(part) => {
                     let i = r as usize;
@@ -330,9 +347,9 @@ impl CommitIndexes {
             }
         };
         let bounds: Vec<(f64, f64)> = if total >= PARALLEL_ROWS {
-            rows.par_iter().with_min_len(1024).map(bound).collect()
+            (0..total).into_par_iter().with_min_len(1024).map(bound).collect()
         } else {
-            rows.iter().map(bound).collect()
+            (0..total).map(bound).collect()
         };
         let mut lowers: Vec<f64> = bounds.iter().map(|b| b.0).collect();
         let nth = lowers.len() - k;
