@@ -424,9 +424,14 @@ fn stages(repo: &Repo, queries: &[(Vec<f32>, String, String)]) {
     ];
     // Three rounds over the shapes, each shape's p50 the lowest of its rounds: the VM's
     // noise moves single rounds by up to ~30 %.
+    // `CAIRN_BENCH_STAGE=N` runs only the N-th shape (from 1), for `perf record`.
+    let only: Option<usize> = std::env::var("CAIRN_BENCH_STAGE").ok().and_then(|v| v.parse().ok());
     let mut best = vec![f64::INFINITY; shapes.len()];
     for _ in 0..3 {
-        for ((_, shape), best) in shapes.iter().zip(&mut best) {
+        for (n, ((_, shape), best)) in shapes.iter().zip(&mut best).enumerate() {
+            if only.is_some_and(|o| o != n + 1) {
+                continue;
+            }
             let mut lat = Vec::new();
             for i in 0..300 {
                 let q = &queries[i % QUERIES];
