@@ -10,7 +10,7 @@
 //!
 //! Each store (memory, segment, then sled; `CAIRN_BENCH_STORE` for one) runs in a child process of its own, so its peak RSS is
 //! its own: import (one commit), first query (index build included), 1,000 queries exact
-//! and ANN, 20 one-node edits each followed by a query, as-of HEAD~1 in the process that
+//! and ANN, 100 one-node edits each followed by a query, as-of HEAD~1 in the process that
 //! has HEAD's index; then, for the on-disk stores, a fresh process opens the repository and times the
 //! cold as-of query. Tests never assert times; this prints them.
 
@@ -25,7 +25,9 @@ const TOPICS: usize = 200;
 const LABELS: usize = 10;
 const QUERIES: usize = 200;
 const ROUNDS: usize = 1000;
-const EDITS: usize = 20;
+/// One-node edits, each followed by a query: enough for a p50 that the VM's noise does
+/// not move by half.
+const EDITS: usize = 100;
 
 struct Corpus {
     centres: Vec<Vec<f32>>,
@@ -297,7 +299,7 @@ fn run_store(kind: &str, n: usize) {
         bytes.push((after - before) as f64 / 1024.0);
     }
     row(
-        "index work for a 1-node commit + the next query (p50 / max of 20)",
+        &format!("index work for a 1-node commit + the next query (p50 / max of {EDITS})"),
         format!(
             "{:.2} ms / {:.2} ms",
             p50(work.clone()),
