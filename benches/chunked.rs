@@ -356,7 +356,8 @@ fn child_asof() {
 }
 
 /// `CAIRN_BENCH_PROFILE=1`: import, then loop the exact query (for `perf record`);
-/// `=build` stops after the first query, `=stages` prints where a warm query's time goes.
+/// `=build` stops after the first query, `=stages` prints where a warm query's time goes,
+/// `=edits` loops one-node commits each followed by the query.
 fn profile(n: usize) {
     let corpus = Corpus::new(false);
     let repo = Repo::in_memory().expect("repo");
@@ -379,6 +380,19 @@ fn profile(n: usize) {
     match std::env::var("CAIRN_BENCH_PROFILE").as_deref() {
         Ok("build") => return,
         Ok("stages") => return stages(&repo, &queries),
+        Ok("edits") => {
+            // One-node commits, each followed by the query: for `perf record -D` past the
+            // build.
+            let t = Instant::now();
+            for e in 0..300 {
+                let mut tx = repo.transaction().expect("tx");
+                tx.put_node(corpus.node((e * 7919) % n, 1 + e as u64)).expect("put");
+                tx.commit("edit").expect("commit");
+                query(&repo, &queries[e % QUERIES], false, None);
+            }
+            eprintln!("300 edits + queries {:?}", t.elapsed());
+            return;
+        }
         _ => {}
     }
     let t = Instant::now();
