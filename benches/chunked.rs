@@ -383,14 +383,16 @@ fn profile(n: usize) {
         Ok("edits") => {
             // One-node commits, each followed by the query: for `perf record -D` past the
             // build.
-            let t = Instant::now();
-            for e in 0..300 {
-                let mut tx = repo.transaction().expect("tx");
-                tx.put_node(corpus.node((e * 7919) % n, 1 + e as u64)).expect("put");
-                tx.commit("edit").expect("commit");
-                query(&repo, &queries[e % QUERIES], false, None);
+            for round in 0..3 {
+                let t = Instant::now();
+                for e in round * 300..(round + 1) * 300 {
+                    let mut tx = repo.transaction().expect("tx");
+                    tx.put_node(corpus.node((e * 7919) % n, 1 + e as u64)).expect("put");
+                    tx.commit("edit").expect("commit");
+                    query(&repo, &queries[e % QUERIES], false, None);
+                }
+                eprintln!("300 edits + queries, round {round}: {:?}", t.elapsed());
             }
-            eprintln!("300 edits + queries {:?}", t.elapsed());
             return;
         }
         _ => {}
