@@ -237,6 +237,17 @@ fn push_rows(c: usize, part: &DenseChunk, filter: Option<&FilterPart>, out: &mut
     }
 }
 
+/// Prefetches `data` (a row's codes or vector) of the row [`prefetch::AHEAD`] places after
+/// `rows[i]`, so that a scan over scattered rows finds it in cache.
+#[inline(always)]
+fn prefetch_ahead<T>(view: &DenseView, rows: &[Row], i: usize, data: fn(&DenseChunk, usize) -> &[T]) {
+    if let Some(&(c, r)) = rows.get(i + prefetch::AHEAD) {
+        if let Some(part) = view.part(c as usize) {
+            prefetch::prefetch(data(part, r as usize));
+        }
+    }
+}
+
 impl CommitIndexes {
     fn dense_view_for(&self, model: &str, query: &[f32]) -> Result<&DenseView, IndexError> {
         if !self.has_dense_model(model) {
@@ -279,11 +290,7 @@ impl CommitIndexes {
     /// The `k` best of `rows` by the exact kernel.
     fn rescore(&self, view: &DenseView, query: &[f32], k: usize, rows: &[Row]) -> Vec<Hit> {
         let hit = |i: usize| -> Option<Hit> {
-            if let Some(&(c, r)) = rows.get(i + prefetch::AHEAD) {
-                if let Some(part) = view.part(c as usize) {
-                    prefetch::prefetch(part.vector(r as usize));
-                }
-            }
+            prefetch_ahead(view, rows, i, DenseChunk::vector);
             let (c, r) = rows[i];
             let part = view.part(c as usize)?;
             Some(Hit {
@@ -332,11 +339,7 @@ impl CommitIndexes {
         // Phase 1: bounds, in row order.
         let q = QueryCodes::new(query);
         let bound = |i: usize| -> (f64, f64) {
-            if let Some(&(c, r)) = rows.get(i + prefetch::AHEAD) {
-                if let Some(part) = view.part(c as usize) {
-                    prefetch::prefetch(part.codes(r as usize));
-                }
-            }
+            prefetch_ahead(view, &rows, i, DenseChunk::codes);
             let (c, r) = rows[i];
             match view.part(c as usize) {
                 Some(part) => {
