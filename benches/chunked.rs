@@ -448,14 +448,23 @@ fn stages(repo: &Repo, queries: &[(Vec<f32>, String, String)]) {
     // noise moves single rounds by up to ~30 %.
     // `CAIRN_BENCH_STAGE=N` runs only the N-th shape (from 1), for `perf record`.
     let only: Option<usize> = std::env::var("CAIRN_BENCH_STAGE").ok().and_then(|v| v.parse().ok());
+    // `CAIRN_BENCH_STAGE_QUERIES` / `CAIRN_BENCH_STAGE_ROUNDS` shorten a run at 1M.
+    let per_round: usize = std::env::var("CAIRN_BENCH_STAGE_QUERIES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let rounds: usize = std::env::var("CAIRN_BENCH_STAGE_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
     let mut best = vec![f64::INFINITY; shapes.len()];
-    for _ in 0..3 {
+    for _ in 0..rounds {
         for (n, ((_, shape), best)) in shapes.iter().zip(&mut best).enumerate() {
             if only.is_some_and(|o| o != n + 1) {
                 continue;
             }
             let mut lat = Vec::new();
-            for i in 0..300 {
+            for i in 0..per_round {
                 let q = &queries[i % QUERIES];
                 let t = Instant::now();
                 shape(repo.retrieve(), q).execute().expect("retrieve");

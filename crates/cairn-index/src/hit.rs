@@ -85,6 +85,50 @@ pub fn top_k_vec(mut hits: Vec<Hit>, k: usize) -> Vec<Hit> {
     hits
 }
 
+/// A bounded top-k collector that names the worst hit it keeps once full: the bar a new
+/// hit must clear (a tie on score loses to a lower ordinal).
+pub(crate) struct TopK {
+    k: usize,
+    heap: BinaryHeap<ByRank>,
+}
+
+impl TopK {
+    pub(crate) fn new(k: usize) -> TopK {
+        TopK {
+            k,
+            heap: BinaryHeap::with_capacity(k.min(1 << 16) + 1),
+        }
+    }
+
+    /// Offers a hit.
+    pub(crate) fn push(&mut self, hit: Hit) {
+        if self.k == 0 {
+            return;
+        }
+        if self.heap.len() < self.k {
+            self.heap.push(ByRank(hit));
+        } else if let Some(mut worst) = self.heap.peek_mut() {
+            if rank_order(&hit, &worst.0) == Ordering::Less {
+                *worst = ByRank(hit);
+            }
+        }
+    }
+
+    /// The worst kept hit's score once `k` are kept (`None` before).
+    pub(crate) fn bar(&self) -> Option<f32> {
+        (self.heap.len() == self.k)
+            .then(|| self.heap.peek().map(|w| w.0.score))
+            .flatten()
+    }
+
+    /// The kept hits, best first.
+    pub(crate) fn into_sorted(self) -> Vec<Hit> {
+        let mut v: Vec<Hit> = self.heap.into_iter().map(|b| b.0).collect();
+        v.sort_unstable_by(rank_order);
+        v
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -85,6 +85,9 @@ fn same_answers(a: &CommitIndexes, b: &CommitIndexes) {
     for f in filters {
         for q in ["wing stall", "flow flow layer", "nothing"] {
             assert_eq!(a.text_search(q, 7, f), b.text_search(q, 7, f), "{q}");
+            // The served view's term directory was derived along the history: its pruned
+            // search equals scoring every posting.
+            assert_eq!(a.text_search(q, 7, f), a.text_search_reference(q, 7, f), "{q}");
         }
         let qv = [1.0f32, -2.0, 0.5, 0.0, 2.0, 1.0, -1.0, 0.25];
         assert_eq!(

@@ -51,6 +51,11 @@ impl SparseChunk {
         }
     }
 
+    /// The postings of the dimension at index `i` of [`SparseChunk::dims`].
+    pub(crate) fn postings_at(&self, i: usize) -> &[(Local, f32)] {
+        &self.posts[self.starts[i] as usize..self.starts[i + 1] as usize]
+    }
+
     /// Local ordinals having a vector of this model.
     pub fn docs(&self) -> &RoaringBitmap {
         &self.docs

@@ -202,16 +202,6 @@ impl TextChunk {
         self.lookup(term, term_hash(term))
     }
 
-    /// The table entry at `hash`'s home slot (0 if empty or there is no table): a single
-    /// independent load, so a caller probing many chunks lets the processor overlap them.
-    #[inline]
-    pub(crate) fn home_entry(&self, hash: u64) -> u32 {
-        match self.table.len() {
-            0 => u32::MAX,
-            len => self.table[(hash as usize) & (len - 1)],
-        }
-    }
-
     /// [`TextChunk::postings`] with the term's hash computed once by the caller.
     pub(crate) fn lookup(&self, term: &str, hash: u64) -> &[(Local, u32)] {
         if self.table.is_empty() {

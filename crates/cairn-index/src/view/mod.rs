@@ -11,6 +11,7 @@
 //! repository assembles views; tests build them in memory with [`CommitIndexes::build`].
 
 mod dense;
+mod directory;
 mod edges;
 mod filter;
 mod sparse;
@@ -33,6 +34,7 @@ use crate::hit::{Hit, Ordinal};
 use crate::params::{IndexParams, CHUNK_LEVEL, MAX_CHUNK_BYTES, MAX_CHUNK_KEYS};
 use crate::props::PropertyPredicate;
 use crate::unit::UnitGraph;
+use directory::Directory;
 use filter::chunk_of;
 
 /// The parts a query reads beyond the core columns.
@@ -73,7 +75,13 @@ pub struct CommitIndexes {
     chunks: Vec<Arc<NodeChunk>>,
     offsets: Arc<[Ordinal]>,
     text: Option<Vec<Arc<TextChunk>>>,
+    /// Term hash → the chunks holding the term (with `text`).
+    text_dir: Option<Directory<String>>,
+    /// The sum of every text part's document lengths (with `text`).
+    text_total_len: u64,
     sparse: BTreeMap<String, Vec<Option<Arc<SparseChunk>>>>,
+    /// Per sparse model: dimension → the chunks holding it.
+    sparse_dirs: BTreeMap<String, Directory<u32>>,
     dense: BTreeMap<String, DenseView>,
     edges: Option<Arc<EdgeView>>,
 }
@@ -101,7 +109,10 @@ impl CommitIndexes {
             chunks,
             offsets: offsets.into(),
             text: None,
+            text_dir: None,
+            text_total_len: 0,
             sparse: BTreeMap::new(),
+            sparse_dirs: BTreeMap::new(),
             dense: BTreeMap::new(),
             edges: None,
         })
@@ -119,6 +130,17 @@ impl CommitIndexes {
 
     /// Attaches the BM25 parts (one per chunk, in chunk order).
     pub fn set_text(&mut self, parts: Vec<Arc<TextChunk>>) -> Result<(), IndexError> {
+        self.set_text_from(parts, None)
+    }
+
+    /// [`CommitIndexes::set_text`] for a view assembled from `donor`, whose chunk `i` is
+    /// the donor's chunk `from_donor[i]` (the same chunk key) or new: the term directory
+    /// is derived from the donor's in O(chunks) instead of read from every part.
+    pub fn set_text_from(
+        &mut self,
+        parts: Vec<Arc<TextChunk>>,
+        donor: Option<(&CommitIndexes, &[Option<usize>])>,
+    ) -> Result<(), IndexError> {
         self.check_len("text", parts.len())?;
         if let Some((i, _)) = parts
             .iter()
@@ -130,15 +152,47 @@ impl CommitIndexes {
                 "text part of chunk {i} has another node count"
             )));
         }
+        let keys_of = |c: usize| text_keys(&parts[c]);
+        let size = |t: &str| t.len();
+        let dir = match donor.and_then(|(d, map)| Some((d.text_dir.as_ref()?, map))) {
+            Some((dd, map)) if map.len() == parts.len() => dd.derive(map, keys_of, size),
+            _ => Directory::build(parts.len(), keys_of, size),
+        };
+        self.text_total_len = parts.iter().map(|p| p.total_len()).sum();
+        self.text_dir = Some(dir);
         self.text = Some(parts);
         Ok(())
     }
 
     /// Attaches a sparse model's parts (`None` for chunks without vectors of it).
     pub fn set_sparse(&mut self, model: &str, parts: Vec<Option<Arc<SparseChunk>>>) -> Result<(), IndexError> {
+        self.set_sparse_from(model, parts, None)
+    }
+
+    /// [`CommitIndexes::set_sparse`] for a view assembled from a donor, as
+    /// [`CommitIndexes::set_text_from`].
+    pub fn set_sparse_from(
+        &mut self,
+        model: &str,
+        parts: Vec<Option<Arc<SparseChunk>>>,
+        donor: Option<(&CommitIndexes, &[Option<usize>])>,
+    ) -> Result<(), IndexError> {
         self.check_len("sparse", parts.len())?;
+        let keys_of = |c: usize| sparse_keys(parts[c].as_deref());
+        let size = |_: &u32| 0;
+        let dir = match donor.and_then(|(d, map)| Some((d.sparse_dirs.get(model)?, map))) {
+            Some((dd, map)) if map.len() == parts.len() => dd.derive(map, keys_of, size),
+            _ => Directory::build(parts.len(), keys_of, size),
+        };
+        self.sparse_dirs.insert(model.to_string(), dir);
         self.sparse.insert(model.to_string(), parts);
         Ok(())
+    }
+
+    /// Heap bytes of the view's directories (term and sparse dimension), estimated.
+    pub fn directory_bytes(&self) -> usize {
+        self.text_dir.as_ref().map_or(0, Directory::heap_bytes)
+            + self.sparse_dirs.values().map(Directory::heap_bytes).sum::<usize>()
     }
 
     /// Attaches a dense model's parts (`None` for chunks without vectors of it). The
@@ -538,6 +592,21 @@ impl CommitIndexes {
         ix.set_edges(out, inc);
         ix
     }
+}
+
+/// A text part's `(term, term index, postings)` triples.
+fn text_keys(p: &TextChunk) -> impl Iterator<Item = (&str, u32, u32)> + '_ {
+    (0..p.term_count()).map(|i| (p.term(i), i as u32, p.postings_at(i).len() as u32))
+}
+
+/// A sparse part's `(dimension, dimension index, postings)` triples.
+fn sparse_keys(p: Option<&SparseChunk>) -> impl Iterator<Item = (&u32, u32, u32)> + '_ {
+    p.into_iter().flat_map(|p| {
+        p.dims
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d, i as u32, p.postings_at(i).len() as u32))
+    })
 }
 
 /// Moves one chunk's touched documents (local ordinals, increasing) with their `f64` sums

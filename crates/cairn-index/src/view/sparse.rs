@@ -44,16 +44,41 @@ impl CommitIndexes {
         if k == 0 {
             return Ok(Vec::new());
         }
+        // The postings of each query dimension, per chunk holding it, through the
+        // dimension directory (`directory.rs`): the cost follows the postings.
+        let Some(dir) = self.sparse_dirs.get(model) else {
+            return Err(IndexError::NotLoaded(format!("sparse:{model}")));
+        };
+        let admits = |c: usize| !filter.is_some_and(|f| f.part(c).is_none());
+        let mut found: Vec<(u32, u32, &[(Local, f32)])> = Vec::new();
+        for (i, dim) in query.indices.iter().enumerate() {
+            let entries = dir.key(dim);
+            let base = entries.iter().filter_map(|(c, slot, _)| {
+                let p = parts[c].as_ref()?;
+                Some((c, p.postings_at(slot as usize)))
+            });
+            let overlay = dir
+                .overlay()
+                .iter()
+                .filter_map(|&c| Some((c as usize, parts[c as usize].as_ref()?.postings(*dim))));
+            for (c, l) in base.chain(overlay) {
+                if !l.is_empty() && admits(c) {
+                    found.push((c as u32, i as u32, l));
+                }
+            }
+        }
+        found.sort_unstable_by_key(|&(c, i, _)| (c, i));
         let mut hits = Vec::new();
         let mut sums: Vec<f64> = Vec::new();
         let mut touched: Vec<Local> = Vec::new();
-        for (c, part) in parts.iter().enumerate() {
-            let Some(part) = part else { continue };
+        for group in found.chunk_by(|a, b| a.0 == b.0) {
+            let c = group[0].0 as usize;
             let fpart = filter.map(|f| f.part(c));
             sums.clear();
             sums.resize(self.chunks[c].len(), f64::NAN);
-            for (dim, &qw) in query.indices.iter().zip(&query.values) {
-                for &(l, w) in part.postings(*dim) {
+            for &(_, i, list) in group {
+                let qw = query.values[i as usize];
+                for &(l, w) in list {
                     if fpart.is_some_and(|f| !f.contains(l)) {
                         continue;
                     }

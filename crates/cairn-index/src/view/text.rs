@@ -13,12 +13,23 @@
 //! distinct term's first occurrence in the analysed query, `count` its occurrences); the
 //! sum is rounded to `f32` once. Ranking is by that `f32` score, then ordinal. A filter
 //! restricts which documents are scored, never the statistics.
+//!
+//! Cost: the term directory (`directory.rs`) gives each term's document frequency without
+//! reading a part, and the chunks holding it. Chunks are then visited in order under
+//! **MaxScore** pruning: a term can add at most `count · idf · (k1 + 1)` to a score (BM25's
+//! saturation bound), so once the `k`-th best score so far exceeds the sum of the smallest
+//! terms' bounds, a document holding only those terms cannot enter the top `k` — not even on
+//! a tie, since every later document has a higher ordinal — and only chunks holding one of
+//! the other ("essential") terms are read. A document that is read is scored in full, by
+//! the arithmetic above, so the result equals scoring every posting
+//! ([`CommitIndexes::text_search_reference`]) bit for bit; the cost follows the rarer
+//! terms' postings rather than every posting of a common word.
 
 use std::collections::BTreeMap;
 
 use crate::chunk::text::term_hash;
 use crate::chunk::{Local, TextChunk};
-use crate::hit::{top_k_vec, Hit};
+use crate::hit::{top_k_vec, Hit, TopK};
 use crate::view::push_chunk_hits;
 use crate::view::{CommitIndexes, Filter, FilterPart};
 
@@ -34,18 +45,8 @@ impl CommitIndexes {
         self.text.is_some()
     }
 
-    /// The `k` best documents for `query` among `filter` (all if `None`), exact, in
-    /// `(score desc, ordinal asc)` order (module docs). Documents matching no query term
-    /// are not hits. Empty if the BM25 parts are not loaded.
-    pub fn text_search(&self, query: &str, k: usize, filter: Option<&Filter>) -> Vec<Hit> {
-        let Some(parts) = &self.text else {
-            return Vec::new();
-        };
-        let n_docs = self.node_count();
-        if k == 0 || n_docs == 0 {
-            return Vec::new();
-        }
-        // Distinct query terms in first-occurrence order, with multiplicity.
+    /// Distinct analysed query terms in first-occurrence order, with multiplicity.
+    fn query_terms(&self, query: &str) -> Vec<(String, u32)> {
         let mut terms: Vec<(String, u32)> = Vec::new();
         let mut position: BTreeMap<String, usize> = BTreeMap::new();
         self.params
@@ -58,36 +59,19 @@ impl CommitIndexes {
                     terms.push((t.to_string(), 1));
                 }
             });
-        if terms.is_empty() {
-            return Vec::new();
-        }
-        // Postings per (chunk, term), flat, and the commit's statistics.
-        let nt = terms.len();
-        let hashes: Vec<u64> = terms.iter().map(|(t, _)| term_hash(t)).collect();
-        // Two passes, so that cache misses overlap: first every (chunk, term) home slot (all
-        // independent loads; an empty slot settles most chunks that lack the term), then
-        // the full lookups of the rest, whose lines are now warm.
-        let mut home: Vec<u32> = Vec::with_capacity(parts.len() * nt);
-        for p in parts {
-            home.extend(hashes.iter().map(|&h| p.home_entry(h)));
-        }
-        let mut lists: Vec<&[(Local, u32)]> = Vec::with_capacity(parts.len() * nt);
-        let mut df = vec![0u64; nt];
-        for (p, homes) in parts.iter().zip(home.chunks_exact(nt)) {
-            for (i, (t, _)) in terms.iter().enumerate() {
-                let l = if homes[i] == 0 { &[][..] } else { p.lookup(t, hashes[i]) };
-                df[i] += l.len() as u64;
-                lists.push(l);
-            }
-        }
-        let total_len: u64 = parts.iter().map(|p| p.total_len()).sum();
-        let n = f64::from(n_docs);
-        let avgdl = total_len as f64 / n;
+        terms
+    }
+
+    /// `(idf, count)` per term from its document frequency (`None` if no document has
+    /// it), and the `(k1, b, avgdl)` of the scoring formula.
+    fn bm25_weights(&self, terms: &[(String, u32)], df: &[u64]) -> (Vec<Option<(f64, f64)>>, (f64, f64, f64)) {
+        let n = f64::from(self.node_count());
+        let avgdl = self.text_total_len as f64 / n;
         let k1 = widen(self.params.bm25.k1);
         let b = widen(self.params.bm25.b);
-        let weights: Vec<Option<(f64, f64)>> = terms
+        let weights = terms
             .iter()
-            .zip(&df)
+            .zip(df)
             .map(|((_, count), &df)| {
                 (df > 0).then(|| {
                     let df = df as f64;
@@ -95,26 +79,178 @@ impl CommitIndexes {
                 })
             })
             .collect();
-        let mut hits = Vec::new();
-        let mut sums: Vec<f64> = Vec::new();
-        let mut touched: Vec<Local> = Vec::new();
-        for (c, (part, chunk_lists)) in parts.iter().zip(lists.chunks_exact(nt)).enumerate() {
-            if chunk_lists.iter().all(|l| l.is_empty()) {
-                continue;
+        (weights, (k1, b, avgdl))
+    }
+
+    /// The `k` best documents for `query` among `filter` (all if `None`), exact, in
+    /// `(score desc, ordinal asc)` order (module docs). Documents matching no query term
+    /// are not hits. Empty if the BM25 parts are not loaded.
+    pub fn text_search(&self, query: &str, k: usize, filter: Option<&Filter>) -> Vec<Hit> {
+        let (Some(parts), Some(dir)) = (&self.text, &self.text_dir) else {
+            return Vec::new();
+        };
+        if k == 0 || self.node_count() == 0 {
+            return Vec::new();
+        }
+        let terms = self.query_terms(query);
+        if terms.is_empty() {
+            return Vec::new();
+        }
+        let nt = terms.len();
+        // Each term's chunks in view order, `(chunk, slot)` (`PROBE`: an overlay chunk,
+        // whose postings come from a lookup), and its document frequency.
+        const PROBE: u32 = u32::MAX;
+        let mut at: Vec<Vec<(u32, u32)>> = Vec::with_capacity(nt);
+        let mut df = vec![0u64; nt];
+        for (i, (t, _)) in terms.iter().enumerate() {
+            let entries = dir.key(t.as_str());
+            df[i] = entries.base_count;
+            let h = term_hash(t);
+            let mut extra: Vec<(u32, u32)> = Vec::new();
+            for &c in dir.overlay() {
+                let n = parts[c as usize].lookup(t, h).len();
+                if n > 0 {
+                    df[i] += n as u64;
+                    extra.push((c, PROBE));
+                }
             }
-            let fpart = filter.map(|f| f.part(c));
+            let mut list: Vec<(u32, u32)> = entries.iter().map(|(c, slot, _)| (c as u32, slot)).collect();
+            if !extra.is_empty() {
+                list.extend(extra);
+                list.sort_unstable();
+            }
+            at.push(list);
+        }
+        let (weights, (k1, b, avgdl)) = self.bm25_weights(&terms, &df);
+        // The most a term adds to a score (`+∞`, so never pruned, for parameters outside
+        // BM25's range, where the saturation bound does not hold).
+        let bounded = k1 >= 0.0 && (0.0..=1.0).contains(&b);
+        let bound: Vec<f64> = weights
+            .iter()
+            .map(|w| match w {
+                Some((idf, count)) if bounded => count * idf * (k1 + 1.0),
+                Some(_) => f64::INFINITY,
+                None => 0.0,
+            })
+            .collect();
+        // Terms by bound, smallest first: the first `skip` of them are non-essential.
+        let mut by_bound: Vec<usize> = (0..nt).collect();
+        by_bound.sort_by(|&x, &y| bound[x].total_cmp(&bound[y]).then(x.cmp(&y)));
+        let prefix: Vec<f64> = by_bound
+            .iter()
+            .scan(0.0f64, |acc, &i| {
+                *acc += bound[i];
+                Some(*acc)
+            })
+            .collect();
+        let mut essential = vec![true; nt];
+        let mut skip = 0usize;
+        let mut top = TopK::new(k);
+        let mut pos = vec![0usize; nt];
+        let mut lists: Vec<&[(Local, u32)]> = vec![&[]; nt];
+        let mut candidates: Vec<Local> = Vec::new();
+        loop {
+            // The next chunk holding an essential term.
+            let Some(c) = (0..nt)
+                .filter(|&i| essential[i])
+                .filter_map(|i| at[i].get(pos[i]).map(|e| e.0))
+                .min()
+            else {
+                break;
+            };
+            let part = &parts[c as usize];
+            let fpart = filter.map(|f| f.part(c as usize));
+            for i in 0..nt {
+                let entries = &at[i];
+                while pos[i] < entries.len() && entries[pos[i]].0 < c {
+                    pos[i] += 1;
+                }
+                lists[i] = match entries.get(pos[i]) {
+                    Some(&(ec, slot)) if ec == c => {
+                        pos[i] += 1;
+                        if slot == PROBE {
+                            part.postings(&terms[i].0)
+                        } else {
+                            part.postings_at(slot as usize)
+                        }
+                    }
+                    _ => &[],
+                };
+            }
             if fpart.is_some_and(FilterPart::is_none) {
                 continue;
             }
-            score_chunk(
-                part,
-                chunk_lists,
-                &weights,
-                (k1, b, avgdl),
-                fpart,
-                &mut sums,
-                &mut touched,
-            );
+            // Candidates: the documents of the essential terms' lists, in the filter.
+            candidates.clear();
+            for i in (0..nt).filter(|&i| essential[i]) {
+                candidates.extend(lists[i].iter().map(|p| p.0));
+            }
+            candidates.sort_unstable();
+            candidates.dedup();
+            if let Some(f) = fpart {
+                candidates.retain(|&l| f.contains(l));
+            }
+            let base = self.offset(c as usize);
+            for &l in &candidates {
+                let dl = f64::from(part.doc_len(l));
+                let mut sum = 0.0f64;
+                for (list, w) in lists.iter().zip(&weights) {
+                    let Some((idf, count)) = *w else { continue };
+                    let Ok(j) = list.binary_search_by_key(&l, |p| p.0) else {
+                        continue;
+                    };
+                    let tf = f64::from(list[j].1);
+                    let norm = k1 * (1.0 - b + b * dl / avgdl);
+                    sum += count * (idf * tf * (k1 + 1.0) / (tf + norm));
+                }
+                top.push(Hit {
+                    ordinal: base + l,
+                    score: sum as f32,
+                });
+            }
+            // Raise the bar: terms whose bounds, with every smaller one, stay below it
+            // can no longer bring a document in on their own.
+            if let Some(bar) = top.bar() {
+                let bar = f64::from(bar);
+                while skip < nt && prefix[skip] * (1.0 + 1e-9) < bar {
+                    essential[by_bound[skip]] = false;
+                    skip += 1;
+                }
+            }
+        }
+        top.into_sorted()
+    }
+
+    /// The reference for [`CommitIndexes::text_search`]: every chunk probed for every
+    /// term and every posting scored, with the same statistics and arithmetic. For tests
+    /// that hold the two equal.
+    pub fn text_search_reference(&self, query: &str, k: usize, filter: Option<&Filter>) -> Vec<Hit> {
+        let Some(parts) = &self.text else {
+            return Vec::new();
+        };
+        if k == 0 || self.node_count() == 0 {
+            return Vec::new();
+        }
+        let terms = self.query_terms(query);
+        let nt = terms.len();
+        let lists: Vec<&[(Local, u32)]> = parts
+            .iter()
+            .flat_map(|p| terms.iter().map(move |(t, _)| p.postings(t)))
+            .collect();
+        let mut df = vec![0u64; nt];
+        for (j, l) in lists.iter().enumerate() {
+            df[j % nt.max(1)] += l.len() as u64;
+        }
+        let (weights, params) = self.bm25_weights(&terms, &df);
+        let mut hits = Vec::new();
+        let mut sums: Vec<f64> = Vec::new();
+        let mut touched: Vec<Local> = Vec::new();
+        for (c, (part, chunk_lists)) in parts.iter().zip(lists.chunks(nt.max(1))).enumerate() {
+            let fpart = filter.map(|f| f.part(c));
+            if fpart.is_some_and(FilterPart::is_none) || chunk_lists.iter().all(|l| l.is_empty()) {
+                continue;
+            }
+            score_chunk(part, chunk_lists, &weights, params, fpart, &mut sums, &mut touched);
             push_chunk_hits(&mut hits, self.offset(c), &mut touched, &sums, k);
         }
         top_k_vec(hits, k)

@@ -284,7 +284,8 @@ impl Repo {
                     }
                 })
                 .collect::<Result<Vec<_>>>()?;
-            view.set_text(parts).map_err(inconsistent)?;
+            view.set_text_from(parts, dv.map(|d| (d, from_donor.as_slice())))
+                .map_err(inconsistent)?;
         }
         for model in &needs.sparse {
             if !view.has_sparse_model(model) || view.sparse_loaded(model) {
@@ -311,7 +312,8 @@ impl Repo {
                     }
                 })
                 .collect::<Result<Vec<_>>>()?;
-            view.set_sparse(model, parts).map_err(inconsistent)?;
+            view.set_sparse_from(model, parts, dv.map(|d| (d, from_donor.as_slice())))
+                .map_err(inconsistent)?;
         }
         let dense_models: BTreeSet<&String> = needs.dense.iter().chain(&needs.graphs).collect();
         for model in dense_models {
