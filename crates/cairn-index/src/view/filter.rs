@@ -47,7 +47,8 @@ pub struct Filter {
     /// The view's chunk offsets (`offsets[c]` is chunk `c`'s first ordinal; the last entry
     /// is the node count).
     pub(crate) offsets: Arc<[Ordinal]>,
-    pub(crate) parts: Vec<FilterPart>,
+    /// Shared until written (a memoised gate is handed out by clone, then intersected).
+    pub(crate) parts: Arc<Vec<FilterPart>>,
 }
 
 impl Filter {
@@ -56,14 +57,17 @@ impl Filter {
         let n = offsets.len().saturating_sub(1);
         Filter {
             offsets,
-            parts: vec![FilterPart::All; n],
+            parts: Arc::new(vec![FilterPart::All; n]),
         }
     }
 
     /// Builds from one part per chunk.
     pub(crate) fn from_parts(offsets: Arc<[Ordinal]>, parts: Vec<FilterPart>) -> Filter {
         debug_assert_eq!(parts.len() + 1, offsets.len());
-        Filter { offsets, parts }
+        Filter {
+            offsets,
+            parts: Arc::new(parts),
+        }
     }
 
     /// The filter admitting exactly `ordinals` (each below the node count).
@@ -78,13 +82,13 @@ impl Filter {
         }
         Filter {
             offsets,
-            parts: parts.into_iter().map(|p| FilterPart::Some(Arc::new(p))).collect(),
+            parts: Arc::new(parts.into_iter().map(|p| FilterPart::Some(Arc::new(p))).collect()),
         }
     }
 
     /// Keeps only what `other` also admits (both of the same view).
     pub fn intersect(&mut self, other: &Filter) {
-        for (a, b) in self.parts.iter_mut().zip(&other.parts) {
+        for (a, b) in Arc::make_mut(&mut self.parts).iter_mut().zip(other.parts.iter()) {
             a.intersect(b);
         }
     }

@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use cairn_core::level::key_level;
 use cairn_core::{codec, Edge, Hash, Node, NodeId, Value};
+use parking_lot::Mutex;
 
 pub use dense::{AnnOptions, DenseSearch, DenseView, ANN_MIN_ROWS, EXACT_SCAN_ROWS};
 pub use edges::{AdjacentEdge, EdgeView};
@@ -84,7 +85,15 @@ pub struct CommitIndexes {
     sparse_dirs: BTreeMap<String, Directory<u32>>,
     dense: BTreeMap<String, DenseView>,
     edges: Option<Arc<EdgeView>>,
+    /// True if every node of every chunk is always valid (no validity gate needed).
+    always_valid: bool,
+    /// Label gates built on this view, most recent last: a function of the core columns,
+    /// which clones of the view share.
+    label_memo: Arc<Mutex<Vec<(bool, Vec<String>, Filter)>>>,
 }
+
+/// Label gates a view remembers.
+const LABEL_MEMO: usize = 16;
 
 impl CommitIndexes {
     /// A view over `chunks` (in key order), with no optional part loaded yet.
@@ -106,7 +115,6 @@ impl CommitIndexes {
         Ok(CommitIndexes {
             key,
             params,
-            chunks,
             offsets: offsets.into(),
             text: None,
             text_dir: None,
@@ -115,6 +123,9 @@ impl CommitIndexes {
             sparse_dirs: BTreeMap::new(),
             dense: BTreeMap::new(),
             edges: None,
+            always_valid: chunks.iter().all(|c| c.always_valid),
+            label_memo: Arc::default(),
+            chunks,
         })
     }
 
@@ -351,30 +362,52 @@ impl CommitIndexes {
         if labels.is_empty() {
             return self.all();
         }
-        self.filter_by(|c| {
-            let mut acc: Option<Arc<roaring::RoaringBitmap>> = None;
-            for l in labels {
-                match (c.label(l), &mut acc) {
-                    (None, _) => return FilterPart::Some(Arc::default()),
-                    (Some(b), None) => acc = Some(Arc::clone(b)),
-                    (Some(b), Some(a)) => *Arc::make_mut(a) &= &**b,
+        self.memo_labels(true, labels, || {
+            self.filter_by(|c| {
+                let mut acc: Option<Arc<roaring::RoaringBitmap>> = None;
+                for l in labels {
+                    match (c.label(l), &mut acc) {
+                        (None, _) => return FilterPart::Some(Arc::default()),
+                        (Some(b), None) => acc = Some(Arc::clone(b)),
+                        (Some(b), Some(a)) => *Arc::make_mut(a) &= &**b,
+                    }
                 }
-            }
-            FilterPart::Some(acc.unwrap_or_default())
+                FilterPart::Some(acc.unwrap_or_default())
+            })
         })
     }
 
     /// Nodes carrying at least one label of `labels` (none if `labels` is empty).
     pub fn labels_any_of(&self, labels: &[String]) -> Filter {
-        self.filter_by(|c| {
-            let mut acc = roaring::RoaringBitmap::new();
-            for l in labels {
-                if let Some(b) = c.label(l) {
-                    acc |= &**b;
+        self.memo_labels(false, labels, || {
+            self.filter_by(|c| {
+                let mut acc = roaring::RoaringBitmap::new();
+                for l in labels {
+                    if let Some(b) = c.label(l) {
+                        acc |= &**b;
+                    }
                 }
-            }
-            FilterPart::Some(Arc::new(acc))
+                FilterPart::Some(Arc::new(acc))
+            })
         })
+    }
+
+    /// A label gate from the view's memo, or built by `build` and remembered: repeated
+    /// gates cost a clone (shared parts) instead of a walk of every chunk.
+    fn memo_labels(&self, all: bool, labels: &[String], build: impl FnOnce() -> Filter) -> Filter {
+        {
+            let memo = self.label_memo.lock();
+            if let Some((_, _, f)) = memo.iter().find(|(a, l, _)| *a == all && l.as_slice() == labels) {
+                return f.clone();
+            }
+        }
+        let f = build();
+        let mut memo = self.label_memo.lock();
+        if memo.len() >= LABEL_MEMO {
+            memo.remove(0);
+        }
+        memo.push((all, labels.to_vec(), f.clone()));
+        f
     }
 
     /// Nodes whose property `key` satisfies `pred`.
@@ -384,7 +417,7 @@ impl CommitIndexes {
 
     /// Nodes valid at `t_ms`, or `None` if every node is always valid.
     pub fn valid_at(&self, t_ms: i64) -> Option<Filter> {
-        if self.chunks.iter().all(|c| c.always_valid) {
+        if self.always_valid {
             return None;
         }
         Some(self.filter_by(|c| match c.valid_at(t_ms) {
