@@ -89,8 +89,11 @@ pub struct CommitIndexes {
     always_valid: bool,
     /// Label gates built on this view, most recent last: a function of the core columns,
     /// which clones of the view share.
-    label_memo: Arc<Mutex<Vec<(bool, Vec<String>, Filter)>>>,
+    label_memo: Arc<Mutex<Vec<LabelGate>>>,
 }
+
+/// A remembered label gate: all-of (`true`) or any-of, its labels, its filter.
+type LabelGate = (bool, Vec<String>, Filter);
 
 /// Label gates a view remembers.
 const LABEL_MEMO: usize = 16;

@@ -50,7 +50,9 @@ impl CommitIndexes {
             return Err(IndexError::NotLoaded(format!("sparse:{model}")));
         };
         let admits = |c: usize| !filter.is_some_and(|f| f.part(c).is_none());
-        let mut found: Vec<(u32, u32, &[(Local, f32)])> = Vec::new();
+        // (chunk, query dimension, postings).
+        type Found<'p> = (u32, u32, &'p [(Local, f32)]);
+        let mut found: Vec<Found> = Vec::new();
         for (i, dim) in query.indices.iter().enumerate() {
             let entries = dir.key(dim);
             let base = entries.iter().filter_map(|(c, slot, _)| {

@@ -39,6 +39,11 @@ pub(crate) fn widen(x: f32) -> f64 {
     x.to_string().parse::<f64>().unwrap_or(f64::from(x))
 }
 
+/// A term's `(idf, count)`, `None` if no document has it.
+type TermWeight = Option<(f64, f64)>;
+/// `(k1, b, avgdl)` widened to `f64`.
+type Bm25Consts = (f64, f64, f64);
+
 impl CommitIndexes {
     /// True if the BM25 parts are loaded.
     pub fn has_text(&self) -> bool {
@@ -64,7 +69,7 @@ impl CommitIndexes {
 
     /// `(idf, count)` per term from its document frequency (`None` if no document has
     /// it), and the `(k1, b, avgdl)` of the scoring formula.
-    fn bm25_weights(&self, terms: &[(String, u32)], df: &[u64]) -> (Vec<Option<(f64, f64)>>, (f64, f64, f64)) {
+    fn bm25_weights(&self, terms: &[(String, u32)], df: &[u64]) -> (Vec<TermWeight>, Bm25Consts) {
         let n = f64::from(self.node_count());
         let avgdl = self.text_total_len as f64 / n;
         let k1 = widen(self.params.bm25.k1);
@@ -149,15 +154,12 @@ impl CommitIndexes {
         let mut pos = vec![0usize; nt];
         let mut lists: Vec<&[(Local, u32)]> = vec![&[]; nt];
         let mut candidates: Vec<Local> = Vec::new();
-        loop {
-            // The next chunk holding an essential term.
-            let Some(c) = (0..nt)
-                .filter(|&i| essential[i])
-                .filter_map(|i| at[i].get(pos[i]).map(|e| e.0))
-                .min()
-            else {
-                break;
-            };
+        // Each step: the next chunk holding an essential term.
+        while let Some(c) = (0..nt)
+            .filter(|&i| essential[i])
+            .filter_map(|i| at[i].get(pos[i]).map(|e| e.0))
+            .min()
+        {
             let part = &parts[c as usize];
             let fpart = filter.map(|f| f.part(c as usize));
             for i in 0..nt {
