@@ -292,6 +292,41 @@ fn run_store(kind: &str, n: usize) {
         format!("{:.2} ms / {:.4}", p50(lat), overlap / QUERIES as f64),
     );
 
+    // The dense lane alone, no gate, limit 10: exact, then ANN at the default depth; recall@10
+    // of ANN against exact over the queries.
+    let dense_only = |q: &(Vec<f32>, String, String), ann: bool| {
+        let r = repo.retrieve().vector("minilm", &q.0).limit(10);
+        let r = if ann { r.approximate_default() } else { r.exact() };
+        r.execute().expect("retrieve")
+    };
+    let (mut exact_lat, mut ann_lat, mut overlap) = (Vec::new(), Vec::new(), 0.0);
+    for i in 0..ROUNDS {
+        let q = &queries[i % QUERIES];
+        let t = Instant::now();
+        let exact = dense_only(q, false);
+        exact_lat.push(ms(t.elapsed()));
+        let t = Instant::now();
+        let ann = dense_only(q, true);
+        ann_lat.push(ms(t.elapsed()));
+        if i < QUERIES {
+            overlap += ann
+                .items
+                .iter()
+                .filter(|a| exact.items.iter().any(|e| e.id == a.id))
+                .count() as f64
+                / 10.0;
+        }
+    }
+    row(
+        "vector, no gate, limit 10: exact p50 / ANN (default depth) p50 / ANN recall@10 vs exact",
+        format!(
+            "{:.2} ms / {:.2} ms / {:.4}",
+            p50(exact_lat),
+            p50(ann_lat),
+            overlap / QUERIES as f64
+        ),
+    );
+
     // One-node edits, each followed by a query.
     let mut work = Vec::new();
     let mut bytes = Vec::new();

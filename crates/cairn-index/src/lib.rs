@@ -45,6 +45,6 @@ pub use params::{Bm25Params, IndexParams, INDEX_FORMAT_VERSION};
 pub use props::PropertyPredicate;
 pub use unit::UnitGraph;
 pub use view::{
-    AdjacentEdge, AnnOptions, CommitIndexes, DenseSearch, DenseView, EdgeView, Filter, FilterPart, IndexNeeds,
+    ann_ef, AdjacentEdge, AnnOptions, CommitIndexes, DenseSearch, DenseView, EdgeView, Filter, FilterPart, IndexNeeds,
     ANN_MIN_ROWS, EXACT_SCAN_ROWS,
 };

@@ -189,6 +189,7 @@ pub fn encode_unit_graph(key: &Hash, model: &str, g: &UnitGraph) -> Vec<u8> {
     let mut w = header(TAG_UNIT_GRAPH, key, bytes.len() + 64);
     w.str(model);
     w.u32(g.len());
+    w.u32(g.reach().to_u32());
     w.u64(bytes.len() as u64);
     w.bytes(&bytes);
     w.0
@@ -518,8 +519,10 @@ pub fn decode_unit_graph(bytes: &[u8], key: &Hash) -> Result<(String, UnitGraph)
     let mut r = open(bytes, TAG_UNIT_GRAPH, key)?;
     let model = r.string()?;
     let rows = r.u32()?;
+    let reach = crate::graph::Reach::from_u32(r.u32()?);
     let len = r.count64(1)?;
-    let g = UnitGraph::decode(r.take(len)?).map_err(|e| bad(format!("unit graph: {e}")))?;
+    let mut g = UnitGraph::decode(r.take(len)?).map_err(|e| bad(format!("unit graph: {e}")))?;
+    g.set_reach(reach);
     r.done()?;
     if g.len() != rows {
         return Err(bad("unit graph size differs from its header"));

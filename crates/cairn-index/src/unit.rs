@@ -61,15 +61,19 @@ pub fn unit_seed(params: &GraphParams, key: &cairn_core::Hash) -> u64 {
 /// Builds a unit's graph over the rows of `parts` (in order), navigating by the int8
 /// estimate of the dot product: distance `−(c_a·c_b) · (s_a·s_b)`, exact in its integer
 /// part and a fixed sequence of `f32` operations after, so the graph is a function of the
-/// vectors, the parameters and `seed` alone. Single-threaded by design: callers build
-/// units in parallel.
+/// vectors, the parameters and `seed` alone; then measures its [`Reach`](crate::graph::Reach)
+/// ([`crate::graph::reach`]) with the same distance. Single-threaded by design: callers
+/// build units in parallel.
 pub fn build_unit_graph(parts: &[&DenseChunk], params: &GraphParams, seed: u64) -> UnitGraph {
     let rows: Vec<(&DenseChunk, usize)> = parts.iter().flat_map(|p| (0..p.len()).map(move |r| (*p, r))).collect();
     let p = GraphParams { seed, ..*params };
-    UnitGraph::build(rows.len() as u32, &p, |a, b| {
+    let dist = |a: u32, b: u32| {
         let (pa, ra) = rows[a as usize];
         let (pb, rb) = rows[b as usize];
         let dot = crate::dense::int8::dot_i8(pa.codes(ra), pb.codes(rb));
         -(dot as f32 * (pa.scales[ra] * pb.scales[rb]))
-    })
+    };
+    let mut g = UnitGraph::build(rows.len() as u32, &p, dist);
+    g.set_reach(crate::graph::reach::measure(&g, dist));
+    g
 }

@@ -165,16 +165,17 @@ fn exact_ranking(c: &Collection, q: &[f32], k: usize) -> Vec<u32> {
     out.hits.iter().map(|h| h.ordinal).collect()
 }
 
-/// The graph path alone (no unit is too small to use its graph here).
-fn graph_options(ef: usize) -> AnnOptions {
+/// The graph path alone (no unit is too small to use its graph here); `ef: None` is the
+/// default (the depth's, raised to each graph's measured reach).
+fn graph_options(ef: Option<usize>) -> AnnOptions {
     AnnOptions {
-        ef: Some(ef),
+        ef,
         min_unit_rows: 0,
         exact_scan_factor: 0,
     }
 }
 
-fn ann_ranking(c: &Collection, q: &[f32], k: usize, ef: usize) -> Vec<u32> {
+fn ann_ranking(c: &Collection, q: &[f32], k: usize, ef: Option<usize>) -> Vec<u32> {
     let out = c
         .index
         .dense_search_ann_with("minilm", q, k, None, &graph_options(ef))
@@ -184,7 +185,7 @@ fn ann_ranking(c: &Collection, q: &[f32], k: usize, ef: usize) -> Vec<u32> {
 }
 
 /// Mean overlap of the top-10 sets of the graph search and the exact scan.
-fn recall_at_10(c: &Collection, ef: usize) -> f64 {
+fn recall_at_10(c: &Collection, ef: Option<usize>) -> f64 {
     let mut sum = 0.0;
     for q in &c.queries {
         let want = c.index.dense_search_reference("minilm", q, 10, None).unwrap();
@@ -215,7 +216,7 @@ fn check_exact(c: &Collection, want_ndcg: f64, want_recall: f64) {
 }
 
 /// Builds the unit graphs and measures them: `(nDCG@10, recall@10 vs exact, build CPU s)`.
-fn check_graphs(c: &mut Collection, ef: usize) -> (f64, f64, f64) {
+fn check_graphs(c: &mut Collection, ef: Option<usize>) -> (f64, f64, f64) {
     let exact = evaluate(c, 10, |q, k| exact_ranking(c, q, k));
     let t = cpu_seconds();
     c.index.build_unit_graphs("minilm").unwrap();
@@ -223,8 +224,13 @@ fn check_graphs(c: &mut Collection, ef: usize) -> (f64, f64, f64) {
     let run = evaluate(c, 10, |q, k| ann_ranking(c, q, k, ef));
     let recall = recall_at_10(c, ef);
     println!(
-        "{} unit graphs (ef {ef}): build {build_s:.2} CPU s, nDCG@10 {:.4} (exact {:.4}), recall@10 vs exact {recall:.4}",
-        c.name, run.ndcg10, exact.ndcg10
+        "{} unit graphs (ef {ef:?}, reach {:?}): build {build_s:.2} CPU s, nDCG@10 {:.4} (exact {:.4}), recall@10 vs exact {recall:.4}",
+        c.name,
+        (0..c.index.dense("minilm").unwrap().unit_count())
+            .map(|u| c.index.dense("minilm").unwrap().unit_graph(u).unwrap().reach())
+            .collect::<Vec<_>>(),
+        run.ndcg10,
+        exact.ndcg10
     );
     assert!(
         (run.ndcg10 - exact.ndcg10).abs() <= 0.01,
@@ -253,7 +259,7 @@ fn cisi_exact_matches_reference() {
 fn cranfield_and_cisi_through_unit_graphs() {
     for name in ["cranfield", "cisi"] {
         if let Some(mut c) = load(name) {
-            let (_, recall, _) = check_graphs(&mut c, 64);
+            let (_, recall, _) = check_graphs(&mut c, None);
             assert!(recall >= 0.99, "{name} recall@10 {recall}");
         }
     }
@@ -265,7 +271,7 @@ fn cranfield_and_cisi_through_unit_graphs() {
 fn vaswani_acceptance() {
     let Some(mut c) = load("vaswani") else { return };
     check_exact(&c, 0.4335, 0.6074);
-    let (ndcg, recall, build_s) = check_graphs(&mut c, 64);
+    let (ndcg, recall, build_s) = check_graphs(&mut c, None);
     // Median wall time per query, and mean CPU time over 5 rounds.
     let time = |f: &dyn Fn(&[f32])| {
         let mut per: Vec<f64> = c
@@ -295,7 +301,7 @@ fn vaswani_acceptance() {
     });
     let ann_ms = time(&|q| {
         c.index
-            .dense_search_ann_with("minilm", q, 10, None, &graph_options(64))
+            .dense_search_ann_with("minilm", q, 10, None, &graph_options(None))
             .unwrap();
     });
     println!(
@@ -311,7 +317,7 @@ fn graph_ef_sweep() {
     for name in ["cranfield", "cisi"] {
         let Some(mut c) = load(name) else { continue };
         c.index.build_unit_graphs("minilm").unwrap();
-        for ef in [16, 32, 64, 128, 256] {
+        for ef in [None, Some(16), Some(32), Some(64), Some(128), Some(256)] {
             let recall = recall_at_10(&c, ef);
             let rounds = 20;
             let t = cpu_seconds();
@@ -321,7 +327,7 @@ fn graph_ef_sweep() {
                 }
             }
             let ms = (cpu_seconds() - t) * 1e3 / (rounds * c.queries.len()) as f64;
-            println!("{name}: ef {ef}: recall@10 {recall:.4}, {ms:.3} CPU ms/query");
+            println!("{name}: ef {ef:?}: recall@10 {recall:.4}, {ms:.3} CPU ms/query");
         }
     }
 }

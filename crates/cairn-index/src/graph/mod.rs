@@ -92,8 +92,12 @@
 //! `decode` accepts exactly this language (a node level above 16 is refused: the encoder never
 //! writes one). It does *not* re-derive levels from the seed, nor re-run the build.
 
+pub mod reach;
+
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
+
+pub use reach::Reach;
 
 /// Magic and format version.
 pub const MAGIC: [u8; 4] = *b"CUG1";
@@ -136,6 +140,8 @@ pub struct UnitGraph {
     levels: Vec<u8>,
     /// `top + 1` layers (one empty layer when `n == 0`).
     layers: Vec<Layer>,
+    /// How far a walk must look ([`reach`]); not part of the `CUG1` bytes.
+    reach: Reach,
 }
 
 /// Compressed neighbour lists of one layer.
@@ -844,6 +850,7 @@ impl<D: Fn(u32, u32) -> f32> Builder<D> {
             top: self.top,
             levels: self.levels,
             layers,
+            reach: Reach::Unmeasured,
         }
     }
 }
@@ -894,6 +901,21 @@ impl UnitGraph {
     /// `(distance, row)` ascending) among those with `accept(row) == true`. Rejected rows are
     /// still traversed but never returned and never count toward the result list.
     pub fn search(&self, ef: usize, dist_q: impl Fn(u32) -> f32, accept: impl Fn(u32) -> bool) -> Vec<u32> {
+        self.search_hiding(ef, dist_q, accept, u32::MAX)
+    }
+
+    /// [`UnitGraph::search`] as if row `hidden` were not in the graph: it is never stepped
+    /// on (unless it is the entry point) nor returned, so its neighbour list — its own
+    /// nearest rows — cannot lead the walk. The reach measurement ([`reach`]) queries with
+    /// rows of the graph this way, which makes them as hard as a query from outside.
+    pub(crate) fn search_hiding(
+        &self,
+        ef: usize,
+        dist_q: impl Fn(u32) -> f32,
+        accept: impl Fn(u32) -> bool,
+        hidden: u32,
+    ) -> Vec<u32> {
+        let accept = |r: u32| r != hidden && accept(r);
         if self.n == 0 || ef == 0 {
             return Vec::new();
         }
@@ -911,6 +933,9 @@ impl UnitGraph {
                     break;
                 };
                 for &nb in layer.list(s) {
+                    if nb == hidden {
+                        continue;
+                    }
                     let e = Cand { d: dist_q(nb), id: nb };
                     if e < best {
                         best = e;
@@ -925,6 +950,9 @@ impl UnitGraph {
         // Filtered best-first search on layer 0.
         let layer0 = &self.layers[0];
         let mut visited = vec![0u64; (self.n as usize).div_ceil(64)];
+        if hidden < self.n && hidden != cur.id && hidden != self.entry {
+            visited[(hidden >> 6) as usize] |= 1u64 << (hidden & 63);
+        }
         let mut mark = |id: u32| -> bool {
             let (w, b) = ((id >> 6) as usize, id & 63);
             let fresh = visited[w] & (1u64 << b) == 0;
@@ -982,6 +1010,17 @@ impl UnitGraph {
             }
         }
         results.into_sorted_vec().into_iter().map(|c| c.id).collect()
+    }
+
+    /// How far a walk must look, as measured by [`reach::measure`] (set by the unit build
+    /// and by the stored unit graph record; [`Reach::Unmeasured`] otherwise).
+    pub fn reach(&self) -> Reach {
+        self.reach
+    }
+
+    /// Sets [`UnitGraph::reach`].
+    pub fn set_reach(&mut self, reach: Reach) {
+        self.reach = reach;
     }
 
     /// Number of nodes.
@@ -1097,6 +1136,7 @@ impl UnitGraph {
                     offsets: vec![0],
                     ids: Vec::new(),
                 }],
+                reach: Reach::Unmeasured,
             });
         }
         let nu = n as usize;
@@ -1198,6 +1238,7 @@ impl UnitGraph {
             top,
             levels,
             layers,
+            reach: Reach::Unmeasured,
         })
     }
 

@@ -24,7 +24,7 @@ use cairn_core::level::key_level;
 use cairn_core::{codec, Edge, Hash, Node, NodeId, Value};
 use parking_lot::Mutex;
 
-pub use dense::{AnnOptions, DenseSearch, DenseView, ANN_MIN_ROWS, EXACT_SCAN_ROWS};
+pub use dense::{ann_ef, AnnOptions, DenseSearch, DenseView, ANN_MIN_ROWS, EXACT_SCAN_ROWS};
 pub use edges::{AdjacentEdge, EdgeView};
 pub use filter::{Filter, FilterPart};
 

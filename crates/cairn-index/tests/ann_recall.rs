@@ -1,0 +1,206 @@
+//! Recall of the approximate dense lane (HNSW unit graphs, every candidate rescored
+//! exactly) against the exact answer, on seeded synthetic vectors: uniform on the sphere
+//! (the hardest case, no structure to navigate by) and clustered (the shape text
+//! embeddings have), at two sizes, with the default settings a query gets
+//! ([`AnnOptions::default`]: each graph's measured reach). The bound is the issue's: recall@10 ≥ 0.95. Real
+//! embeddings are held to ≥ 0.99 in `eval_dense.rs`.
+//!
+//! `cargo test --release -p cairn-index --test ann_recall -- --ignored --nocapture` runs
+//! the sweep (bigger sets, several `ef`, timings) that chose the defaults.
+
+use std::time::Instant;
+
+use cairn_core::{Hash, Node, NodeId};
+use cairn_index::graph::Reach;
+use cairn_index::{AnnOptions, CommitIndexes, IndexParams};
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Approximately normal (sum of four uniforms, centred).
+    fn gauss(&mut self) -> f32 {
+        (0..4).map(|_| (self.next() >> 40) as f32 / (1u64 << 24) as f32).sum::<f32>() - 2.0
+    }
+}
+
+fn normalise(v: &mut [f32]) {
+    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    v.iter_mut().for_each(|x| *x /= n);
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Shape {
+    /// Uniform on the unit sphere.
+    Uniform,
+    /// 200 centres, each point a centre plus noise of this relative size.
+    Clustered(f32),
+}
+
+fn vectors(shape: Shape, n: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
+    let mut centres_rng = Rng(7);
+    let centres: Vec<Vec<f32>> = (0..200)
+        .map(|_| {
+            let mut c: Vec<f32> = (0..dim).map(|_| centres_rng.gauss()).collect();
+            normalise(&mut c);
+            c
+        })
+        .collect();
+    let mut rng = Rng(seed);
+    (0..n)
+        .map(|_| {
+            let mut v: Vec<f32> = match shape {
+                Shape::Uniform => (0..dim).map(|_| rng.gauss()).collect(),
+                Shape::Clustered(noise) => {
+                    let c = &centres[(rng.next() % 200) as usize];
+                    let scale = noise / (dim as f32).sqrt();
+                    c.iter().map(|x| x + scale * rng.gauss()).collect()
+                }
+            };
+            normalise(&mut v);
+            v
+        })
+        .collect()
+}
+
+fn index(data: &[Vec<f32>]) -> CommitIndexes {
+    let nodes: Vec<(Hash, Node)> = data
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let id = format!("n{i:08}");
+            (
+                Hash::of(id.as_bytes()),
+                Node::new(NodeId::new(id).unwrap()).with_embedding("m", v.clone()),
+            )
+        })
+        .collect();
+    let mut ix = CommitIndexes::build(Hash::ZERO, &IndexParams::default(), &nodes, &[]);
+    ix.build_unit_graphs("m").unwrap();
+    ix
+}
+
+/// Mean recall@k of the approximate search with `options` against the exact answer.
+fn recall(ix: &CommitIndexes, queries: &[Vec<f32>], k: usize, options: &AnnOptions) -> f64 {
+    let mut sum = 0.0;
+    for q in queries {
+        let want = ix.dense_search_reference("m", q, k, None).unwrap();
+        let got = ix.dense_search_ann_with("m", q, k, None, options).unwrap();
+        sum += got
+            .hits
+            .iter()
+            .filter(|h| want.iter().any(|w| w.ordinal == h.ordinal))
+            .count() as f64
+            / k as f64;
+    }
+    sum / queries.len() as f64
+}
+
+fn check(shape: Shape, n: usize, dim: usize) {
+    let data = vectors(shape, n, dim, 11);
+    let queries = vectors(shape, 50, dim, 99);
+    let ix = index(&data);
+    let units = ix.dense("m").unwrap().unit_count();
+    let reach: Vec<Reach> = (0..units).map(|u| ix.dense("m").unwrap().unit_graph(u).unwrap().reach()).collect();
+    // The graphs wherever their reach allows (no unit scanned for being small), with the
+    // ef a query gets by default.
+    let options = AnnOptions {
+        min_unit_rows: 0,
+        exact_scan_factor: 0,
+        ..AnnOptions::default()
+    };
+    let r = recall(&ix, &queries, 10, &options);
+    eprintln!("{shape:?} n={n} dim={dim}: {units} unit(s), reach {reach:?}, recall@10 {r:.4}");
+    // These sets are navigable: the graphs are walked, not scanned.
+    assert!(reach.iter().all(|r| matches!(r, Reach::Ef(_))), "{reach:?}");
+    let walked = ix.dense_search_ann_with("m", &queries[0], 10, None, &options).unwrap();
+    assert!(walked.approximate && walked.rescored < n / 2, "{walked:?}");
+    assert!(r >= 0.95, "{shape:?} n={n} dim={dim}: recall@10 {r:.4} < 0.95");
+}
+
+#[test]
+fn uniform_64d_two_sizes() {
+    check(Shape::Uniform, 3_000, 64);
+    check(Shape::Uniform, 12_000, 64);
+}
+
+#[test]
+fn clustered_128d_two_sizes() {
+    check(Shape::Clustered(1.0), 3_000, 128);
+    check(Shape::Clustered(1.0), 12_000, 128);
+}
+
+/// The sweep behind the defaults: recall and time per query across `ef`.
+#[test]
+#[ignore = "sweep; run with --release --ignored --nocapture"]
+fn ann_sweep() {
+    let n: usize = std::env::var("ANN_N").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    for (shape, dim) in [(Shape::Uniform, 64), (Shape::Uniform, 384), (Shape::Clustered(1.0), 384)] {
+        let data = vectors(shape, n, dim, 11);
+        let queries = vectors(shape, 100, dim, 99);
+        let t = Instant::now();
+        let ix = index(&data);
+        let build = t.elapsed();
+        let units = ix.dense("m").unwrap().unit_count();
+        let reach: Vec<Reach> = (0..units).map(|u| ix.dense("m").unwrap().unit_graph(u).unwrap().reach()).collect();
+        let t = Instant::now();
+        for q in &queries {
+            ix.dense_search("m", q, 10, None).unwrap();
+        }
+        let exact = t.elapsed() / queries.len() as u32;
+        eprintln!("{shape:?} n={n} dim={dim}: {units} units {reach:?}, build {build:.1?}, exact {exact:.2?}/query");
+        for ef in [None, Some(32), Some(64), Some(128), Some(256), Some(512)] {
+            let options = AnnOptions {
+                ef,
+                min_unit_rows: 0,
+                exact_scan_factor: 0,
+            };
+            let r = recall(&ix, &queries, 10, &options);
+            let t = Instant::now();
+            for q in &queries {
+                ix.dense_search_ann_with("m", q, 10, None, &options).unwrap();
+            }
+            let per = t.elapsed() / queries.len() as u32;
+            eprintln!("  ef {ef:?}: recall@10 {r:.4}, {per:.2?}/query");
+        }
+    }
+}
+
+/// A graph that reaches no `ef` (uniform vectors in 384 dimensions: nothing to navigate
+/// by) is not walked: the unit is scanned exactly, so the answer is the exact one, bit for
+/// bit. A stored graph keeps its reach (the `C7` record), so a loaded view decides alike.
+#[test]
+fn unreachable_graph_is_scanned_exactly() {
+    let data = vectors(Shape::Uniform, 16_000, 384, 5);
+    let queries = vectors(Shape::Uniform, 10, 384, 6);
+    let ix = index(&data);
+    let g = ix.dense("m").unwrap().unit_graph(0).unwrap();
+    assert_eq!(g.reach(), Reach::Unreachable);
+    let key = Hash::of(b"unit");
+    let bytes = cairn_index::persist::encode_unit_graph(&key, "m", g);
+    let (_, back) = cairn_index::persist::decode_unit_graph(&bytes, &key).unwrap();
+    assert_eq!(back.reach(), Reach::Unreachable);
+    assert_eq!(&back, g.as_ref());
+    let options = AnnOptions {
+        min_unit_rows: 0,
+        exact_scan_factor: 0,
+        ..AnnOptions::default()
+    };
+    for q in &queries {
+        let got = ix.dense_search_ann_with("m", q, 10, None, &options).unwrap();
+        assert!(!got.approximate);
+        assert_eq!(got.hits, ix.dense_search("m", q, 10, None).unwrap().hits);
+        // An explicit ef walks the graph anyway (for measurements like the sweep's).
+        let walked = ix
+            .dense_search_ann_with("m", q, 10, None, &AnnOptions { ef: Some(64), ..options })
+            .unwrap();
+        assert!(walked.approximate);
+    }
+}
