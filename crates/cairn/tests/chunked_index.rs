@@ -291,8 +291,8 @@ fn chunk_keys_do_not_depend_on_history() {
 }
 
 const GOLDEN_CHUNKS: usize = 11;
-const GOLDEN_FIRST_CHUNK: &str = "018286b1a42ea1f4afba93efa1fd62082fa17562f406c7041f122b518f560658";
-const GOLDEN_ALL_CHUNKS: &str = "474f1e627d95df5d2fe14c6fae31a8c164f2713d7b020ecb49ea0fc5dd5b654d";
+const GOLDEN_FIRST_CHUNK: &str = "b40b8954b7dca975fa3640d9f5c6c13f7aade5648147c7d3d1410e8053a3b243";
+const GOLDEN_ALL_CHUNKS: &str = "d690153de88c72dc38ea244dae97d7ff945d6b560f4ddf2f20fe2b589a9d3163";
 
 /// A repository whose node tree has several units (ids of level ≥ 5 cut them).
 fn units_repo(store: Arc<dyn Store>) -> Repo {

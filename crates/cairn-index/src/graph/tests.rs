@@ -534,6 +534,46 @@ const PINNED: [u64; 4] = [
     0xa3a6f4489329e410,
 ];
 
+/// The reach measurement (`reach.rs`) of fixed graphs, and the `C7` record that carries it
+/// (`storage-format.md` §7.4): a change to the samples, the ladder, the target, the hidden
+/// walk or the record's layout shows here.
+#[test]
+fn reach_and_record_pinned() {
+    let data = clustered(3000, 32, 30, 0.8, 1, 2);
+    let p = GraphParams {
+        m: 12,
+        ef_construction: 64,
+        seed: 42,
+    };
+    let g = UnitGraph::build(data.len(), &p, graph_dist(&data));
+    let clustered_reach = super::reach::measure(&g, graph_dist(&data));
+    let sphere_data = sphere(3000, 64, 3);
+    let hard = UnitGraph::build(sphere_data.len(), &p, graph_dist(&sphere_data));
+    let sphere_reach = super::reach::measure(&hard, graph_dist(&sphere_data));
+    let fixture_reach = super::reach::measure(&fixture().graph, graph_dist(&fixture().data));
+    eprintln!("reach: {clustered_reach:?} {sphere_reach:?} {fixture_reach:?}");
+    assert_eq!(
+        [clustered_reach, sphere_reach, fixture_reach],
+        [PINNED_REACH[0], PINNED_REACH[1], PINNED_REACH[2]]
+    );
+    let mut g = g;
+    g.set_reach(clustered_reach);
+    let record = crate::persist::encode_unit_graph(&cairn_core::Hash::of(b"unit"), "m", &g);
+    // Tag, key, str("m") (u64le length), rows, reach: the fixed-layout head of the record.
+    let head: Vec<u8> = record[..1 + 32 + 8 + 1 + 4 + 4].to_vec();
+    let reach_bytes = clustered_reach.to_u32().to_le_bytes();
+    assert_eq!(&head[head.len() - 4..], &reach_bytes);
+    assert_eq!(&head[head.len() - 8..head.len() - 4], &3000u32.to_le_bytes());
+    let h = fnv1a(&record);
+    eprintln!("record: {h:#018x}");
+    assert_eq!(h, PINNED_RECORD);
+    let (_, back) = crate::persist::decode_unit_graph(&record, &cairn_core::Hash::of(b"unit")).unwrap();
+    assert_eq!(back.reach(), clustered_reach);
+    assert_eq!(back, g);
+}
+const PINNED_REACH: [Reach; 3] = [Reach::Ef(16), Reach::Ef(128), Reach::Ef(32)];
+const PINNED_RECORD: u64 = 0x7f21ce8e856c4dad;
+
 /// The incremental re-selection must give exactly the same graph as re-running the
 /// heuristic from scratch, with fewer distance calls.
 #[test]
