@@ -27,7 +27,10 @@ impl Rng {
 
     /// Approximately normal (sum of four uniforms, centred).
     fn gauss(&mut self) -> f32 {
-        (0..4).map(|_| (self.next() >> 40) as f32 / (1u64 << 24) as f32).sum::<f32>() - 2.0
+        (0..4)
+            .map(|_| (self.next() >> 40) as f32 / (1u64 << 24) as f32)
+            .sum::<f32>()
+            - 2.0
     }
 }
 
@@ -108,7 +111,9 @@ fn check(shape: Shape, n: usize, dim: usize) {
     let queries = vectors(shape, 50, dim, 99);
     let ix = index(&data);
     let units = ix.dense("m").unwrap().unit_count();
-    let reach: Vec<Reach> = (0..units).map(|u| ix.dense("m").unwrap().unit_graph(u).unwrap().reach()).collect();
+    let reach: Vec<Reach> = (0..units)
+        .map(|u| ix.dense("m").unwrap().unit_graph(u).unwrap().reach())
+        .collect();
     // The graphs wherever their reach allows (no unit scanned for being small), with the
     // ef a query gets by default.
     let options = AnnOptions {
@@ -141,15 +146,24 @@ fn clustered_128d_two_sizes() {
 #[test]
 #[ignore = "sweep; run with --release --ignored --nocapture"]
 fn ann_sweep() {
-    let n: usize = std::env::var("ANN_N").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
-    for (shape, dim) in [(Shape::Uniform, 64), (Shape::Uniform, 384), (Shape::Clustered(1.0), 384)] {
+    let n: usize = std::env::var("ANN_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    for (shape, dim) in [
+        (Shape::Uniform, 64),
+        (Shape::Uniform, 384),
+        (Shape::Clustered(1.0), 384),
+    ] {
         let data = vectors(shape, n, dim, 11);
         let queries = vectors(shape, 100, dim, 99);
         let t = Instant::now();
         let ix = index(&data);
         let build = t.elapsed();
         let units = ix.dense("m").unwrap().unit_count();
-        let reach: Vec<Reach> = (0..units).map(|u| ix.dense("m").unwrap().unit_graph(u).unwrap().reach()).collect();
+        let reach: Vec<Reach> = (0..units)
+            .map(|u| ix.dense("m").unwrap().unit_graph(u).unwrap().reach())
+            .collect();
         let t = Instant::now();
         for q in &queries {
             ix.dense_search("m", q, 10, None).unwrap();
@@ -199,7 +213,16 @@ fn unreachable_graph_is_scanned_exactly() {
         assert_eq!(got.hits, ix.dense_search("m", q, 10, None).unwrap().hits);
         // An explicit ef walks the graph anyway (for measurements like the sweep's).
         let walked = ix
-            .dense_search_ann_with("m", q, 10, None, &AnnOptions { ef: Some(64), ..options })
+            .dense_search_ann_with(
+                "m",
+                q,
+                10,
+                None,
+                &AnnOptions {
+                    ef: Some(64),
+                    ..options
+                },
+            )
             .unwrap();
         assert!(walked.approximate);
     }

@@ -99,3 +99,48 @@ fn the_bound_prunes_on_clustered_vectors() {
     assert_eq!(got.hits, ix.dense_search_reference("m", q, 10, None).unwrap());
     assert!(got.rescored < 6000 / 2, "rescored {} of 6000", got.rescored);
 }
+
+/// The view remembers the row list of recent filters (by their shared parts): cycling
+/// through more label gates than it remembers, each asked twice in a row, every answer is
+/// the one computed from the vectors by hand — never another filter's rows.
+#[test]
+fn remembered_rows_never_serve_another_filter() {
+    let data = vectors(6_000, 16, 9, 2.0);
+    let labels = 24;
+    let nodes: Vec<(Hash, Node)> = data
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let id = NodeId::new(format!("v{i:05}")).unwrap();
+            (
+                Hash::of(id.as_str().as_bytes()),
+                Node::new(id)
+                    .with_label(format!("L{}", i % labels))
+                    .with_embedding("m", v.clone()),
+            )
+        })
+        .collect();
+    let ix = CommitIndexes::build(Hash::ZERO, &IndexParams::default(), &nodes, &[]);
+    let query: Vec<f32> = (0..16).map(|d| (d as f32 * 0.37).sin()).collect();
+    let score = |v: &[f32]| v.iter().zip(&query).map(|(a, b)| a * b).sum::<f32>();
+    for round in 0..3 {
+        for l in (0..labels).map(|l| (l * 7 + round) % labels) {
+            let filter = ix.labels_all_of(&[format!("L{l}")]);
+            for _ in 0..2 {
+                let got = ix.dense_search("m", &query, 5, Some(&filter)).unwrap();
+                assert_eq!(got.hits.len(), 5);
+                for h in &got.hits {
+                    let i: usize = ix.id(h.ordinal).as_str()[1..].parse().unwrap();
+                    assert_eq!(i % labels, l, "a hit outside label L{l}");
+                }
+                // The best hit is the best of the label's vectors (scores agree to f32
+                // rounding: the kernel sums in another order).
+                let best = (0..data.len())
+                    .filter(|i| i % labels == l)
+                    .map(|i| score(&data[i]))
+                    .fold(f32::NEG_INFINITY, f32::max);
+                assert!((got.hits[0].score - best).abs() <= 1e-4 * best.abs().max(1.0));
+            }
+        }
+    }
+}

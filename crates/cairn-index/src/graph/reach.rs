@@ -77,7 +77,9 @@ pub fn measure(g: &UnitGraph, dist: impl Fn(u32, u32) -> f32) -> Reach {
     let samples: Vec<u32> = if n <= SAMPLES {
         (0..n).collect()
     } else {
-        (0..SAMPLES).map(|i| (u64::from(i) * u64::from(n) / u64::from(SAMPLES)) as u32).collect()
+        (0..SAMPLES)
+            .map(|i| (u64::from(i) * u64::from(n) / u64::from(SAMPLES)) as u32)
+            .collect()
     };
     let truths: Vec<Vec<u32>> = samples
         .iter()

@@ -30,14 +30,16 @@
 
 use std::sync::Arc;
 
+use parking_lot::Mutex;
+
 use rayon::prelude::*;
 
 use crate::chunk::{DenseChunk, Local};
 use crate::dense::int8::QueryCodes;
 use crate::dense::prefetch;
 use crate::error::IndexError;
-use crate::hit::{top_k_vec, Hit, Ordinal};
 use crate::graph::Reach;
+use crate::hit::{top_k_vec, Hit, Ordinal};
 use crate::unit::UnitGraph;
 use crate::view::{CommitIndexes, Filter, FilterPart};
 
@@ -113,7 +115,19 @@ pub struct DenseView {
     parts: Vec<Option<Arc<DenseChunk>>>,
     rows: usize,
     units: Option<Vec<UnitRef>>,
+    /// Row lists of recent filters ([`DenseView::rows_for`]); clones of the view share it
+    /// (their parts are the same).
+    rows_memo: Arc<Mutex<Vec<RowsMemo>>>,
 }
+
+/// A remembered row list: the filter's parts (`None`: no filter), kept alive so that the
+/// pointer cannot be reused by another filter while it is remembered, and its rows.
+type RowsMemo = (Option<Arc<Vec<FilterPart>>>, Arc<[Row]>);
+
+/// Row lists a dense view remembers (as many as the view's label gates), and the most
+/// rows they hold together (8 bytes each: 32 MiB).
+const ROWS_MEMO: usize = 16;
+const ROWS_MEMO_ROWS: usize = 4 << 20;
 
 impl DenseView {
     pub(crate) fn new(model: &str, mut parts: Vec<Option<Arc<DenseChunk>>>) -> DenseView {
@@ -130,7 +144,33 @@ impl DenseView {
             parts,
             rows,
             units: None,
+            rows_memo: Arc::default(),
         }
+    }
+
+    /// The rows admitted by the filter with `parts` (`None`: every row), in chunk and row
+    /// order, from `build` unless a recent call asked for the same filter. "The same" is
+    /// the same shared parts (a label gate the view memoised hands every query the same
+    /// ones), so a hit can never be another filter's rows.
+    fn rows_for(&self, parts: Option<&Arc<Vec<FilterPart>>>, build: impl FnOnce() -> Vec<Row>) -> Arc<[Row]> {
+        let same = |m: &RowsMemo| match (&m.0, parts) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        if let Some(m) = self.rows_memo.lock().iter().find(|m| same(m)) {
+            return Arc::clone(&m.1);
+        }
+        let rows: Arc<[Row]> = build().into();
+        let mut memo = self.rows_memo.lock();
+        if !memo.iter().any(same) && rows.len() <= ROWS_MEMO_ROWS {
+            while memo.len() >= ROWS_MEMO || memo.iter().map(|m| m.1.len()).sum::<usize>() + rows.len() > ROWS_MEMO_ROWS
+            {
+                memo.remove(0);
+            }
+            memo.push((parts.cloned(), Arc::clone(&rows)));
+        }
+        rows
     }
 
     pub(crate) fn set_units(
@@ -289,15 +329,18 @@ impl CommitIndexes {
         Ok(view)
     }
 
-    /// The rows in `filter`, in chunk and row order.
-    fn filtered_rows(&self, view: &DenseView, filter: Option<&Filter>) -> Vec<Row> {
-        let mut out = Vec::new();
-        for (c, p) in view.parts.iter().enumerate() {
-            if let Some(p) = p {
-                push_rows(c, p, filter.map(|f| f.part(c)), &mut out);
+    /// The rows in `filter`, in chunk and row order (remembered per filter:
+    /// [`DenseView::rows_for`]).
+    fn filtered_rows(&self, view: &DenseView, filter: Option<&Filter>) -> Arc<[Row]> {
+        view.rows_for(filter.map(|f| &f.parts), || {
+            let mut out = Vec::new();
+            for (c, p) in view.parts.iter().enumerate() {
+                if let Some(p) = p {
+                    push_rows(c, p, filter.map(|f| f.part(c)), &mut out);
+                }
             }
-        }
-        out
+            out
+        })
     }
 
     /// The `k` best of `rows` by the exact kernel.
@@ -341,7 +384,7 @@ impl CommitIndexes {
             return Ok(DenseSearch::default());
         }
         let rows = self.filtered_rows(view, filter);
-        let (hits, rescored) = self.exact_top_k(view, query, k, rows);
+        let (hits, rescored) = self.exact_top_k(view, query, k, &rows);
         Ok(DenseSearch {
             hits,
             approximate: false,
@@ -351,15 +394,15 @@ impl CommitIndexes {
 
     /// The exact `k` best of `rows` (module docs: int8 bounds, then exact rescoring of the
     /// rows that can still enter the top `k`); also returns how many rows were rescored.
-    fn exact_top_k(&self, view: &DenseView, query: &[f32], k: usize, rows: Vec<Row>) -> (Vec<Hit>, usize) {
+    fn exact_top_k(&self, view: &DenseView, query: &[f32], k: usize, rows: &[Row]) -> (Vec<Hit>, usize) {
         let total = rows.len();
         if total <= k || total <= EXACT_SCAN_ROWS {
-            return (self.rescore(view, query, k, &rows), total);
+            return (self.rescore(view, query, k, rows), total);
         }
         // Phase 1: bounds, in row order.
         let q = QueryCodes::new(query);
         let bound = |i: usize| -> (f64, f64) {
-            prefetch_ahead(view, &rows, i, DenseChunk::codes);
+            prefetch_ahead(view, rows, i, DenseChunk::codes);
             let (c, r) = rows[i];
             match view.part(c as usize) {
                 Some(part) => {
@@ -501,7 +544,7 @@ impl CommitIndexes {
         }
         // Scanned units: the exact lane over their rows; walked units: every row found,
         // rescored. Both score exactly, so the best `k` of the two lists is well defined.
-        let (mut hits, mut rescored) = self.exact_top_k(view, query, k, scanned);
+        let (mut hits, mut rescored) = self.exact_top_k(view, query, k, &scanned);
         rescored += walked.len();
         hits.extend(self.rescore(view, query, k, &walked));
         Ok(DenseSearch {

@@ -154,6 +154,7 @@ impl CommitIndexes {
         let mut pos = vec![0usize; nt];
         let mut lists: Vec<&[(Local, u32)]> = vec![&[]; nt];
         let mut candidates: Vec<Local> = Vec::new();
+        let mut mask: Vec<u64> = Vec::new();
         // Each step: the next chunk holding an essential term.
         while let Some(c) = (0..nt)
             .filter(|&i| essential[i])
@@ -182,16 +183,32 @@ impl CommitIndexes {
             if fpart.is_some_and(FilterPart::is_none) {
                 continue;
             }
-            // Candidates: the documents of the essential terms' lists, in the filter.
+            // Candidates: the documents of the essential terms' lists, in the filter (read
+            // from a bitmask of the chunk's admitted locals, so documents the filter drops
+            // are never sorted).
             candidates.clear();
-            for i in (0..nt).filter(|&i| essential[i]) {
-                candidates.extend(lists[i].iter().map(|p| p.0));
+            match fpart {
+                Some(FilterPart::Some(b)) => {
+                    mask.clear();
+                    mask.resize(self.chunks[c as usize].len().div_ceil(64), 0);
+                    for l in b.iter() {
+                        if let Some(w) = mask.get_mut((l >> 6) as usize) {
+                            *w |= 1u64 << (l & 63);
+                        }
+                    }
+                    let admitted = |l: &Local| mask.get((l >> 6) as usize).is_some_and(|w| w & (1u64 << (l & 63)) != 0);
+                    for i in (0..nt).filter(|&i| essential[i]) {
+                        candidates.extend(lists[i].iter().map(|p| p.0).filter(admitted));
+                    }
+                }
+                _ => {
+                    for i in (0..nt).filter(|&i| essential[i]) {
+                        candidates.extend(lists[i].iter().map(|p| p.0));
+                    }
+                }
             }
             candidates.sort_unstable();
             candidates.dedup();
-            if let Some(f) = fpart {
-                candidates.retain(|&l| f.contains(l));
-            }
             let base = self.offset(c as usize);
             for &l in &candidates {
                 let dl = f64::from(part.doc_len(l));
