@@ -12,7 +12,8 @@
 //! its own: import (one commit), first query (index build included), 1,000 queries exact
 //! and ANN, 100 one-node edits each followed by a query, as-of HEAD~1 in the process that
 //! has HEAD's index; then, for the on-disk stores, a fresh process opens the repository and times the
-//! cold as-of query. Tests never assert times; this prints them.
+//! cold as-of query. `CAIRN_BENCH_ROUNDS` sets the warm queries per row (1,000; at least
+//! the 200 queries). Tests never assert times; this prints them.
 
 mod common;
 
@@ -25,6 +26,15 @@ const TOPICS: usize = 200;
 const LABELS: usize = 10;
 const QUERIES: usize = 200;
 const ROUNDS: usize = 1000;
+
+/// Warm queries per row: [`ROUNDS`], or `CAIRN_BENCH_ROUNDS` (shorter runs at large `N`).
+fn rounds() -> usize {
+    std::env::var("CAIRN_BENCH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(ROUNDS)
+        .max(QUERIES)
+}
 /// One-node edits, each followed by a query: enough for a p50 that the VM's noise does
 /// not move by half.
 const EDITS: usize = 100;
@@ -233,9 +243,9 @@ fn run_store(kind: &str, n: usize) {
     );
 
     // Exact, warm.
-    let mut lat = Vec::with_capacity(ROUNDS);
+    let mut lat = Vec::with_capacity(rounds());
     let mut rescored_sample = None;
-    for i in 0..ROUNDS {
+    for i in 0..rounds() {
         let t = Instant::now();
         let r = query(&repo, &queries[i % QUERIES], false, None);
         lat.push(ms(t.elapsed()));
@@ -255,8 +265,8 @@ fn run_store(kind: &str, n: usize) {
         "first ANN query (unit graphs built)",
         format!("{:.2} s", t.elapsed().as_secs_f64()),
     );
-    let mut lat = Vec::with_capacity(ROUNDS);
-    for i in 0..ROUNDS {
+    let mut lat = Vec::with_capacity(rounds());
+    for i in 0..rounds() {
         let t = Instant::now();
         query(&repo, &queries[i % QUERIES], true, None);
         lat.push(ms(t.elapsed()));
@@ -300,7 +310,7 @@ fn run_store(kind: &str, n: usize) {
         r.execute().expect("retrieve")
     };
     let (mut exact_lat, mut ann_lat, mut overlap) = (Vec::new(), Vec::new(), 0.0);
-    for i in 0..ROUNDS {
+    for i in 0..rounds() {
         let q = &queries[i % QUERIES];
         let t = Instant::now();
         let exact = dense_only(q, false);
