@@ -240,7 +240,8 @@ impl<S: RetrievalSource> Retrieval<S> {
     /// **Exact or walk, per unit.** Each unit's graph carries its *reach*, measured when it
     /// is built: the smallest walk (`ef` of 16…512) that finds ≥ 98 % of the 10 nearest
     /// neighbours of 32 of its own rows. A query walks a unit's graph with
-    /// `ef = max(2·depth, 64, reach)` and rescores what it finds, unless the unit is
+    /// `ef = max(64, reach, min(depth, ⌈3·depth / units⌉))` (units split the nodes by id, so
+    /// each holds about its share of the top `depth`) and rescores what it finds, unless the unit is
     /// scanned exactly — with the exact lane's int8-bounded scan — because
     ///
     /// * its graph reaches no `ef` (data with no structure to navigate by, e.g. uniform

@@ -901,7 +901,20 @@ impl UnitGraph {
     /// `(distance, row)` ascending) among those with `accept(row) == true`. Rejected rows are
     /// still traversed but never returned and never count toward the result list.
     pub fn search(&self, ef: usize, dist_q: impl Fn(u32) -> f32, accept: impl Fn(u32) -> bool) -> Vec<u32> {
-        self.search_hiding(ef, dist_q, accept, u32::MAX)
+        self.search_hiding(ef, dist_q, accept, u32::MAX, |_| {})
+    }
+
+    /// [`UnitGraph::search`], calling `prefetch(row)` for each unvisited neighbour of a
+    /// row before measuring their distances, so that their data (read by `dist_q`) is on
+    /// its way from memory while the first is scored. A hint: the result is the same.
+    pub fn search_prefetching(
+        &self,
+        ef: usize,
+        dist_q: impl Fn(u32) -> f32,
+        accept: impl Fn(u32) -> bool,
+        prefetch: impl Fn(u32),
+    ) -> Vec<u32> {
+        self.search_hiding(ef, dist_q, accept, u32::MAX, prefetch)
     }
 
     /// [`UnitGraph::search`] as if row `hidden` were not in the graph: it is never stepped
@@ -914,6 +927,7 @@ impl UnitGraph {
         dist_q: impl Fn(u32) -> f32,
         accept: impl Fn(u32) -> bool,
         hidden: u32,
+        prefetch: impl Fn(u32),
     ) -> Vec<u32> {
         let accept = |r: u32| r != hidden && accept(r);
         if self.n == 0 || ef == 0 {
@@ -953,7 +967,8 @@ impl UnitGraph {
         if hidden < self.n && hidden != cur.id && hidden != self.entry {
             visited[(hidden >> 6) as usize] |= 1u64 << (hidden & 63);
         }
-        let mut mark = |id: u32| -> bool {
+        let seen = |visited: &[u64], id: u32| visited[(id >> 6) as usize] & (1u64 << (id & 63)) != 0;
+        let mark = |visited: &mut [u64], id: u32| -> bool {
             let (w, b) = ((id >> 6) as usize, id & 63);
             let fresh = visited[w] & (1u64 << b) == 0;
             visited[w] |= 1u64 << b;
@@ -972,7 +987,7 @@ impl UnitGraph {
             });
         }
         for s in seeds {
-            mark(s.id);
+            mark(&mut visited, s.id);
             frontier.push(Reverse(s));
             if accept(s.id) {
                 results.push(s);
@@ -989,8 +1004,14 @@ impl UnitGraph {
                     }
                 }
             }
-            for &nb in layer0.list(c.id as usize) {
-                if !mark(nb) {
+            let list = layer0.list(c.id as usize);
+            for &nb in list {
+                if !seen(&visited, nb) {
+                    prefetch(nb);
+                }
+            }
+            for &nb in list {
+                if !mark(&mut visited, nb) {
                     continue;
                 }
                 let e = Cand { d: dist_q(nb), id: nb };

@@ -100,7 +100,7 @@ pub fn measure(g: &UnitGraph, dist: impl Fn(u32, u32) -> f32) -> Reach {
         }
         let mut found = 0usize;
         for (&s, truth) in samples.iter().zip(&truths) {
-            let got = g.search_hiding(ef as usize, |r| dist(s, r), |_| true, s);
+            let got = g.search_hiding(ef as usize, |r| dist(s, r), |_| true, s, |_| {});
             found += got.iter().take(K).filter(|r| truth.binary_search(r).is_ok()).count();
         }
         if found as f64 >= TARGET * wanted as f64 {

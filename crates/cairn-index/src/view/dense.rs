@@ -56,7 +56,7 @@ pub const ANN_MIN_ROWS: usize = 4096;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AnnOptions {
     /// The candidate list of each graph walk, used as given (at least `k`) on every unit;
-    /// `None`: [`ann_ef`]`(k)` raised to each graph's measured [`Reach`], and a unit whose
+    /// `None`: [`ann_ef`]`(k, units)` raised to each graph's measured [`Reach`], and a unit whose
     /// graph reaches no `ef` is scanned exactly.
     pub ef: Option<usize>,
     /// Units with fewer vectors are scanned exactly ([`ANN_MIN_ROWS`] by default).
@@ -76,14 +76,19 @@ impl Default for AnnOptions {
     }
 }
 
-/// The candidate list of each graph walk for a search of `depth` candidates, before a
-/// graph's measured reach raises it: `max(2·depth, 64)`. A walk returning exactly `depth`
-/// rows loses a share of the true top `depth` that grows with `depth`; twice as many keeps
-/// recall@depth near the recall@10 the reach measurement targets. The floor 64 is the
-/// earlier default: with a floor of 32, Cranfield and CISI keep recall@10 ≥ 0.995 but the
-/// Vaswani acceptance set drops to 0.989 (`tests/eval_dense.rs`).
-pub fn ann_ef(depth: usize) -> usize {
-    depth.saturating_mul(2).max(64)
+/// The candidate list of each unit's graph walk for a search of `depth` candidates over
+/// `units` units, before a graph's measured reach raises it:
+/// `max(64, min(depth, ⌈3·depth / units⌉))`.
+///
+/// * Units split the nodes by id, not by vector, so each holds about `depth / units` of
+///   the true top `depth`; three times that share leaves room for the unevenness of a
+///   random split, and a single unit walks with `depth` itself.
+/// * The floor 64 is the earlier default: with a floor of 32, Cranfield and CISI keep
+///   recall@10 ≥ 0.995 but the Vaswani acceptance set drops to 0.989
+///   (`tests/eval_dense.rs`). With the reach, it keeps each unit's own top 10 found.
+pub fn ann_ef(depth: usize, units: usize) -> usize {
+    let share = depth.saturating_mul(3).div_ceil(units.max(1));
+    depth.min(share).max(64)
 }
 
 /// The result of a dense search.
@@ -477,36 +482,45 @@ impl CommitIndexes {
         if k == 0 {
             return Ok(DenseSearch::default());
         }
-        let base_ef = ann_ef(k);
+        let base_ef = ann_ef(k, units.len());
         let q = QueryCodes::new(query);
         // Per unit: the rows a walk found (to rescore), or the unit's rows in the filter (to
         // scan exactly); the flag says which.
         let search_unit = |u: &UnitRef| -> (Vec<Row>, bool) {
-            // The unit's rows in the filter: chunk by chunk, in order.
-            let chunks = u.first..u.first + u.count;
-            let mut in_filter: Vec<Row> = Vec::new();
-            for c in chunks.clone() {
-                if let Some(p) = view.part(c) {
-                    push_rows(c, p, filter.map(|f| f.part(c)), &mut in_filter);
+            // The unit's rows in the filter, chunk by chunk, in order (listed only when
+            // the unit is scanned, or to count them under a filter).
+            let in_filter = || {
+                let mut rows: Vec<Row> = Vec::new();
+                for c in u.first..u.first + u.count {
+                    if let Some(p) = view.part(c) {
+                        push_rows(c, p, filter.map(|f| f.part(c)), &mut rows);
+                    }
                 }
-            }
+                rows
+            };
             let n = u.graph.len() as usize;
+            let (listed, admitted) = match filter {
+                Some(_) => {
+                    let rows = in_filter();
+                    let len = rows.len();
+                    (Some(rows), len)
+                }
+                None => (None, n),
+            };
+            let scan = move || listed.unwrap_or_else(in_filter);
             // The walk's ef: as given, else the depth's, raised to what the graph's own
             // measurement needs; a graph that reaches no ef is not walked.
             let ef = match (options.ef, u.graph.reach()) {
                 (Some(ef), _) => ef.max(k),
-                (None, Reach::Unreachable) => return (in_filter, false),
+                (None, Reach::Unreachable) => return (scan(), false),
                 (None, Reach::Ef(e)) => base_ef.max(e as usize),
                 (None, Reach::Unmeasured) => base_ef,
             };
             // Exact when it is cheap or the graph would be slow: a small unit, a filter
             // keeping few rows (a filtered walk visits about ef/selectivity rows; scanning
             // the filter's rows is cheaper below ~64·ef of them).
-            if in_filter.is_empty()
-                || n < options.min_unit_rows
-                || in_filter.len() <= options.exact_scan_factor.saturating_mul(ef)
-            {
-                return (in_filter, false);
+            if admitted == 0 || n < options.min_unit_rows || admitted <= options.exact_scan_factor.saturating_mul(ef) {
+                return (scan(), false);
             }
             let locate = |g: u32| u.rows[g as usize];
             let accept = |g: u32| {
@@ -527,7 +541,18 @@ impl CommitIndexes {
                     None => f32::INFINITY,
                 }
             };
-            let mut found: Vec<Row> = u.graph.search(ef, dist, accept).into_iter().map(locate).collect();
+            let ahead = |g: u32| {
+                let (c, r) = locate(g);
+                if let Some(p) = view.part(c as usize) {
+                    prefetch::prefetch(p.codes(r as usize));
+                }
+            };
+            let mut found: Vec<Row> = u
+                .graph
+                .search_prefetching(ef, dist, accept, ahead)
+                .into_iter()
+                .map(locate)
+                .collect();
             found.sort_unstable();
             (found, true)
         };
