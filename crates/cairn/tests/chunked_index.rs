@@ -291,8 +291,8 @@ fn chunk_keys_do_not_depend_on_history() {
 }
 
 const GOLDEN_CHUNKS: usize = 11;
-const GOLDEN_FIRST_CHUNK: &str = "b40b8954b7dca975fa3640d9f5c6c13f7aade5648147c7d3d1410e8053a3b243";
-const GOLDEN_ALL_CHUNKS: &str = "d690153de88c72dc38ea244dae97d7ff945d6b560f4ddf2f20fe2b589a9d3163";
+const GOLDEN_FIRST_CHUNK: &str = "7ceef9fd763aafd33eee969ceb1eb0eafdd41d8cbeac9314dd213488e35f27ab";
+const GOLDEN_ALL_CHUNKS: &str = "36254fa5a2afcc95de258de8f90c7b820e1b91158d805688ded280e23fe69301";
 
 /// A repository whose node tree has several units (ids of level ≥ 5 cut them).
 fn units_repo(store: Arc<dyn Store>) -> Repo {
