@@ -1,5 +1,6 @@
 //! The [`Store`] trait: the contract every backend keeps.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use cairn_core::Hash;
@@ -153,6 +154,20 @@ pub trait Store: Send + Sync + 'static {
     /// Object and derived-data counts and sizes (may scan; for `stats` and benchmarks).
     fn stats(&self) -> Result<StoreStats, StoreError>;
 
+    /// Gives the disk space of deleted and replaced values back to the file system, as far
+    /// as the backend can; garbage collection calls it last. Keeps the durability contract:
+    /// a crash at any point loses nothing stored and brings back nothing deleted. The
+    /// default does nothing (a store that keeps no files, or reclaims space by itself).
+    fn compact(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// Bytes of every file the store keeps (`None`: it keeps no files). Garbage
+    /// collection reports the space it gave back from it.
+    fn disk_bytes(&self) -> Result<Option<u64>, StoreError> {
+        Ok(None)
+    }
+
     /// Lists derived-data keys starting with `prefix`, in key order, without returning
     /// their values (for `gc`, which judges entries by key alone).
     fn derived_keys(&self, prefix: &[u8]) -> Result<Vec<Vec<u8>>, StoreError> {
@@ -210,4 +225,23 @@ pub(crate) fn check_ref_log_record(record: &[u8]) -> Result<(), StoreError> {
         )));
     }
     Ok(())
+}
+
+/// The bytes of every file under `dir` (what [`Store::disk_bytes`] reports for a store
+/// kept in a directory). A file removed during the walk counts as gone.
+pub(crate) fn bytes_under(dir: &Path) -> std::io::Result<u64> {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d)? {
+            let entry = entry?;
+            match entry.metadata() {
+                Ok(m) if m.is_dir() => stack.push(entry.path()),
+                Ok(m) => total += m.len(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(total)
 }

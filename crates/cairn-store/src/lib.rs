@@ -22,5 +22,5 @@ pub use backend::{CasOutcome, DerivedEntry, Store, StoreDamage, StoreStats, MAX_
 pub use error::StoreError;
 pub use frame::{frame, unframe};
 pub use memory::MemoryStore;
-pub use segment::{SegmentStore, REF_LOG_SYNC_INTERVAL};
+pub use segment::{FileChange, FileStep, FileStepHook, SegmentStore, REF_LOG_SYNC_INTERVAL};
 pub use sled_store::SledStore;

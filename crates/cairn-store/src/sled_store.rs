@@ -978,6 +978,14 @@ impl Store for SledStore {
         }
         Ok(stats)
     }
+
+    /// sled gives space back by itself, as it rewrites its log: what gc reports is what
+    /// it did meanwhile.
+    fn disk_bytes(&self) -> Result<Option<u64>, StoreError> {
+        crate::backend::bytes_under(&self.path)
+            .map(Some)
+            .map_err(|e| StoreError::Backend(format!("measuring the files of {}: {e}", self.path.display())))
+    }
 }
 
 /// The sequence number a ref-log key holds (`None`: not 8 bytes).

@@ -132,6 +132,29 @@ mod checks {
         assert!(store.contains(&batch[0].0).unwrap());
     }
 
+    pub fn compact_keeps_what_is_stored(store: &dyn Store) {
+        let batch = objects(200);
+        store.put_batch(&batch).unwrap();
+        store
+            .put_derived(&[(b"k".to_vec(), b"1".to_vec()), (b"gone".to_vec(), b"2".to_vec())])
+            .unwrap();
+        store.put_derived(&[(b"k".to_vec(), b"3".to_vec())]).unwrap();
+        store.delete_derived(&[b"gone".to_vec()]).unwrap();
+        let doomed: Vec<Hash> = batch[..150].iter().map(|(h, _)| *h).collect();
+        store.delete_objects(&doomed).unwrap();
+        let before = super::snapshot(store);
+        store.compact().unwrap();
+        assert_eq!(super::snapshot(store), before);
+        store.compact().unwrap();
+        assert_eq!(super::snapshot(store), before);
+        assert_eq!(store.get_derived(b"k").unwrap().as_deref(), Some(&b"3"[..]));
+        assert_eq!(store.get_derived(b"gone").unwrap(), None);
+        // What a store keeps on disk it measures; a store in memory keeps nothing there.
+        let bytes = store.disk_bytes().unwrap();
+        assert_eq!(bytes.is_some(), store.is_persistent(), "{bytes:?}");
+        assert!(bytes.is_none_or(|b| b > 0), "{bytes:?}");
+    }
+
     pub fn cas_creates_swaps_and_deletes(store: &dyn Store) {
         assert_eq!(store.get_ref("heads/main").unwrap(), None);
         swapped(store, "heads/main", None, Some(b"c1"));
@@ -444,6 +467,7 @@ macro_rules! conformance {
             batch_put,
             object_hashes_in_hash_order,
             delete_objects,
+            compact_keeps_what_is_stored,
             cas_creates_swaps_and_deletes,
             cas_conflicts_return_the_current_value,
             empty_ref_value_is_not_absence,

@@ -169,3 +169,27 @@ pub fn files(dir: &Path) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// Copies the directory tree `from` to `to` (created if absent): every directory, empty
+/// ones included, and every regular file. Crash tests copy a store's directory as a kill
+/// would leave it.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create dir");
+    for e in std::fs::read_dir(from).expect("read dir") {
+        let e = e.expect("dir entry");
+        let (src, dest) = (e.path(), to.join(e.file_name()));
+        if e.file_type().expect("file type").is_dir() {
+            copy_tree(&src, &dest);
+        } else {
+            std::fs::copy(&src, &dest).expect("copy file");
+        }
+    }
+}
+
+/// Bytes of every regular file under `dir`.
+pub fn tree_bytes(dir: &Path) -> u64 {
+    files(dir)
+        .iter()
+        .map(|rel| std::fs::metadata(dir.join(rel)).map_or(0, |m| m.len()))
+        .sum()
+}

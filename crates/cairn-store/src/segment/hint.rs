@@ -29,7 +29,8 @@ pub(super) struct Entry {
     pub value_len: u32,
 }
 
-fn path(dir: &Path, id: u32) -> PathBuf {
+/// The hint file of segment `id`.
+pub(super) fn path(dir: &Path, id: u32) -> PathBuf {
     dir.join(format!("{id:08}.hint"))
 }
 
@@ -107,9 +108,9 @@ pub(super) fn write(dir: &Path, id: u32, seg_len: u64, entries: &[Entry]) -> io:
     Ok(())
 }
 
-/// Removes the hint of segment `id`, if any.
-pub(super) fn remove(dir: &Path, id: u32) {
-    let _ = fs::remove_file(path(dir, id));
+/// Removes the hint of segment `id`, if any (`true`: there was one, and it is gone).
+pub(super) fn remove(dir: &Path, id: u32) -> bool {
+    fs::remove_file(path(dir, id)).is_ok()
 }
 
 #[cfg(test)]

@@ -13,7 +13,8 @@
 //!   the skipped bytes, which [`Log::problems`] lists.
 //! - **Deletes** append tombstones. A sealed segment that has become mostly dead is
 //!   compacted: its live records are copied to the newest segment, made durable, and the
-//!   old file removed.
+//!   old file removed. [`Log::reclaim`] (garbage collection's last step) compacts every
+//!   mostly dead segment, the newest included: it is sealed first and a new one started.
 //!
 //! Nothing at open writes to a segment, so a store on a full disk opens and reads.
 
@@ -29,15 +30,31 @@ use parking_lot::{Mutex, RwLock};
 
 use super::hint;
 use super::record::{self, Found, Kind, HEADER};
+use super::{FileChange, FileStep, FileStepHook};
 use crate::error::{hex, StoreError};
 
 /// A segment is sealed, and a new one started, once it reaches this size (by default).
 pub(super) const SEGMENT_BYTES: u64 = 64 << 20;
 /// Bytes of records gathered before one positional write.
 const WRITE_CHUNK: usize = 8 << 20;
-/// A sealed segment is compacted when fewer than half of its bytes are live, and it is
-/// at least this big or half a segment (smaller ones are not worth a rewrite).
+/// After deletes, a sealed segment is compacted when fewer than half of its bytes are
+/// live, and it is at least this big or half a segment (smaller ones are not worth a
+/// rewrite on every delete; [`Log::reclaim`] takes them too).
 const COMPACT_MIN_BYTES: u64 = 1 << 20;
+
+/// Which segments a compaction looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sweep {
+    /// After deletes: sealed segments of at least [`COMPACT_MIN_BYTES`] (or half a
+    /// segment) fewer than half of whose bytes are live.
+    AfterDelete,
+    /// [`Log::reclaim`]: every sealed segment fewer than half of whose bytes are live,
+    /// and the active one when its copy would keep fewer than half of its bytes.
+    Full,
+}
+
+/// A record as a compaction reads it from a hint or a scan: its offset, kind and key.
+type RecordRef = (u64, Kind, Vec<u8>);
 
 /// A key type of a log.
 pub(super) trait LogKey: Ord + Clone + Send + Sync + 'static {
@@ -118,6 +135,8 @@ pub(super) struct Log<K> {
     problems: Vec<String>,
     /// Size at which a segment is sealed.
     segment_bytes: u64,
+    /// Told of every change to the files (tests: see [`FileStep`]).
+    hook: RwLock<Option<FileStepHook>>,
 }
 
 fn segment_path(dir: &Path, id: u32) -> PathBuf {
@@ -280,7 +299,27 @@ impl<K: LogKey> Log<K> {
             active: Mutex::new(active),
             problems,
             segment_bytes,
+            hook: RwLock::new(None),
         })
+    }
+
+    /// Sets (or, with `None`, clears) the hook told of every change to the files.
+    pub(super) fn set_hook(&self, hook: Option<FileStepHook>) {
+        *self.hook.write() = hook;
+    }
+
+    /// Tells the hook, if any, of a change to the file at `path()` (made only then: the
+    /// commit path pays one uncontended lock). Called with no lock on `state` held, so the
+    /// hook may read the log.
+    fn step(&self, path: impl FnOnce() -> PathBuf, change: FileChange) {
+        let hook = self.hook.read().clone();
+        if let Some(hook) = hook {
+            hook(&FileStep {
+                space: self.space,
+                path: path(),
+                change,
+            });
+        }
     }
 
     /// Damage found at open, one line each (empty: every record was readable).
@@ -380,7 +419,19 @@ impl<K: LogKey> Log<K> {
             }
         }
         self.write_batch(&mut active, &mut batch)?;
-        self.compact(&mut active)
+        self.compact(&mut active, Sweep::AfterDelete)
+    }
+
+    /// Gives the space of dead records back to the file system: compacts every segment
+    /// fewer than half of whose bytes are live, whatever its size, and the active one when
+    /// its copy would keep fewer than half of its bytes — its live records and the
+    /// tombstones an older segment still needs. The active one is then sealed (synced, its
+    /// hint written), a new one started, and it is compacted like a sealed one. So when
+    /// this returns (with no writes meanwhile) no segment holds more bytes that a
+    /// compaction would drop than bytes it would keep, and a second call does nothing.
+    pub(super) fn reclaim(&self) -> Result<(), StoreError> {
+        let mut active = self.active.lock();
+        self.compact(&mut active, Sweep::Full)
     }
 
     /// Makes every write so far durable.
@@ -451,9 +502,11 @@ impl<K: LogKey> Log<K> {
                 e,
             ));
         }
+        let (id, from) = (a.id, a.len);
         a.len += batch.bytes.len() as u64;
         a.dirty = true;
         a.needs_hint = true;
+        let to = a.len;
         let mut state = self.state.write();
         let State { index, segments } = &mut *state;
         for (key, kind, loc) in batch.records.drain(..) {
@@ -472,7 +525,9 @@ impl<K: LogKey> Log<K> {
                 }
             }
         }
+        drop(state);
         batch.clear();
+        self.step(|| segment_path(&self.dir, id), FileChange::Appended { from, to });
         Ok(())
     }
 
@@ -484,6 +539,7 @@ impl<K: LogKey> Log<K> {
                     .sync_data()
                     .map_err(|e| io_error(&self.dir, "syncing a sealed segment", e))?;
                 let _ = self.write_hint(a.id, a.len);
+                self.step(|| segment_path(&self.dir, a.id), FileChange::Sealed);
                 a.id + 1
             }
             None => self.state.read().segments.keys().next_back().map_or(1, |id| id + 1),
@@ -496,6 +552,7 @@ impl<K: LogKey> Log<K> {
             .open(&path)
             .map_err(|e| io_error(&self.dir, &format!("creating {}", path.display()), e))?;
         sync_dir(&self.dir).map_err(|e| io_error(&self.dir, "syncing the segment directory", e))?;
+        self.step(|| path.clone(), FileChange::Created);
         let file = Arc::new(file);
         self.state.write().segments.insert(
             next,
@@ -515,84 +572,122 @@ impl<K: LogKey> Log<K> {
         Ok(())
     }
 
-    /// Compacts every sealed segment that is mostly dead: copies its live records (and,
-    /// unless it is the oldest segment, its tombstones) to the active segment, syncs,
-    /// then removes the old file.
-    fn compact(&self, active: &mut Option<Active>) -> Result<(), StoreError> {
+    /// Compacts the segments `sweep` takes (see [`Sweep`]): copies each one's live
+    /// records (and the tombstones that must stay, below) to the active segment, syncs,
+    /// then removes the old file and its hint, oldest segment first.
+    ///
+    /// Crash safety, at every point: a segment is removed only once the copies of its
+    /// live records are durable (until then a key may be in two segments, with the same
+    /// value), and a tombstone is dropped only when no older segment that survives holds a
+    /// put of its key — puts in segments compacted in the same run go first, as those are
+    /// older. A live record that cannot be read (damage) stops the compaction before its
+    /// segment: that segment and the newer ones stay as they are.
+    fn compact(&self, active: &mut Option<Active>, sweep: Sweep) -> Result<(), StoreError> {
         let active_id = active.as_ref().map(|a| a.id);
-        let min_bytes = COMPACT_MIN_BYTES.min(self.segment_bytes / 2);
-        let victims: Vec<u32> = {
+        let min_bytes = match sweep {
+            Sweep::AfterDelete => COMPACT_MIN_BYTES.min(self.segment_bytes / 2),
+            Sweep::Full => 0,
+        };
+        // (id, total, live) of the active segment when it is mostly dead and may be taken.
+        let (mut victims, active_dead): (Vec<u32>, Option<(u32, u64, u64)>) = {
             let state = self.state.read();
-            state
+            let victims = state
                 .segments
                 .iter()
                 .filter(|(id, s)| Some(**id) != active_id && s.total >= min_bytes && s.live * 2 < s.total)
                 .map(|(id, _)| *id)
-                .collect()
+                .collect();
+            let active_dead = active_id
+                .filter(|_| sweep == Sweep::Full)
+                .and_then(|id| state.segments.get(&id).map(|s| (id, s.total, s.live)))
+                .filter(|(_, total, live)| live * 2 < *total);
+            (victims, active_dead)
         };
-        if victims.is_empty() {
+        if victims.is_empty() && active_dead.is_none() {
             return Ok(());
         }
-        let records = |id: u32| -> Result<Vec<(u64, Kind, Vec<u8>)>, StoreError> {
-            let file = Arc::clone(&self.state.read().segments[&id].file);
-            let mut out = Vec::new();
-            record::scan(&file, |found| {
-                if let Found::Record { offset, kind, key, .. } = found {
-                    out.push((offset, kind, key));
-                }
-            })
-            .map_err(|e| io_error(&self.dir, "reading a segment to compact", e))?;
-            Ok(out)
-        };
-        // A tombstone must outlive every older put of its key; puts in victims go (oldest
-        // victim first) before the tombstone does. So for the victims' tombstones, find the
-        // oldest surviving segment holding a put of the key.
+        // The active segment's records are read once (it has no hint to read them from);
+        // a sealed segment's are read again when it is copied, so that only one segment's
+        // records are held at a time.
+        let mut active_records = active_dead
+            .map(|(id, ..)| self.records(id).map(|r| (id, r)))
+            .transpose()?;
         let mut tombstones: BTreeMap<Vec<u8>, Option<u32>> = BTreeMap::new();
-        for &id in &victims {
-            for (_, kind, key) in records(id)? {
-                if kind == Kind::Delete {
-                    tombstones.insert(key, None);
+        let mut note_tombstones = |records: &[RecordRef]| {
+            for (_, kind, key) in records {
+                if *kind == Kind::Delete {
+                    tombstones.insert(key.clone(), None);
                 }
             }
+        };
+        for &id in &victims {
+            note_tombstones(&self.records(id)?);
         }
-        if !tombstones.is_empty() {
-            let newest_victim = *victims.last().expect("victims");
-            let survivors: Vec<u32> = self
-                .state
-                .read()
-                .segments
-                .keys()
-                .copied()
-                .filter(|id| *id < newest_victim && !victims.contains(id))
-                .collect();
-            for id in survivors {
-                for (_, kind, key) in records(id)? {
-                    if kind == Kind::Put {
-                        if let Some(oldest) = tombstones.get_mut(&key) {
-                            oldest.get_or_insert(id);
-                        }
-                    }
-                }
+        if let Some((_, records)) = &active_records {
+            note_tombstones(records);
+        }
+        let newest = active_dead
+            .map(|(id, ..)| id)
+            .into_iter()
+            .chain(victims.iter().copied())
+            .max();
+        let taken = |id: &u32| victims.contains(id) || active_dead.is_some_and(|(a, ..)| a == *id);
+        if let Some(newest) = newest.filter(|_| !tombstones.is_empty()) {
+            self.find_oldest_puts(&mut tombstones, |id| id < newest && !taken(&id))?;
+        }
+        // A tombstone of segment `id` is kept while it hides a put in an older surviving
+        // segment, unless the key has been put again since (then the newer put counts).
+        let hides = |key: &[u8], id: u32| tombstones.get(key).copied().flatten().is_some_and(|s| s < id);
+        if let Some((id, total, live)) = active_dead {
+            let kept_tombstones: u64 = active_records
+                .as_ref()
+                .map_or(&[][..], |(_, r)| r)
+                .iter()
+                .filter(|(_, kind, key)| *kind == Kind::Delete && hides(key, id))
+                .filter(|(_, _, key)| K::from_bytes(key).is_some_and(|k| !self.contains(&k)))
+                .map(|(_, _, key)| record::record_len(key.len(), 0))
+                .sum();
+            // Worth it only if the copy drops more than it keeps; so a copy is never
+            // compacted again until new dead records fill half of it.
+            if (live + kept_tombstones) * 2 < total {
+                self.roll(active)?;
+                victims.push(id);
             }
         }
         for id in victims {
-            let keep = records(id)?;
+            let keep = match active_records.take_if(|(a, _)| *a == id) {
+                Some((_, records)) => records,
+                None => self.records(id)?,
+            };
+            let is_live = |k: &K, offset: u64| {
+                let live = self.state.read().index.get(k).copied();
+                live.is_some_and(|l| l.segment == id && l.offset == offset)
+            };
+            // A damaged live record stops the compaction before anything of its segment is
+            // copied: that segment and the newer ones stay as they are (their tombstones
+            // may hide puts in it), and no later run copies its records over and over.
+            for (offset, kind, key) in &keep {
+                let Some(k) = K::from_bytes(key) else { continue };
+                if *kind == Kind::Put && is_live(&k, *offset) {
+                    match self.get(&k) {
+                        Ok(_) => {}
+                        Err(StoreError::Corrupt { .. }) => return Ok(()),
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
             let mut batch = Batch::default();
             for (offset, kind, key) in keep {
                 let Some(k) = K::from_bytes(&key) else { continue };
                 match kind {
                     Kind::Put => {
-                        let live = self.state.read().index.get(&k).copied();
-                        if live.is_some_and(|l| l.segment == id && l.offset == offset) {
+                        if is_live(&k, offset) {
                             let value = self.get(&k)?.expect("a live key has a value");
                             self.append(active, &mut batch, Kind::Put, k, &value)?;
                         }
                     }
-                    // Kept while it hides a put in an older surviving segment, unless the key
-                    // has been put again since (then the newer put is what counts).
                     Kind::Delete => {
-                        let hides = tombstones.get(&key).copied().flatten().is_some_and(|s| s < id);
-                        if hides && !self.contains(&k) && !batch.has(&k) {
+                        if hides(&key, id) && !self.contains(&k) && !batch.has(&k) {
                             self.append(active, &mut batch, Kind::Delete, k, &[])?;
                         }
                     }
@@ -608,8 +703,54 @@ impl<K: LogKey> Log<K> {
             self.state.write().segments.remove(&id);
             let path = segment_path(&self.dir, id);
             fs::remove_file(&path).map_err(|e| io_error(&self.dir, &format!("removing {}", path.display()), e))?;
-            hint::remove(&self.dir, id);
+            self.step(|| path, FileChange::Removed);
+            if hint::remove(&self.dir, id) {
+                self.step(|| hint::path(&self.dir, id), FileChange::HintRemoved);
+            }
             sync_dir(&self.dir).map_err(|e| io_error(&self.dir, "syncing the segment directory", e))?;
+        }
+        Ok(())
+    }
+
+    /// The records of segment `id`: from its hint if it holds, else by a scan.
+    fn records(&self, id: u32) -> Result<Vec<RecordRef>, StoreError> {
+        let file = Arc::clone(&self.state.read().segments[&id].file);
+        if let Some(entries) = hint::read(&self.dir, id, &file) {
+            return Ok(entries.into_iter().map(|e| (e.offset, e.kind, e.key)).collect());
+        }
+        let mut out = Vec::new();
+        record::scan(&file, |found| {
+            if let Found::Record { offset, kind, key, .. } = found {
+                out.push((offset, kind, key));
+            }
+        })
+        .map_err(|e| io_error(&self.dir, "reading a segment to compact", e))?;
+        Ok(out)
+    }
+
+    /// Fills in, for each key of `tombstones`, the oldest segment that `survives` and
+    /// holds a put of the key (left `None` where there is none).
+    fn find_oldest_puts(
+        &self,
+        tombstones: &mut BTreeMap<Vec<u8>, Option<u32>>,
+        survives: impl Fn(u32) -> bool,
+    ) -> Result<(), StoreError> {
+        let survivors: Vec<u32> = self
+            .state
+            .read()
+            .segments
+            .keys()
+            .copied()
+            .filter(|id| survives(*id))
+            .collect();
+        for id in survivors {
+            for (_, kind, key) in self.records(id)? {
+                if kind == Kind::Put {
+                    if let Some(oldest) = tombstones.get_mut(&key) {
+                        oldest.get_or_insert(id);
+                    }
+                }
+            }
         }
         Ok(())
     }

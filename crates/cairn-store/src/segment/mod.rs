@@ -17,12 +17,53 @@ use cairn_core::Hash;
 use self::log::{io_error, sync_dir, Log};
 use self::reflog::RefLogFile;
 use self::refs::RefFiles;
-use crate::backend::{CasOutcome, DerivedEntry, Store, StoreDamage, StoreStats};
+use crate::backend::{bytes_under, CasOutcome, DerivedEntry, Store, StoreDamage, StoreStats};
 use crate::error::StoreError;
 use crate::range::{at_or_before_upper, prefix_end};
 
 /// The marker file's name.
 pub const MARKER: &str = "CAIRN-STORE";
+
+/// A change a [`SegmentStore`]'s object or derived log just made to its files, as told
+/// to the hook set by [`SegmentStore::on_file_step`]. The files as they are during the
+/// call are what a `kill -9` at that point would leave (the operating system has every
+/// byte written), so crash tests copy them there.
+#[doc(hidden)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileStep {
+    /// The log: `"object"` or `"derived"`.
+    pub space: &'static str,
+    /// The file changed.
+    pub path: PathBuf,
+    /// What changed.
+    pub change: FileChange,
+}
+
+/// What a [`FileStep`] changed.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileChange {
+    /// Records written at bytes `from..to` of a segment, the index told; a kill during
+    /// the write could leave any length in between.
+    Appended {
+        /// The segment's length before the write.
+        from: u64,
+        /// Its length after.
+        to: u64,
+    },
+    /// A segment sealed: synced and its hint written.
+    Sealed,
+    /// A new, empty segment created (the directory synced).
+    Created,
+    /// A compacted segment's file removed (its live records were copied and synced).
+    Removed,
+    /// A compacted segment's hint removed.
+    HintRemoved,
+}
+
+/// The hook of [`SegmentStore::on_file_step`].
+#[doc(hidden)]
+pub type FileStepHook = Arc<dyn Fn(&FileStep) + Send + Sync>;
 
 /// How stale the ref log may get on the commit path ([`Store::flush_objects`]): a power
 /// loss takes at most the moves of the last second (and of the time since the last
@@ -262,6 +303,15 @@ impl SegmentStore {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// Calls `hook` after every change the object and derived logs make to their files
+    /// (appends, seals, new segments, removals by compaction), with no lock held that a
+    /// read of the store needs; `None` stops. For crash tests: see [`FileStep`].
+    #[doc(hidden)]
+    pub fn on_file_step(&self, hook: Option<FileStepHook>) {
+        self.objects.set_hook(hook.clone());
+        self.derived.set_hook(hook);
+    }
 }
 
 /// A key of the derived log.
@@ -374,6 +424,20 @@ impl Store for SegmentStore {
     fn flush_objects(&self) -> Result<(), StoreError> {
         self.objects.sync()?;
         self.ref_log.sync_unless_within(REF_LOG_SYNC_INTERVAL)
+    }
+
+    /// Compacts both logs fully (see `storage-format.md` §6.10): afterwards each segment,
+    /// the newest included, holds at most as many bytes a compaction would drop as bytes
+    /// it would keep.
+    fn compact(&self) -> Result<(), StoreError> {
+        self.objects.reclaim()?;
+        self.derived.reclaim()
+    }
+
+    fn disk_bytes(&self) -> Result<Option<u64>, StoreError> {
+        bytes_under(&self.path)
+            .map(Some)
+            .map_err(|e| io_error(&self.path, "measuring the store's files", e))
     }
 
     fn stats(&self) -> Result<StoreStats, StoreError> {
