@@ -64,6 +64,14 @@ pub struct GcReport {
     pub derived_removed: u64,
     /// Reflog entries dropped as older than the grace period.
     pub reflog_removed: u64,
+    /// Bytes of the repository's files when `gc` started (0 for a repository kept in
+    /// memory).
+    pub disk_bytes_before: u64,
+    /// Bytes of the repository's files when it ended (see *Disk space* on [`Repo::gc`]).
+    pub disk_bytes_after: u64,
+    /// Bytes given back to the file system: `disk_bytes_before - disk_bytes_after`, or 0
+    /// if the files grew (a commit made during `gc` adds its bytes).
+    pub bytes_returned: u64,
 }
 
 /// Everything marked reachable so far. A commit is in `commits` only once its whole
@@ -156,9 +164,9 @@ impl Repo {
     /// commit is still stored. Commits only block for phase 2, whose cost is the garbage
     /// deleted plus the commits made during phase 1.
     ///
-    /// **Across processes**: an on-disk repository is a sled database, which one process at
-    /// a time can open (a second open fails with a lock error), so no other process can write
-    /// while `gc` runs. A store backend shared between processes would need `gc` to run only
+    /// **Across processes**: an on-disk repository (a segment or sled store) is open in one
+    /// process at a time (a second open fails with a lock error), so no other process can
+    /// write while `gc` runs. A store backend shared between processes would need `gc` to run only
     /// while no other process writes.
     ///
     /// **Derived data** is rebuildable, so it is swept after the lock is released, by key
@@ -169,6 +177,23 @@ impl Repo {
     /// only a live commit shares with dead ones is kept: chunks belong to content, not to
     /// commits. Derived data stored concurrently for a commit made during `gc` may be swept
     /// too; it is rebuilt on next use.
+    ///
+    /// # Disk space
+    ///
+    /// Deleting appends tombstones; the space comes back when segments are compacted
+    /// (`storage-format.md` §6.10). Last, `gc` compacts fully ([`Store::compact`]): every
+    /// segment of the object and derived logs fewer than half of whose bytes are live, and
+    /// the newest one too — sealed and copied — when its copy would keep fewer than half of
+    /// it. So, with no writes meanwhile, after `gc` each log holds at most **twice its live
+    /// bytes plus twice the bytes of the tombstones it still needs** (a tombstone stays
+    /// while an older segment, itself at least half live, holds a put of its key: 51 bytes
+    /// each for an object), and a hint per sealed segment. A log that fits in one 64 MiB
+    /// segment, as most do, has no older segment: it ends at most twice its live bytes,
+    /// and at its live bytes whenever `gc` found it mostly dead. A crash at any point of a
+    /// compaction loses nothing live and brings back nothing deleted.
+    /// [`GcReport::bytes_returned`] is what the repository's files shrank by.
+    ///
+    /// [`Store::compact`]: cairn_store::Store::compact
     pub fn gc(&self) -> Result<GcReport> {
         self.gc_with(&GcOptions::default())
     }
@@ -180,9 +205,11 @@ impl Repo {
         let grace_ms = i64::try_from(options.grace.as_millis()).unwrap_or(i64::MAX);
         let cutoff = crate::writer::now_ms().saturating_sub(grace_ms);
         // Phase 1: snapshot first, refs after it; writers run on.
+        let disk_bytes_before = store.disk_bytes()?.unwrap_or(0);
         let snapshot = store.object_hashes()?;
         let mut report = GcReport {
             objects_before: snapshot.len() as u64,
+            disk_bytes_before,
             ..GcReport::default()
         };
         let mut marks = Marks::default();
@@ -246,7 +273,12 @@ impl Repo {
 
         report.derived_removed = self.sweep_derived(&marks.commits)?;
         report.reflog_removed = self.expire_reflog(cutoff)?;
+        // The deletes above compacted only large sealed segments; now every mostly dead
+        // one, the newest included, gives its space back.
+        store.compact()?;
         store.flush()?;
+        report.disk_bytes_after = store.disk_bytes()?.unwrap_or(0);
+        report.bytes_returned = report.disk_bytes_before.saturating_sub(report.disk_bytes_after);
         Ok(report)
     }
 
