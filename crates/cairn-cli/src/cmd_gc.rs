@@ -19,7 +19,7 @@ pub struct Args {
     json: bool,
 }
 
-/// Runs gc and prints what it removed.
+/// Runs gc and prints what it removed and the bytes it gave back to the file system.
 pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let repo = ctx.open()?;
     let options = match (args.now, args.grace_days) {
@@ -58,6 +58,13 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
             ctx.out,
             ", {} of them unreachable but recent (kept for the grace period; `gc --now` collects them)",
             report.commits_kept_recent
+        )?;
+    }
+    if report.disk_bytes_before > 0 {
+        write!(
+            ctx.out,
+            "; returned {} bytes to the file system ({} bytes on disk now)",
+            report.bytes_returned, report.disk_bytes_after
         )?;
     }
     writeln!(ctx.out)?;

@@ -172,8 +172,24 @@ fn gc_after_deleting_a_branch() {
     assert_eq!(report["commits_removed"], 1);
     assert_eq!(report["commits_live"], 1);
     assert!(report["objects_removed"].as_u64().unwrap() >= 2, "{report}");
+    // It reports the repository's bytes before and after, and what it gave back.
+    let (before, after) = (
+        report["disk_bytes_before"].as_u64(),
+        report["disk_bytes_after"].as_u64(),
+    );
+    assert!(before.unwrap() > 0 && after.unwrap() > 0, "{report}");
+    assert_eq!(
+        report["bytes_returned"].as_u64(),
+        Some(before.unwrap().saturating_sub(after.unwrap())),
+        "{report}"
+    );
     assert!(s.ok(&["fsck"]).ends_with(": ok\n"));
-    assert!(s.ok(&["gc", "--now"]).starts_with("removed 0 of "));
+    let text = s.ok(&["gc", "--now"]);
+    assert!(text.starts_with("removed 0 of "), "{text}");
+    assert!(
+        text.contains(" bytes to the file system (") && text.contains(" bytes on disk now)"),
+        "{text}"
+    );
     assert!(s.ok(&["retrieve", "--text", "winglet"]).contains("doc-"));
 }
 
