@@ -474,7 +474,7 @@ fn write_human(out: &mut dyn Write, r: &RetrievalResult) -> Result<(), CliError>
     writeln!(
         out,
         "commit {}  valid at {valid_at}  tokens {}/{budget}  {candidates} {}  dropped {}",
-        r.commit.short(),
+        r.commit.map_or_else(|| "(none yet)".to_string(), |c| c.short()),
         r.tokens_used,
         r.candidates_seen,
         r.dropped

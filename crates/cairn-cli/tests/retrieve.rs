@@ -578,3 +578,25 @@ fn a_time_expression_boosts_softly_unless_no_planner() {
         plain["items"].as_array().unwrap().len()
     );
 }
+
+/// A new repository's first `cairn retrieve` succeeds with no items and says why (an
+/// agent's empty memory is the normal start, not an error); other revisions still fail.
+#[test]
+fn retrieve_on_an_empty_repository_says_so_and_succeeds() {
+    let s = Sandbox::init();
+    let human = s.ok(&["retrieve", "--text", "what do I know about the user"]);
+    assert!(human.starts_with("commit (none yet)"), "{human}");
+    assert!(
+        human.contains("(no items)") && human.contains("empty_repository"),
+        "{human}"
+    );
+    let json = s.json(&["retrieve", "--text", "what do I know", "--json"]);
+    assert!(json["commit"].is_null(), "{json}");
+    assert_eq!(json["items"], serde_json::json!([]));
+    assert_eq!(json["warnings"][0]["code"], "empty_repository", "{json}");
+    let err = s.fails_stderr(&["retrieve", "--text", "x", "--at", "HEAD~1"], 1);
+    assert!(
+        err.contains("no commits yet") || err.contains("unknown revision"),
+        "{err}"
+    );
+}

@@ -175,6 +175,24 @@ fn tools_list_has_a_schema_for_every_tool() {
     assert_eq!(c.request("tools/list", json!({}))["result"], reply["result"]);
 }
 
+/// An empty memory's first recall (the normal start of every agent) answers with nothing
+/// and an `empty_repository` warning, not a tool error.
+#[test]
+fn recall_on_an_empty_memory_is_not_an_error() {
+    let mut c = Client::initialized();
+    let result = c.call("recall", json!({"text": "what do I know about the user"}));
+    assert_eq!(result["isError"], false, "{result}");
+    let structured = &result["structuredContent"];
+    assert!(structured["commit"].is_null(), "{structured}");
+    assert_eq!(structured["items"], json!([]));
+    assert_eq!(structured["warnings"][0]["code"], "empty_repository", "{structured}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("(nothing recalled)") && text.contains("warning[empty_repository]"),
+        "{text}"
+    );
+}
+
 #[test]
 fn remember_then_recall_finds_it() {
     let mut c = Client::initialized();

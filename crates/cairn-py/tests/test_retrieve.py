@@ -125,3 +125,20 @@ def test_list_mode_and_build_indexes(repo):
     assert [i.id for i in page.items] == ["doc-1", "doc-2"]
     nxt = repo.retrieve(list=True, labels="Document", limit=2, after="doc-2")
     assert [i.id for i in nxt.items] == ["doc-3"]
+
+
+def test_an_empty_memory_recalls_nothing_without_error():
+    """A new repository's first recall is the normal start of every agent: no items and
+    an `empty_repository` warning, not an error (issue 26)."""
+    empty = cairn.Repo.in_memory()
+    r = empty.retrieve("what do I know about the user", limit=5)
+    assert r.commit is None
+    assert r.items == []
+    assert [w.code for w in r.warnings] == ["empty_repository"]
+    assert json.loads(r.json)["commit"] is None
+    # Bad settings are still refused on an empty memory.
+    with pytest.raises(cairn.RetrieveError):
+        empty.retrieve("x", limit=0)
+    # A revision other than the head is still an error.
+    with pytest.raises(cairn.CairnError):
+        empty.retrieve("x", at="HEAD~1")

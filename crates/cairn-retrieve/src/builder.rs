@@ -7,13 +7,13 @@ use cairn_core::{CommitId, SparseVector, Value};
 
 use crate::embed::Embedder;
 use crate::error::RetrieveError;
-use crate::execute::{resolve_for, run_plan, Plan, Plugins};
+use crate::execute::{empty_result, resolve_for, run_plan, Plan, Plugins};
 use crate::expand::GraphExpand;
 use crate::fusion::Fusion;
 use crate::planner::{PlannerMode, QueryPlanner};
 use crate::rerank::Reranker;
 use crate::result::RetrievalResult;
-use crate::source::RetrievalSource;
+use crate::source::{RetrievalSource, SourceError};
 use crate::spec::{RetrieveSpec, SparseQuery, ValidAt, VectorQuery, WhereClause};
 use crate::tokens::TokenEstimator;
 
@@ -335,9 +335,20 @@ impl<S: RetrievalSource> Retrieval<S> {
 
     /// Validates the settings, resolves the commit (`at`, or the branch head) and runs the
     /// pipeline. Reads no clock: the default validity time is the commit's timestamp.
+    ///
+    /// On a branch with no commits yet (a new repository), a retrieval at the head — no
+    /// `at`, or `at("HEAD")` — answers with no items and a
+    /// [`WarningCode::EmptyRepository`](crate::WarningCode::EmptyRepository) warning
+    /// (`commit` is `None`); the settings are still checked first.
     pub fn execute(self) -> Result<RetrievalResult, RetrieveError> {
         let plan = Plan::new(&self.spec, &self.plugins)?;
-        let resolved = resolve_for(&self.source, self.spec.at.as_deref(), &plan)?;
-        run_plan(&resolved, &plan, &self.plugins)
+        let at = self.spec.at.as_deref();
+        match resolve_for(&self.source, at, &plan) {
+            Ok(resolved) => run_plan(&resolved, &plan, &self.plugins),
+            Err(RetrieveError::Source(SourceError::NoCommits { branch })) if at.is_none_or(|a| a == "HEAD") => {
+                Ok(empty_result(&plan, &branch))
+            }
+            Err(e) => Err(e),
+        }
     }
 }

@@ -824,7 +824,7 @@ pub(crate) fn run_plan(
         .collect();
 
     Ok(RetrievalResult {
-        commit: resolved.commit,
+        commit: Some(resolved.commit),
         valid_at: valid_at_ms,
         items,
         tokens_used: packed.tokens_used,
@@ -835,6 +835,39 @@ pub(crate) fn run_plan(
         plan: plan_report,
         warnings,
     })
+}
+
+/// The answer of a retrieval at the head of `branch`, which has no commits yet: no items,
+/// each lane reported with no hits, and an [`WarningCode::EmptyRepository`] warning.
+pub(crate) fn empty_result(plan: &Plan, branch: &str) -> RetrievalResult {
+    let lanes = plan
+        .lanes
+        .iter()
+        .map(|q| LaneReport {
+            name: q.name(),
+            hits: 0,
+            approximate: false,
+            embedded: plan.dense_embedded && matches!(q, LaneQuery::Dense { .. }),
+        })
+        .collect();
+    RetrievalResult {
+        commit: None,
+        valid_at: match plan.valid_at {
+            Some(ValidAt::At(t)) => Some(t),
+            _ => None,
+        },
+        items: Vec::new(),
+        tokens_used: 0,
+        tokens_budget: plan.token_budget,
+        dropped: 0,
+        candidates_seen: 0,
+        lanes,
+        plan: None,
+        warnings: vec![Warning::new(
+            WarningCode::EmptyRepository,
+            format!("the current branch `{branch}` has no commits yet: nothing is stored, so nothing was found"),
+        )],
+    }
 }
 
 /// Expands from the top fused candidates and merges everything into one ranking on the

@@ -11,8 +11,9 @@ use serde::{Deserialize, Serialize};
 /// Same commit + same spec (+ the same plugins) ⇒ byte-identical JSON.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RetrievalResult {
-    /// The commit read.
-    pub commit: CommitId,
+    /// The commit read; `None` only when the current branch has no commits yet (the
+    /// answer is then empty, with a [`WarningCode::EmptyRepository`] warning).
+    pub commit: Option<CommitId>,
     /// The validity time applied (ms since the epoch), `None` with `all_time`.
     pub valid_at: Option<i64>,
     /// The packed items, best first.
@@ -158,4 +159,7 @@ pub enum WarningCode {
     /// Derived index data was found damaged or missing and rebuilt from the objects (the
     /// result is what it would have been; the message names the part).
     DerivedRebuilt,
+    /// The current branch has no commits yet: nothing is stored, so nothing was found
+    /// (the normal first recall of a new memory; not an error).
+    EmptyRepository,
 }

@@ -22,6 +22,15 @@ pub enum SourceError {
     /// Storage failed (I/O, corruption of the data itself). The message names the object.
     #[error("storage error: {0}")]
     Storage(String),
+    /// The current branch has no commits yet (a new repository, an agent's empty memory).
+    /// A retrieval at the head answers it with no items and a
+    /// [`WarningCode::EmptyRepository`](crate::WarningCode::EmptyRepository) warning
+    /// instead of failing.
+    #[error("the current branch `{branch}` has no commits yet")]
+    NoCommits {
+        /// The branch.
+        branch: String,
+    },
 }
 
 /// A commit resolved for reading: its id, its timestamp (the default validity time of a

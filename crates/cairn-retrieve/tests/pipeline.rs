@@ -30,7 +30,7 @@ fn hybrid_ranks_fuses_and_reports_lanes() {
         .fusion(Fusion::rrf())
         .execute()
         .unwrap();
-    assert_eq!(r.commit, src.commits["main"].commit);
+    assert_eq!(r.commit, Some(src.commits["main"].commit));
     assert_eq!(r.valid_at, Some(MAIN_TS));
     assert_eq!(r.items[0].id.as_str(), "doc-01", "{:?}", ids(&r));
     // Ranks are 1.. and scores never increase.
@@ -85,7 +85,7 @@ fn validity_defaults_to_the_commit_time() {
     assert_eq!(all.valid_at, None);
     // `at` reads another commit, whose timestamp is then the validity time.
     let old = run(Retrieval::new(&src).at("old"));
-    assert_eq!(old.commit, src.commits["old"].commit);
+    assert_eq!(old.commit, Some(src.commits["old"].commit));
     assert_eq!(old.valid_at, Some(OLD_TS));
     assert!(ids(&old).contains(&"doc-08") && !ids(&old).contains(&"doc-11"));
 }

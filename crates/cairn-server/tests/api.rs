@@ -336,3 +336,25 @@ fn a_request_past_the_timeout_is_answered_503_timeout() {
     assert_eq!((status, code(&body).as_str()), (503, "timeout"), "{body}");
     assert_eq!(c.get("/health").0, 200, "the server still answers");
 }
+
+/// An empty memory's first recall is the normal start of an agent: `POST /retrieve` on a
+/// repository with no commits answers 200 with no items and an `empty_repository`
+/// warning, byte for byte what the library gives; a malformed spec is still refused.
+#[test]
+fn an_empty_repository_answers_with_no_items() {
+    let repo = cairn::Repo::in_memory().unwrap();
+    let server = start_single(repo.clone());
+    let client = Client::new(&server);
+    let spec = r#"{"text": "what do I know about the user", "limit": 5}"#;
+    let (status, body) = client.post("/retrieve", spec);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body.as_bytes(), &library_json(&repo, spec)[..]);
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert!(
+        v["commit"].is_null() && v["items"].as_array().unwrap().is_empty(),
+        "{v}"
+    );
+    assert_eq!(v["warnings"][0]["code"], "empty_repository", "{v}");
+    let (status, _) = client.post("/retrieve", r#"{"text": "x", "limit": 0}"#);
+    assert_eq!(status, 400);
+}

@@ -177,7 +177,7 @@ proptest! {
             prop_assert_eq!(&got_edges, &want_edges, "edges_at, T={} V={}", t, v);
 
             let result = retrieval.unwrap();
-            prop_assert_eq!(result.commit, at);
+            prop_assert_eq!(result.commit, Some(at));
             let retrieved: BTreeSet<NodeId> = result.items.into_iter().map(|i| i.id).collect();
             prop_assert_eq!(&retrieved, &want_nodes, "retrieve, T={} V={}", t, v);
         }

@@ -120,3 +120,31 @@ fn typed_revisions_and_times_equal_their_string_and_ms_forms() {
         serde_json::to_string(&typed).unwrap()
     );
 }
+
+/// An empty memory's first recall: a retrieval at the head of a branch with no commits
+/// answers with no items and an `EmptyRepository` warning (`commit` is `None`), after
+/// checking its settings; an explicit revision still fails.
+#[test]
+fn retrieval_on_an_empty_repository_is_empty_not_an_error() {
+    use cairn::retrieve::{RetrieveError, WarningCode};
+    let repo = cairn::Repo::in_memory().unwrap();
+    for r in [
+        repo.retrieve().text("anything").limit(3),
+        repo.retrieve().text("anything").at("HEAD"),
+    ] {
+        let got = r.execute().unwrap();
+        assert_eq!(got.commit, None);
+        assert!(got.items.is_empty());
+        assert_eq!(got.lanes.len(), 1);
+        assert_eq!(got.lanes[0].hits, 0);
+        assert_eq!(
+            got.warnings.iter().map(|w| w.code).collect::<Vec<_>>(),
+            vec![WarningCode::EmptyRepository]
+        );
+    }
+    assert!(matches!(
+        repo.retrieve().text("x").limit(0).execute(),
+        Err(RetrieveError::InvalidSetting { .. })
+    ));
+    assert!(repo.retrieve().text("x").at("HEAD~1").execute().is_err());
+}

@@ -68,7 +68,7 @@ fn context_text(r: &RetrievalResult) -> String {
     let valid_at = r.valid_at.map_or_else(|| "all time".to_string(), format_ms);
     let mut out = format!(
         "commit {} · facts valid at {valid_at} · {} item{}",
-        r.commit.short(),
+        r.commit.map_or_else(|| "(none yet)".to_string(), |c| c.short()),
         r.items.len(),
         if r.items.len() == 1 { "" } else { "s" }
     );

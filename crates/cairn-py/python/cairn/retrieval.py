@@ -85,11 +85,13 @@ class RetrievedItem:
 
 @dataclass(frozen=True)
 class RetrievalResult:
-    """The result of one retrieval: the commit read, the validity time applied (ms;
-    ``None`` for all time), the items, token accounting, candidates seen, lane reports
-    and warnings. Same commit + same spec ⇒ the same result, byte for byte."""
+    """The result of one retrieval: the commit read (``None`` when the current branch has
+    no commits yet: the answer is then empty, with an ``empty_repository`` warning), the
+    validity time applied (ms; ``None`` for all time), the items, token accounting,
+    candidates seen, lane reports and warnings. Same commit + same spec ⇒ the same
+    result, byte for byte."""
 
-    commit: str
+    commit: str | None
     valid_at: int | None
     items: list[RetrievedItem]
     tokens_used: int

@@ -33,7 +33,7 @@ class Document:
         return LcDocument(page_content=self.page_content, metadata=dict(self.metadata))
 
     @classmethod
-    def from_item(cls, item: RetrievedItem, commit: str) -> "Document":
+    def from_item(cls, item: RetrievedItem, commit: str | None) -> "Document":
         """The document for one retrieved item."""
         return cls(
             page_content=item.text,

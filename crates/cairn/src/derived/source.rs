@@ -21,14 +21,16 @@ impl RetrievalSource for Repo {
             other => SourceError::Storage(other.to_string()),
         };
         let id = match at {
-            Some(rev) => Repo::resolve(self, rev).map_err(|e| to_source(rev, e))?,
-            None => self
-                .head()
-                .map_err(|e| to_source("HEAD", e))?
-                .ok_or_else(|| SourceError::UnknownRevision {
-                    rev: "HEAD".into(),
-                    detail: "the current branch has no commits yet".into(),
-                })?,
+            Some(rev) if rev != "HEAD" => Repo::resolve(self, rev).map_err(|e| to_source(rev, e))?,
+            _ => match self.head().map_err(|e| to_source("HEAD", e))? {
+                Some(id) => id,
+                None => {
+                    let branch = self.current_branch().map_err(|e| to_source("HEAD", e))?;
+                    return Err(SourceError::NoCommits {
+                        branch: branch.as_str().to_string(),
+                    });
+                }
+            },
         };
         let c = self.commit(&id).map_err(|e| to_source(&id.to_hex(), e))?;
         let (indexes, repairs) = self
