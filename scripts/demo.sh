@@ -17,7 +17,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-echo "building cairn (release; the first build compiles every dependency and takes a few minutes, later ones seconds)..." >&2
+echo "building cairn (release; the first build compiles every dependency: about 15 minutes on 2 cores, a few on 8+; later ones seconds)..." >&2
 STARTED=$SECONDS
 # Cargo shows its progress on stderr; its JSON messages on stdout name the executable,
 # wherever the target directory is.
@@ -164,7 +164,7 @@ echo "#   cairn embedder set NAME --openai URL MODEL   # embeddings from an Open
 
 echo
 echo "The binary:   $CAIRN"
-echo "Install it:   cargo install --path crates/cairn-cli   (puts \`cairn\` on your PATH)"
+echo "Install it:   cargo install --locked --path crates/cairn-cli   (puts \`cairn\` on your PATH)"
 echo "A repository left to explore: $DEMO_REPO"
 echo "  export CAIRN_REPO=$DEMO_REPO"
 echo "  cairn log"
