@@ -34,6 +34,7 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
             .collect::<cairn::Result<_>>()?;
         return write_json(ctx.out, &entries);
     }
+    let mut shown = 0usize;
     for commit in commits {
         let (id, c) = commit?;
         let subject = c.message.lines().next().unwrap_or("");
@@ -44,6 +45,11 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
             format_time_s(c.timestamp_ms),
             c.author
         )?;
+        shown += 1;
+    }
+    if shown == 0 && args.rev.is_none() && args.max_count != Some(0) {
+        // A new repository: say so rather than print nothing.
+        writeln!(ctx.out, "(no commits yet: `cairn import FILE` makes the first)")?;
     }
     Ok(())
 }

@@ -59,6 +59,17 @@ pub enum CliError {
 }
 
 impl CliError {
+    /// What to do next, where the message alone does not say: printed after the error as
+    /// `hint: …`.
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            CliError::Cairn(cairn::Error::NotARepo { .. }) => Some(
+                "create one with `cairn init` (or `cairn --repo PATH init`), or point at an existing one with `--repo PATH` or the CAIRN_REPO environment variable",
+            ),
+            _ => None,
+        }
+    }
+
     /// True if standard output was closed by its reader (`cairn log | head`).
     pub fn is_broken_pipe(&self) -> bool {
         match self {

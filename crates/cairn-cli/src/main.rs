@@ -213,6 +213,9 @@ fn main() -> ExitCode {
             // Output written before the failure (e.g. fsck's problem list) comes first.
             let _ = out.flush();
             let _ = writeln!(io::stderr(), "error: {e}");
+            if let Some(hint) = e.hint() {
+                let _ = writeln!(io::stderr(), "hint: {hint}");
+            }
             ExitCode::FAILURE
         }
     }

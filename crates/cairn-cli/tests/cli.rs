@@ -269,6 +269,10 @@ fn usage_and_repository_errors() {
     let s = Sandbox::new();
     let err = s.fails_stderr(&["log"], 1);
     assert!(err.contains("no cairn repository"), "{err}");
+    assert!(
+        err.contains("hint: create one with `cairn init`") && err.contains("CAIRN_REPO"),
+        "{err}"
+    );
     assert!(!s.repo().exists(), "a failed open must not create the repository");
     s.fails_stderr(&["frobnicate"], 2);
     s.fails_stderr(&["show"], 2);
@@ -293,4 +297,14 @@ fn usage_and_repository_errors() {
         .unwrap();
     assert!(out.status.success());
     assert!(s.dir.path().join(".cairn").is_dir());
+}
+
+/// `cairn log` on a new repository says there is nothing yet instead of printing nothing
+/// (`--json` stays an empty list).
+#[test]
+fn log_of_a_new_repository_says_so() {
+    let s = Sandbox::init();
+    let out = s.ok(&["log"]);
+    assert!(out.contains("no commits yet"), "{out}");
+    assert_eq!(s.json(&["log", "--json"]), serde_json::json!([]));
 }

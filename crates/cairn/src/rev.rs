@@ -60,8 +60,13 @@ pub(crate) fn resolve(repo: &Repo, rev: &str) -> Result<CommitId> {
         Error::UnknownRevision { detail, .. } => unknown(&detail),
         other => other,
     })?;
-    history::nth_first_parent(repo.objects(), start, steps)?
-        .ok_or_else(|| unknown(&format!("history of {} is shorter than {steps} commits", start.short())))
+    history::nth_first_parent(repo.objects(), start, steps)?.ok_or_else(|| {
+        let commits = if steps == 1 { "commit" } else { "commits" };
+        unknown(&format!(
+            "history of {} has no commit {steps} {commits} back (it is shorter)",
+            start.short()
+        ))
+    })
 }
 
 /// `BRANCH@{#n}`: the head `branch` (empty or `HEAD`: the current branch) had `n` moves
