@@ -89,7 +89,14 @@ impl Remote {
                     (Some(c), Some(m)) => (c.to_string(), m.to_string()),
                     _ => (status.to_string(), String::from_utf8_lossy(&body).into_owned()),
                 };
-                Err(CliError::Refused(format!("server: {message} [{code}]")))
+                // The CLI sends the token from the environment: say so where the server
+                // asks for one.
+                let hint = match (status, &self.token) {
+                    (401, None) => " (set CAIRN_TOKEN to the server's token)",
+                    (401, Some(_)) | (403, _) => " (CAIRN_TOKEN holds a token this server does not accept here)",
+                    _ => "",
+                };
+                Err(CliError::Refused(format!("server: {message} [{code}]{hint}")))
             }
             Err(e) => Err(CliError::Refused(format!(
                 "cannot reach the server at {}: {e}",

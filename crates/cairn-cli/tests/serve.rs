@@ -174,8 +174,10 @@ fn tokens_from_token_add_open_the_server() {
     assert!(out.contains("\"nodes\""));
     let (ok, _, err) = remote(&s, &served.url, None, &["stats"]);
     assert!(!ok && err.contains("[unauthorized]"), "{err}");
+    assert!(err.contains("set CAIRN_TOKEN"), "{err}");
     let (ok, _, err) = remote(&s, &served.url, Some("cairn_wrong"), &["log"]);
     assert!(!ok && err.contains("[unauthorized]"), "{err}");
+    assert!(err.contains("does not accept"), "{err}");
     served.stop();
 }
 

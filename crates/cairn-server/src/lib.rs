@@ -253,8 +253,26 @@ async fn not_found() -> ApiError {
     ApiError::not_found("no such route")
 }
 
-async fn method_not_allowed() -> ApiError {
-    ApiError::new(ErrorCode::MethodNotAllowed, "method not allowed on this route")
+async fn method_not_allowed(req: Request) -> ApiError {
+    let method = req.method().clone();
+    let path = req.uri().path();
+    // The route within a tenant: `/t/{tenant}/retrieve` is `/retrieve`.
+    let route = match path
+        .strip_prefix("/t/")
+        .and_then(|rest| rest.find('/').map(|i| &rest[i..]))
+    {
+        Some(r) => r,
+        None => path,
+    };
+    let allowed = match route {
+        "/retrieve" | "/import" | "/merge" | "/index" => "POST",
+        "/branches" => "GET or POST",
+        _ => "GET",
+    };
+    ApiError::new(
+        ErrorCode::MethodNotAllowed,
+        format!("{method} is not allowed on {path}: use {allowed}"),
+    )
 }
 
 /// Answers 503 `timeout` past the request timeout.

@@ -357,4 +357,8 @@ fn an_empty_repository_answers_with_no_items() {
     assert_eq!(v["warnings"][0]["code"], "empty_repository", "{v}");
     let (status, _) = client.post("/retrieve", r#"{"text": "x", "limit": 0}"#);
     assert_eq!(status, 400);
+    // A GET where POST is meant says which method to use.
+    let (status, body) = client.get("/retrieve");
+    assert_eq!(status, 405, "{body}");
+    assert!(body.contains("use POST"), "{body}");
 }

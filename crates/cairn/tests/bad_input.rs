@@ -210,7 +210,10 @@ fn a_line_of_the_wrong_shape_says_what_a_line_is() {
             "(found `node` and `edge`)",
         ),
         (r#"{"nodes": {"id": "x"}}"#, "(found `nodes`)"),
-        ("[1]", "found a list"),
+        (
+            "[1]",
+            "found a list (the import format is JSON Lines: one object per line, not one JSON array)",
+        ),
     ] {
         match repo.import_jsonl(format!("\n{line}\n").as_bytes(), "bad", &mut |_| {}) {
             Err(Error::Import { line: 2, detail }) => {
@@ -223,10 +226,15 @@ fn a_line_of_the_wrong_shape_says_what_a_line_is() {
             other => panic!("{line}: expected an import error on line 2, got {other:?}"),
         }
     }
-    // Bad JSON, and a well-shaped line with a bad body, keep serde's message.
+    // Bad JSON, and a well-shaped line with a bad body, keep serde's message; a
+    // pretty-printed object (its first line is `{` alone) also says what the format is.
     for (line, says) in [
         ("{not json", "key must be a string"),
         (r#"{"node": {"id": "x", "bogus": 1}}"#, "bogus"),
+        (
+            "{\n  \"node\": {\"id\": \"x\"}\n}",
+            "JSON Lines, one complete object per line",
+        ),
     ] {
         match repo.import_jsonl(line.as_bytes(), "bad", &mut |_| {}) {
             Err(Error::Import { line: 1, detail }) => assert!(detail.contains(says), "{detail}"),

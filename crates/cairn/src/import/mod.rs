@@ -228,9 +228,15 @@ pub fn parse_line(line: &str) -> std::result::Result<ImportOp, String> {
             return shape;
         }
         let msg = e.to_string();
-        match msg.rfind(" at line 1 column ") {
+        let msg = match msg.rfind(" at line 1 column ") {
             Some(i) => format!("{} (column {})", &msg[..i], &msg[i + " at line 1 column ".len()..]),
             None => msg,
+        };
+        if e.is_eof() {
+            // `{` alone on a line: a pretty-printed object, the commonest first mistake.
+            format!("{msg}: the import format is JSON Lines, one complete object per line (a pretty-printed object spread over several lines cannot be read)")
+        } else {
+            msg
         }
     })?;
     Ok(match parsed {
@@ -383,7 +389,14 @@ fn shape_error(line: &str) -> Option<String> {
     let Keys(keys) = match serde_json::from_str::<Keys>(line) {
         Ok(keys) => keys,
         // Valid JSON but not an object: say what a line is.
-        Err(e) if e.is_data() => return Some(format!("{expected}; found {}", json_kind(line))),
+        Err(e) if e.is_data() => {
+            let hint = if line.trim_start().starts_with('[') {
+                " (the import format is JSON Lines: one object per line, not one JSON array)"
+            } else {
+                ""
+            };
+            return Some(format!("{expected}; found {}{hint}", json_kind(line)));
+        }
         Err(_) => return None,
     };
     let known = |k: &str| OPERATIONS.contains(&k);
