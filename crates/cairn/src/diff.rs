@@ -96,7 +96,9 @@ impl Diff {
 /// One field of a node or edge that differs between two versions, its values rendered
 /// as compact JSON (`null`: absent). Validity ends are RFC 3339 strings in UTC
 /// (`"2024-06-01T00:00:00Z"`, as `show` prints them and import lines read them). Vectors
-/// are summarised (`"384-d"`, `"12 entries"`), never printed.
+/// are summarised with a fingerprint of their values (`"384-d #1f0c9a2e"`, `"12 entries
+/// #77ab0d13"`: the first 8 hex digits of blake3 over the little-endian values, indices
+/// first for a sparse vector), never printed, so a changed vector reads as changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FieldChange {
     /// `labels`, `text`, `props.<key>`, `valid_from`, `valid_until`, `embeddings.<model>`,
@@ -193,10 +195,19 @@ pub fn node_field_changes(before: &Node, after: &Node) -> Vec<FieldChange> {
         "embeddings",
         &before.embeddings,
         &after.embeddings,
-        |v: &Vec<f32>| format!("\"{}-d\"", v.len()),
+        |v: &Vec<f32>| {
+            let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+            format!("\"{}-d #{}\"", v.len(), &blake3::hash(&bytes).to_hex()[..8])
+        },
     );
     maps(&mut out, "sparse", &before.sparse, &after.sparse, |v: &SparseVector| {
-        format!("\"{} entries\"", v.indices.len())
+        let bytes: Vec<u8> = v
+            .indices
+            .iter()
+            .flat_map(|i| i.to_le_bytes())
+            .chain(v.values.iter().flat_map(|x| x.to_le_bytes()))
+            .collect();
+        format!("\"{} entries #{}\"", v.indices.len(), &blake3::hash(&bytes).to_hex()[..8])
     });
     out
 }

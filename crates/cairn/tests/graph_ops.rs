@@ -147,3 +147,26 @@ fn expansion_that_the_gates_empty_is_a_warning() {
         .expect("a warning says expansion was gated");
     assert!(warning.message.contains("reached 1 node"), "{}", warning.message);
 }
+
+/// A changed vector of the same dimension reads as changed in a diff: each side's summary
+/// carries a fingerprint of its values (an unchanged vector is not listed at all).
+#[test]
+fn a_changed_vector_reads_as_changed() {
+    use cairn::{node_field_changes, Node, NodeId, SparseVector};
+    let id = NodeId::new("n").unwrap();
+    let before = Node::new(id.clone())
+        .with_embedding("tiny", vec![1.0, 0.0, 0.0])
+        .with_sparse("kw", SparseVector::new(vec![1, 5], vec![1.0, 2.0]));
+    let after = Node::new(id)
+        .with_embedding("tiny", vec![0.0, 1.0, 0.0])
+        .with_sparse("kw", SparseVector::new(vec![1, 5], vec![1.0, 3.0]));
+    let changes = node_field_changes(&before, &after);
+    let fields: Vec<&str> = changes.iter().map(|c| c.field.as_str()).collect();
+    assert_eq!(fields, ["embeddings.tiny", "sparse.kw"]);
+    for c in &changes {
+        assert_ne!(c.before, c.after, "{c:?}");
+    }
+    assert!(changes[0].before.starts_with("\"3-d #") && changes[0].after.starts_with("\"3-d #"));
+    assert!(changes[1].before.starts_with("\"2 entries #"));
+    assert!(node_field_changes(&before, &before).is_empty());
+}
