@@ -37,6 +37,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet "maturin>=1.5,<2" pytest numpy
+# langchain-core for the LangChain tests (the README's path): best effort, those tests
+# skip, saying why, where it cannot be installed.
+.venv/bin/python -m pip install --quiet langchain-core \
+  || echo "warning: could not install langchain-core; the LangChain tests will skip" >&2
 
 echo "== cairn-py: maturin develop"
 # maturin finds the venv through VIRTUAL_ENV.

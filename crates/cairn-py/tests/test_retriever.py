@@ -38,3 +38,23 @@ def test_langchain_conversion(repo):
     lc = doc.as_langchain()
     assert lc.page_content == doc.page_content
     assert lc.metadata["id"] == doc.metadata["id"]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("langchain_core") is None, reason="langchain_core not installed")
+def test_langchain_pipe_and_runnable(repo):
+    """README's LangChain path: the retriever pipes into a chain as it is, and its
+    LangChain form is a Runnable (invoke, batch, ainvoke)."""
+    import asyncio
+
+    retriever = CairnRetriever(repo, labels="Document", limit=2)
+    chain = retriever | (lambda docs: [d.metadata["id"] for d in docs])
+    assert chain.invoke("stall") == [d.metadata["id"] for d in retriever.invoke("stall")]
+    lc = retriever.as_langchain()
+    queries = ["stall", "wings"]
+    assert [len(b) for b in lc.batch(queries)] == [len(retriever.invoke(q)) for q in queries]
+    assert asyncio.run(lc.ainvoke("stall"))[0].metadata["id"] == retriever.invoke("stall")[0].metadata["id"]
+
+
+def test_batch_without_langchain(repo):
+    retriever = CairnRetriever(repo, limit=1)
+    assert retriever.batch(["stall", "wings"]) == [retriever.invoke("stall"), retriever.invoke("wings")]

@@ -2,8 +2,9 @@
 
 ``Document`` is a tiny local dataclass with ``page_content`` and ``metadata``; no agent
 framework is needed. If ``langchain_core`` is installed, :meth:`Document.as_langchain`
-converts to its ``Document`` and :meth:`CairnRetriever.as_langchain` wraps the retriever
-as a LangChain ``BaseRetriever`` (it is never a dependency).
+converts to its ``Document``, :meth:`CairnRetriever.as_langchain` wraps the retriever
+as a LangChain ``BaseRetriever``, and ``retriever | step`` builds a LangChain chain
+directly (it is never a dependency).
 """
 
 from __future__ import annotations
@@ -98,10 +99,29 @@ class CairnRetriever:
 
     __call__ = invoke
 
+    def batch(self, queries: Sequence[str], **overrides: Any) -> list[list[Document]]:
+        """The documents for each of ``queries``, in order."""
+        return [self.invoke(q, **overrides) for q in queries]
+
+    def __or__(self, other: Any) -> Any:
+        """``retriever | step``: a LangChain chain, as ``retriever.as_langchain() | step``
+        (ImportError, saying what to install, without ``langchain_core``)."""
+        return self.as_langchain() | other
+
+    def __ror__(self, other: Any) -> Any:
+        """``step | retriever``: a LangChain chain, as ``step | retriever.as_langchain()``."""
+        return other | self.as_langchain()
+
     def as_langchain(self) -> Any:
-        """This retriever as a ``langchain_core`` ``BaseRetriever`` (ImportError if
-        ``langchain_core`` is not installed)."""
-        from langchain_core.retrievers import BaseRetriever
+        """This retriever as a ``langchain_core`` ``BaseRetriever``: a LangChain Runnable
+        (``invoke``, ``batch``, ``ainvoke``, ``|``) returning LangChain documents
+        (ImportError, saying what to install, if ``langchain_core`` is not installed)."""
+        try:
+            from langchain_core.retrievers import BaseRetriever
+        except ImportError as e:
+            raise ImportError(
+                "CairnRetriever in a LangChain chain needs langchain-core: pip install langchain-core"
+            ) from e
 
         outer = self
 
