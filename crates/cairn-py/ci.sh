@@ -23,8 +23,12 @@ cd "$here"
 # dependency they share are compiled once, not twice (and the disk holds one copy).
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
 
-# Not `--locked`: this crate has its own Cargo.lock, which follows the library's
-# dependencies as they change (cargo updates only what it must).
+# This crate has its own Cargo.lock: it must stay current with the library's
+# dependencies (a stale one made every build rewrite it). `--locked` fails, naming the
+# change, when it is not; `cargo update -p cairn-py` (or any build) brings it up to date.
+echo "== cairn-py: Cargo.lock is current"
+cargo metadata --locked --format-version 1 > /dev/null
+
 if [ "${CAIRN_PY_SKIP_CLIPPY:-0}" != 1 ]; then
     echo "== cairn-py: cargo fmt --check, cargo clippy"
     cargo fmt --check
