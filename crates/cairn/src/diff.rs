@@ -207,7 +207,11 @@ pub fn node_field_changes(before: &Node, after: &Node) -> Vec<FieldChange> {
             .flat_map(|i| i.to_le_bytes())
             .chain(v.values.iter().flat_map(|x| x.to_le_bytes()))
             .collect();
-        format!("\"{} entries #{}\"", v.indices.len(), &blake3::hash(&bytes).to_hex()[..8])
+        format!(
+            "\"{} entries #{}\"",
+            v.indices.len(),
+            &blake3::hash(&bytes).to_hex()[..8]
+        )
     });
     out
 }
