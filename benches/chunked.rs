@@ -179,6 +179,15 @@ fn query(repo: &Repo, q: &(Vec<f32>, String, String), ann: bool, at: Option<&str
     r.execute().expect("retrieve")
 }
 
+/// The share of `exact`'s items (top 10) that `got` has too.
+fn recall_at_10(got: &cairn::retrieve::RetrievalResult, exact: &cairn::retrieve::RetrievalResult) -> f64 {
+    got.items
+        .iter()
+        .filter(|a| exact.items.iter().any(|e| e.id == a.id))
+        .count() as f64
+        / 10.0
+}
+
 /// One-node edit number `e`: a commit that replaces one node (a different one each time)
 /// with new content.
 fn edit(repo: &Repo, corpus: &Corpus, n: usize, e: usize) {
@@ -290,12 +299,7 @@ fn run_store(kind: &str, n: usize) {
             .approximate(100)
             .execute()
             .expect("r");
-        overlap += ann
-            .items
-            .iter()
-            .filter(|a| exact.items.iter().any(|e| e.id == a.id))
-            .count() as f64
-            / 10.0;
+        overlap += recall_at_10(&ann, &exact);
     }
     row(
         "the same in ANN mode, p50 / dense recall@10 vs exact",
@@ -319,12 +323,7 @@ fn run_store(kind: &str, n: usize) {
         let ann = dense_only(q, true);
         ann_lat.push(ms(t.elapsed()));
         if i < QUERIES {
-            overlap += ann
-                .items
-                .iter()
-                .filter(|a| exact.items.iter().any(|e| e.id == a.id))
-                .count() as f64
-                / 10.0;
+            overlap += recall_at_10(&ann, &exact);
         }
     }
     row(

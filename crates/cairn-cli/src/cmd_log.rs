@@ -48,8 +48,9 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
         shown += 1;
     }
     if shown == 0 && args.rev.is_none() && args.max_count != Some(0) {
-        // A new repository: say so rather than print nothing.
-        writeln!(ctx.out, "(no commits yet: `cairn import FILE` makes the first)")?;
+        // A new repository (or a branch whose ref was lost): say so on standard error, so
+        // that standard output stays the (empty) list a script reads.
+        eprintln!("(no commits yet on this branch: `cairn import FILE` makes the first)");
     }
     Ok(())
 }

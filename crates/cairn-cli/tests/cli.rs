@@ -299,12 +299,15 @@ fn usage_and_repository_errors() {
     assert!(s.dir.path().join(".cairn").is_dir());
 }
 
-/// `cairn log` on a new repository says there is nothing yet instead of printing nothing
-/// (`--json` stays an empty list).
+/// `cairn log` on a new repository says there is nothing yet (on standard error) instead
+/// of printing nothing; standard output and `--json` stay empty lists.
 #[test]
 fn log_of_a_new_repository_says_so() {
     let s = Sandbox::init();
-    let out = s.ok(&["log"]);
-    assert!(out.contains("no commits yet"), "{out}");
+    let out = s.run(&["log"]);
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty(), "standard output stays the (empty) list");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no commits yet"), "{err}");
     assert_eq!(s.json(&["log", "--json"]), serde_json::json!([]));
 }
