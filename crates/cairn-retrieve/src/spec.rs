@@ -153,13 +153,14 @@ pub struct RetrieveSpec {
 
 /// From this many vectors of a dense model, a spec without `ann` searches approximately.
 ///
-/// Measured (`cargo bench --bench chunked`, 384-d, 2 cores): the exact lane (an int8 scan
-/// with a proven bound, then exact rescoring) costs about 40 ns per scanned vector, so a
-/// few milliseconds at 100,000 vectors and ~20 ms unfiltered at 1,000,000; the graphs cut
-/// that to about a millisecond, but a unit's graph (~32k vectors) is rebuilt after any
-/// change to the unit, ~3 s on this machine — paid by the first approximate query after a
-/// commit. Agents commit every turn, so exact stays the default until the scan itself
-/// grows past ~40 ms: 2,000,000 vectors.
+/// Measured (`cargo bench --bench chunked`, 384-d): the exact lane (an int8 scan with a
+/// proven bound, then exact rescoring) costs about 40 ns per scanned vector on 2 cores, so
+/// a few milliseconds at 100,000 vectors and 40–60 ms unfiltered at 1,000,000 (12.8 ms on
+/// 16 cores); the graphs cut that to 7 ms (3.3 ms on 16 cores, recall@10 0.99), but a
+/// unit's graph (32k vectors on average; a node's unit holds ~65k, at most ~262k) is
+/// rebuilt after any change to the unit — seconds to tens of seconds, paid by the first
+/// approximate query after a commit. Agents commit every turn, so exact stays the default
+/// until the scan itself grows past ~40 ms on a small machine: 2,000,000 vectors.
 pub const ANN_DEFAULT_MIN_VECTORS: usize = 2_000_000;
 
 impl RetrieveSpec {
