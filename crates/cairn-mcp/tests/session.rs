@@ -592,3 +592,20 @@ fn serve_reads_lines_and_writes_only_responses() {
     );
     assert_eq!(rpc_error_code(&replies[4]), PARSE_ERROR);
 }
+
+/// `recall` takes the query text as `text` or as `query` (the name `as_of` uses), with
+/// the same answer; both at once, or a `query` that is not a string, is refused.
+#[test]
+fn recall_takes_query_as_another_name_for_text() {
+    let mut c = Client::initialized();
+    c.ok("remember", alice_facts());
+    let by_text = c.ok("recall", json!({"text": "alice", "limit": 3}));
+    let by_query = c.ok("recall", json!({"query": "alice", "limit": 3}));
+    assert_eq!(by_text, by_query);
+    assert!(!Client::ids(&by_text).is_empty());
+    assert_eq!(
+        c.tool_error("recall", json!({"query": "alice", "text": "alice"})),
+        "invalid_arguments"
+    );
+    assert_eq!(c.tool_error("recall", json!({"query": 3})), "invalid_arguments");
+}

@@ -56,8 +56,12 @@ impl PyRepo {
 
     /// Opens the repository at `path` (`NotFound` if there is none).
     #[staticmethod]
-    fn open(py: Python<'_>, path: std::path::PathBuf) -> PyResult<PyRepo> {
-        py.allow_threads(|| Repo::open(&path)).py_err().map(PyRepo::wrap)
+    #[pyo3(signature = (path, wait=0.0))]
+    fn open(py: Python<'_>, path: std::path::PathBuf, wait: f64) -> PyResult<PyRepo> {
+        let timeout = std::time::Duration::try_from_secs_f64(wait.max(0.0)).unwrap_or(std::time::Duration::MAX);
+        py.allow_threads(|| Repo::open_waiting(&path, timeout))
+            .py_err()
+            .map(PyRepo::wrap)
     }
 
     /// A new repository held in memory.

@@ -72,6 +72,23 @@ def test_store_error_locked(tmp_path):
     cairn.Repo.open(path).close()
 
 
+def test_open_waits_for_the_repository(tmp_path):
+    """``Repo.open(path, wait=s)`` waits while the repository is in use (as ``cairn
+    --wait``), then raises ``StoreError`` if it stays in use."""
+    import threading
+    import time
+
+    path = tmp_path / "r"
+    first = cairn.Repo.init(path)
+    t = time.monotonic()
+    with pytest.raises(cairn.StoreError, match="in use"):
+        cairn.Repo.open(path, wait=0.2)
+    assert time.monotonic() - t >= 0.2
+    threading.Timer(0.3, first.close).start()
+    second = cairn.Repo.open(path, wait=30)
+    second.close()
+
+
 def test_retrieve_errors(repo):
     with pytest.raises(cairn.RetrieveError, match="malformed"):
         repo.retrieve_json('{"text": "x", "colour": "red"}')

@@ -28,6 +28,10 @@ pub(super) const TOOL: Tool = Tool {
 fn input_schema() -> Value {
     let mut props = schema::spec_properties();
     props.insert(
+        "query".into(),
+        json!({"type": "string", "description": "The same as `text` (the name `as_of` uses for its retrieval): give one of them."}),
+    );
+    props.insert(
         "at".into(),
         json!({"type": "string", "description": "Revision to read (default: the branch head): a commit id or prefix, a branch, \
                                                  HEAD~N, or BRANCH@{TIME} for the head the branch had at that time."}),
@@ -39,7 +43,21 @@ fn input_schema() -> Value {
     })
 }
 
-fn run(ctx: &Context<'_>, args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+fn run(ctx: &Context<'_>, mut args: Map<String, Value>) -> Result<ToolOutput, ToolError> {
+    // `query` (a string) is another name for `text`.
+    if let Some(q) = args.remove("query") {
+        if args.contains_key("text") {
+            return Err(ToolError::InvalidArguments(
+                "give the query text as `text` or as `query`, not both".into(),
+            ));
+        }
+        if !q.is_string() {
+            return Err(ToolError::InvalidArguments(
+                "`query` must be a string (the query text)".into(),
+            ));
+        }
+        args.insert("text".into(), q);
+    }
     let spec = spec_from(args, "")?;
     retrieve(ctx, spec)
 }

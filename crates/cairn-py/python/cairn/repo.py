@@ -176,9 +176,11 @@ class Repo:
         return cls(_native.Repo.init(os.fspath(path)))
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str]) -> "Repo":
-        """Opens the repository at ``path`` (:class:`~cairn.NotFound` if there is none)."""
-        return cls(_native.Repo.open(os.fspath(path)))
+    def open(cls, path: str | os.PathLike[str], wait: float = 0.0) -> "Repo":
+        """Opens the repository at ``path`` (:class:`~cairn.NotFound` if there is none).
+        While another process has it open, waits up to ``wait`` seconds for it (as
+        ``cairn --wait``) before raising :class:`~cairn.StoreError`."""
+        return cls(_native.Repo.open(os.fspath(path), wait))
 
     @classmethod
     def in_memory(cls) -> "Repo":
