@@ -34,6 +34,27 @@ pub const TIME_FORMS: &str =
     "ms since the epoch, an RFC 3339 time (2024-06-01T09:30:00+02:00), a time without an offset \
      (2024-06-01T09:30:00, 2024-06-01 09:30; read as UTC) or a date (2024-06-01; midnight UTC)";
 
+/// Why a string is not a time ([`parse_time`]): it names the input and the forms a time
+/// takes ([`TIME_FORMS`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{input:?} is not a time: expected {TIME_FORMS}")]
+pub struct TimeParseError {
+    /// The string given.
+    pub input: String,
+}
+
+/// [`parse_time_ms`] as a `Result`, so that `?` works and the error says why.
+///
+/// ```
+/// use cairn_retrieve::time_expr::parse_time;
+/// assert_eq!(parse_time("2024-06-01"), Ok(1_717_200_000_000));
+/// let err = parse_time("June 1st").unwrap_err();
+/// assert!(err.to_string().starts_with("\"June 1st\" is not a time: expected ms since the epoch"));
+/// ```
+pub fn parse_time(s: &str) -> Result<i64, TimeParseError> {
+    parse_time_ms(s).ok_or_else(|| TimeParseError { input: s.to_string() })
+}
+
 /// Parses a time, as ms since the epoch: integer ms; RFC 3339 (`2024-06-01T09:30:00Z`,
 /// `…+02:00`); a date and time without an offset (`2024-06-01T09:30:00`, `2024-06-01T09:30`,
 /// a space for the `T`, optional fractions of a second), which is read as **UTC**; or a

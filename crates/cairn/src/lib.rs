@@ -41,7 +41,7 @@
 //! | open, create, configure | [`Repo`], [`StoreKind`], [`Repo::set_progress`] ([`Progress`], [`Step`]) |
 //! | write | [`Transaction`] (put, delete, [`NodePatch`], invalidate), [`Repo::import_jsonl`] ([`ImportOp`], [`parse_import_line`]) |
 //! | read a commit | [`Repo::node_at`], [`Repo::iter_nodes_at`], [`Repo::edges_from`], [`View`], [`ShownNode`], [`NodeEdges`] |
-//! | travel in time | [`Repo::resolve`] (revisions), [`Repo::as_of`], [`parse_time_ms`], [`format_time_ms`], [`system_time_ms`] |
+//! | travel in time | [`Repo::resolve`] (revisions), [`Repo::as_of`], [`parse_time`] / [`parse_time_ms`], [`format_time_ms`], [`system_time_ms`] |
 //! | see what changed | [`Repo::log`] ([`LogEntry`]), [`Repo::diff`] ([`Diff`], [`DiffReport`], [`FieldChange`]), [`Repo::history`] ([`NodeHistoryEntry`], [`HistoryLine`]) |
 //! | branch, tag, merge, recover | [`Repo::create_branch`] ([`BranchName`]), [`BranchList`], [`Repo::create_tag`], [`Repo::merge`] ([`MergeOutcome`], [`Conflict`], [`Resolution`], [`MergeSummary`]), [`Repo::reflog`] ([`RefLogEntry`]) |
 //! | retrieve | [`Repo::retrieve`] and the [`retrieve`] module ([`retrieve::Retrieval`], [`retrieve::RetrievalResult`]) |
@@ -115,7 +115,7 @@ pub use patch::NodePatch;
 pub use progress::{Progress, ProgressFn, Step};
 pub use reflog::{RefAction, RefLogEntry, MAX_REFLOG_MESSAGE};
 pub use repo::{Repo, Stats, StoreKind, DEFAULT_BRANCH};
-pub use rev::{format_time_ms, parse_time_ms, system_time_ms, TIME_FORMS};
+pub use rev::{format_time_ms, parse_time, parse_time_ms, system_time_ms, TimeParseError, TIME_FORMS};
 pub use shown_node::{NodeEdges, ShownNode, ValidAtCheck};
 pub use transaction::Transaction;
 pub use view::View;

@@ -23,7 +23,7 @@ use crate::repo::Repo;
 // The one time parser (the CLI's `--valid-at`, import lines, retrieve specs, the server
 // and MCP tools all read times with it); it lives in `cairn-retrieve`, which reads a
 // spec's `valid_at` with it too.
-pub use cairn_retrieve::time_expr::{format_time_ms, parse_time_ms, TIME_FORMS};
+pub use cairn_retrieve::time_expr::{format_time_ms, parse_time, parse_time_ms, TimeParseError, TIME_FORMS};
 
 /// A [`SystemTime`](std::time::SystemTime) as ms since the epoch (negative before it;
 /// saturating far outside `i64` ms), the unit every Cairn time is in.
