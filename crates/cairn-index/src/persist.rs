@@ -520,6 +520,12 @@ pub fn decode_unit_graph(bytes: &[u8], key: &Hash) -> Result<(String, UnitGraph)
     let model = r.string()?;
     let rows = r.u32()?;
     let reach = crate::graph::Reach::from_u32(r.u32()?);
+    // Only what the measurement writes: not measured, unreachable, or an `ef` of its ladder.
+    if let crate::graph::Reach::Ef(ef) = reach {
+        if !crate::graph::reach::LADDER.contains(&ef) {
+            return Err(bad(format!("unit graph reach {ef} is not an ef the measurement tries")));
+        }
+    }
     let len = r.count64(1)?;
     let mut g = UnitGraph::decode(r.take(len)?).map_err(|e| bad(format!("unit graph: {e}")))?;
     g.set_reach(reach);

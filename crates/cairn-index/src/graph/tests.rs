@@ -570,6 +570,15 @@ fn reach_and_record_pinned() {
     let (_, back) = crate::persist::decode_unit_graph(&record, &cairn_core::Hash::of(b"unit")).unwrap();
     assert_eq!(back.reach(), clustered_reach);
     assert_eq!(back, g);
+    // A reach the measurement never writes is refused (the record is damaged), every
+    // value it does write is read back.
+    let at = head.len() - 4;
+    for (v, ok) in [(7u32, false), (1000, false), (0, true), (u32::MAX, true), (512, true)] {
+        let mut bad = record.clone();
+        bad[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        let got = crate::persist::decode_unit_graph(&bad, &cairn_core::Hash::of(b"unit"));
+        assert_eq!(got.is_ok(), ok, "reach {v}");
+    }
 }
 const PINNED_REACH: [Reach; 3] = [Reach::Ef(16), Reach::Ef(128), Reach::Ef(32)];
 const PINNED_RECORD: u64 = 0x7f21ce8e856c4dad;
