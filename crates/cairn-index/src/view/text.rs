@@ -24,8 +24,17 @@
 //! the arithmetic above, so the result equals scoring every posting
 //! ([`CommitIndexes::text_search_reference`]) bit for bit; the cost follows the rarer
 //! terms' postings rather than every posting of a common word.
+//!
+//! A query with many postings (a deep lane: fusion asks for 1,000 candidates, so the bar
+//! is low) is scanned in contiguous ranges of chunks at once, one per thread and at least
+//! [`PARALLEL_POSTINGS`] postings each, every range under its own bar; their best `k`
+//! are merged by `(score desc, ordinal asc)`. A document a range could not score cannot
+//! be in that range's best `k`, so the union holds the overall best `k`: the answer does
+//! not depend on the number of ranges (tested with 1 to 8 threads).
 
 use std::collections::BTreeMap;
+
+use rayon::prelude::*;
 
 use crate::chunk::text::term_hash;
 use crate::chunk::{Local, TextChunk};
@@ -38,6 +47,10 @@ use crate::view::{CommitIndexes, Filter, FilterPart};
 pub(crate) fn widen(x: f32) -> f64 {
     x.to_string().parse::<f64>().unwrap_or(f64::from(x))
 }
+
+/// Above this many postings per parallel piece, a query's chunks are scanned in ranges at
+/// once ([`CommitIndexes::text_search`]).
+const PARALLEL_POSTINGS: u64 = 20_000;
 
 /// A term's `(idf, count)`, `None` if no document has it.
 type TermWeight = Option<(f64, f64)>;
@@ -148,96 +161,119 @@ impl CommitIndexes {
                 Some(*acc)
             })
             .collect();
-        let mut essential = vec![true; nt];
-        let mut skip = 0usize;
-        let mut top = TopK::new(k);
-        let mut pos = vec![0usize; nt];
-        let mut lists: Vec<&[(Local, u32)]> = vec![&[]; nt];
-        let mut candidates: Vec<Local> = Vec::new();
-        let mut mask: Vec<u64> = Vec::new();
-        // Each step: the next chunk holding an essential term.
-        while let Some(c) = (0..nt)
-            .filter(|&i| essential[i])
-            .filter_map(|i| at[i].get(pos[i]).map(|e| e.0))
-            .min()
-        {
-            let part = &parts[c as usize];
-            let fpart = filter.map(|f| f.part(c as usize));
-            for i in 0..nt {
-                let entries = &at[i];
-                while pos[i] < entries.len() && entries[pos[i]].0 < c {
-                    pos[i] += 1;
-                }
-                lists[i] = match entries.get(pos[i]) {
-                    Some(&(ec, slot)) if ec == c => {
+        // The best `k` of the documents in chunks `range` (MaxScore within the range: its
+        // own bar, so ranges are independent).
+        let scan = |range: std::ops::Range<u32>| -> Vec<Hit> {
+            let mut essential = vec![true; nt];
+            let mut skip = 0usize;
+            let mut top = TopK::new(k);
+            let mut pos: Vec<usize> = at.iter().map(|e| e.partition_point(|x| x.0 < range.start)).collect();
+            let mut lists: Vec<&[(Local, u32)]> = vec![&[]; nt];
+            let mut candidates: Vec<Local> = Vec::new();
+            let mut mask: Vec<u64> = Vec::new();
+            // Each step: the next chunk holding an essential term.
+            while let Some(c) = (0..nt)
+                .filter(|&i| essential[i])
+                .filter_map(|i| at[i].get(pos[i]).map(|e| e.0))
+                .filter(|&c| c < range.end)
+                .min()
+            {
+                let part = &parts[c as usize];
+                let fpart = filter.map(|f| f.part(c as usize));
+                for i in 0..nt {
+                    let entries = &at[i];
+                    while pos[i] < entries.len() && entries[pos[i]].0 < c {
                         pos[i] += 1;
-                        if slot == PROBE {
-                            part.postings(&terms[i].0)
-                        } else {
-                            part.postings_at(slot as usize)
+                    }
+                    lists[i] = match entries.get(pos[i]) {
+                        Some(&(ec, slot)) if ec == c => {
+                            pos[i] += 1;
+                            if slot == PROBE {
+                                part.postings(&terms[i].0)
+                            } else {
+                                part.postings_at(slot as usize)
+                            }
                         }
-                    }
-                    _ => &[],
-                };
-            }
-            if fpart.is_some_and(FilterPart::is_none) {
-                continue;
-            }
-            // Candidates: the documents of the essential terms' lists, in the filter (read
-            // from a bitmask of the chunk's admitted locals, so documents the filter drops
-            // are never sorted).
-            candidates.clear();
-            match fpart {
-                Some(FilterPart::Some(b)) => {
-                    mask.clear();
-                    mask.resize(self.chunks[c as usize].len().div_ceil(64), 0);
-                    for l in b.iter() {
-                        if let Some(w) = mask.get_mut((l >> 6) as usize) {
-                            *w |= 1u64 << (l & 63);
-                        }
-                    }
-                    let admitted = |l: &Local| mask.get((l >> 6) as usize).is_some_and(|w| w & (1u64 << (l & 63)) != 0);
-                    for i in (0..nt).filter(|&i| essential[i]) {
-                        candidates.extend(lists[i].iter().map(|p| p.0).filter(admitted));
-                    }
-                }
-                _ => {
-                    for i in (0..nt).filter(|&i| essential[i]) {
-                        candidates.extend(lists[i].iter().map(|p| p.0));
-                    }
-                }
-            }
-            candidates.sort_unstable();
-            candidates.dedup();
-            let base = self.offset(c as usize);
-            for &l in &candidates {
-                let dl = f64::from(part.doc_len(l));
-                let mut sum = 0.0f64;
-                for (list, w) in lists.iter().zip(&weights) {
-                    let Some((idf, count)) = *w else { continue };
-                    let Ok(j) = list.binary_search_by_key(&l, |p| p.0) else {
-                        continue;
+                        _ => &[],
                     };
-                    let tf = f64::from(list[j].1);
-                    let norm = k1 * (1.0 - b + b * dl / avgdl);
-                    sum += count * (idf * tf * (k1 + 1.0) / (tf + norm));
                 }
-                top.push(Hit {
-                    ordinal: base + l,
-                    score: sum as f32,
-                });
-            }
-            // Raise the bar: terms whose bounds, with every smaller one, stay below it
-            // can no longer bring a document in on their own.
-            if let Some(bar) = top.bar() {
-                let bar = f64::from(bar);
-                while skip < nt && prefix[skip] * (1.0 + 1e-9) < bar {
-                    essential[by_bound[skip]] = false;
-                    skip += 1;
+                if fpart.is_some_and(FilterPart::is_none) {
+                    continue;
+                }
+                // Candidates: the documents of the essential terms' lists, in the filter (read
+                // from a bitmask of the chunk's admitted locals, so documents the filter drops
+                // are never sorted).
+                candidates.clear();
+                match fpart {
+                    Some(FilterPart::Some(b)) => {
+                        mask.clear();
+                        mask.resize(self.chunks[c as usize].len().div_ceil(64), 0);
+                        for l in b.iter() {
+                            if let Some(w) = mask.get_mut((l >> 6) as usize) {
+                                *w |= 1u64 << (l & 63);
+                            }
+                        }
+                        let admitted =
+                            |l: &Local| mask.get((l >> 6) as usize).is_some_and(|w| w & (1u64 << (l & 63)) != 0);
+                        for i in (0..nt).filter(|&i| essential[i]) {
+                            candidates.extend(lists[i].iter().map(|p| p.0).filter(admitted));
+                        }
+                    }
+                    _ => {
+                        for i in (0..nt).filter(|&i| essential[i]) {
+                            candidates.extend(lists[i].iter().map(|p| p.0));
+                        }
+                    }
+                }
+                candidates.sort_unstable();
+                candidates.dedup();
+                let base = self.offset(c as usize);
+                for &l in &candidates {
+                    let dl = f64::from(part.doc_len(l));
+                    let mut sum = 0.0f64;
+                    for (list, w) in lists.iter().zip(&weights) {
+                        let Some((idf, count)) = *w else { continue };
+                        let Ok(j) = list.binary_search_by_key(&l, |p| p.0) else {
+                            continue;
+                        };
+                        let tf = f64::from(list[j].1);
+                        let norm = k1 * (1.0 - b + b * dl / avgdl);
+                        sum += count * (idf * tf * (k1 + 1.0) / (tf + norm));
+                    }
+                    top.push(Hit {
+                        ordinal: base + l,
+                        score: sum as f32,
+                    });
+                }
+                // Raise the bar: terms whose bounds, with every smaller one, stay below it
+                // can no longer bring a document in on their own.
+                if let Some(bar) = top.bar() {
+                    let bar = f64::from(bar);
+                    while skip < nt && prefix[skip] * (1.0 + 1e-9) < bar {
+                        essential[by_bound[skip]] = false;
+                        skip += 1;
+                    }
                 }
             }
+            top.into_sorted()
+        };
+        // Many postings: the chunks in ranges scanned at once, each range's best `k`
+        // merged. Every document a range can still score is scored in full, so the union
+        // holds the overall best `k` and the result is the same as one scan's.
+        let postings: u64 = df.iter().sum();
+        let chunks = parts.len() as u32;
+        let pieces = rayon::current_num_threads()
+            .min((postings / PARALLEL_POSTINGS) as usize)
+            .min(chunks as usize / 64);
+        if pieces < 2 {
+            return scan(0..chunks);
         }
-        top.into_sorted()
+        let step = chunks.div_ceil(pieces as u32);
+        let found: Vec<Vec<Hit>> = (0..pieces as u32)
+            .into_par_iter()
+            .map(|p| scan(p * step..((p + 1) * step).min(chunks)))
+            .collect();
+        top_k_vec(found.into_iter().flatten().collect(), k)
     }
 
     /// The reference for [`CommitIndexes::text_search`]: every chunk probed for every
