@@ -838,7 +838,11 @@ impl Repo {
     /// Writes the collected values (best effort: derived data that cannot be stored is
     /// only kept in memory, with a note).
     fn store_pending(&self, ctx: &Ctx) {
-        let pending = std::mem::take(&mut *ctx.pending.lock());
+        let mut pending = std::mem::take(&mut *ctx.pending.lock());
+        // Parts are built in parallel and collected as they finish: write them in key
+        // order, so the derived log's layout (where segments end, what a compaction copies)
+        // is a function of what was built, not of thread scheduling.
+        pending.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         if pending.is_empty() {
             return;
         }
