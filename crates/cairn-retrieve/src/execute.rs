@@ -278,6 +278,11 @@ impl Plan {
         needs
     }
 
+    /// True if `lane`'s query vector came from the embedder (reported per lane).
+    fn embedded(&self, lane: &LaneQuery) -> bool {
+        self.dense_embedded && matches!(lane, LaneQuery::Dense { .. })
+    }
+
     /// True if the dense lane of `model` runs approximately on this view.
     fn ann_for(&self, indexes: &CommitIndexes, model: &str) -> bool {
         match self.ann {
@@ -572,7 +577,7 @@ pub(crate) fn run_plan(
                     name: query.name(),
                     hits: 0,
                     approximate: false,
-                    embedded: plan.dense_embedded && matches!(query, LaneQuery::Dense { .. }),
+                    embedded: plan.embedded(query),
                 });
                 continue;
             }
@@ -594,7 +599,7 @@ pub(crate) fn run_plan(
             name: run.hits.name.clone(),
             hits: run.hits.hits.len(),
             approximate: run.approximate,
-            embedded: plan.dense_embedded && matches!(query, LaneQuery::Dense { .. }),
+            embedded: plan.embedded(query),
         });
         lane_hits.push(run.hits);
         ran.push(true);
@@ -847,7 +852,7 @@ pub(crate) fn empty_result(plan: &Plan, branch: &str) -> RetrievalResult {
             name: q.name(),
             hits: 0,
             approximate: false,
-            embedded: plan.dense_embedded && matches!(q, LaneQuery::Dense { .. }),
+            embedded: plan.embedded(q),
         })
         .collect();
     RetrievalResult {

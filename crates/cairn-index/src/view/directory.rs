@@ -197,6 +197,25 @@ impl<K: Ord> Directory<K> {
         }
     }
 
+    /// [`Directory::derive`] from `donor` (a donor view's directory and each of this
+    /// view's `chunks` chunks' position in it) when it maps every chunk, else
+    /// [`Directory::build`].
+    pub(crate) fn derive_or_build<'a, Q, I>(
+        donor: Option<(&Directory<K>, &[Option<usize>])>,
+        chunks: usize,
+        keys_of: impl Fn(usize) -> I,
+        size: impl Fn(&Q) -> usize,
+    ) -> Directory<K>
+    where
+        Q: ?Sized + Ord + Hash + ToOwned<Owned = K> + 'a,
+        I: Iterator<Item = (&'a Q, u32, u32)>,
+    {
+        match donor {
+            Some((dir, map)) if map.len() == chunks => dir.derive(map, keys_of, size),
+            _ => Directory::build(chunks, keys_of, size),
+        }
+    }
+
     /// The directory of a view of `from_donor.len()` chunks whose chunk `i` is this
     /// (the donor's) directory's chunk `from_donor[i]` (same key, so the same part) or
     /// new; built from scratch (`keys_of`) when the overlay would grow past its bound.

@@ -168,10 +168,8 @@ impl CommitIndexes {
         }
         let keys_of = |c: usize| text_keys(&parts[c]);
         let size = |t: &str| t.len();
-        let dir = match donor.and_then(|(d, map)| Some((d.text_dir.as_ref()?, map))) {
-            Some((dd, map)) if map.len() == parts.len() => dd.derive(map, keys_of, size),
-            _ => Directory::build(parts.len(), keys_of, size),
-        };
+        let donor = donor.and_then(|(d, map)| Some((d.text_dir.as_ref()?, map)));
+        let dir = Directory::derive_or_build(donor, parts.len(), keys_of, size);
         self.text_total_len = parts.iter().map(|p| p.total_len()).sum();
         self.text_dir = Some(dir);
         self.text = Some(parts);
@@ -194,10 +192,8 @@ impl CommitIndexes {
         self.check_len("sparse", parts.len())?;
         let keys_of = |c: usize| sparse_keys(parts[c].as_deref());
         let size = |_: &u32| 0;
-        let dir = match donor.and_then(|(d, map)| Some((d.sparse_dirs.get(model)?, map))) {
-            Some((dd, map)) if map.len() == parts.len() => dd.derive(map, keys_of, size),
-            _ => Directory::build(parts.len(), keys_of, size),
-        };
+        let donor = donor.and_then(|(d, map)| Some((d.sparse_dirs.get(model)?, map)));
+        let dir = Directory::derive_or_build(donor, parts.len(), keys_of, size);
         self.sparse_dirs.insert(model.to_string(), dir);
         self.sparse.insert(model.to_string(), parts);
         Ok(())
