@@ -64,8 +64,12 @@ impl ChunkParts {
             let Some(dim) = nodes.iter().find_map(|(_, n)| n.embeddings.get(model)).map(Vec::len) else {
                 continue;
             };
-            let mut rows = Vec::new();
-            let mut vectors = Vec::new();
+            let count = nodes
+                .iter()
+                .filter(|(_, n)| n.embeddings.get(model).is_some_and(|v| v.len() == dim))
+                .count();
+            let mut rows = Vec::with_capacity(count);
+            let mut vectors = Vec::with_capacity(count * dim);
             for (l, n) in indexed() {
                 if let Some(v) = n.embeddings.get(model).filter(|v| v.len() == dim) {
                     rows.push(l);
