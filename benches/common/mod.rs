@@ -3,6 +3,11 @@
 
 #![allow(dead_code)]
 
+/// The allocator Cairn's own binaries use (`cairn`, the Python module), so the peak RSS a
+/// bench reports is what they would show (see README, "Memory").
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[allow(unused_imports)] // each bench uses a different subset
 pub use cairn_testkit::{corpus, env_usize, node, text, unit_vector, Rng, WORDS};
 
