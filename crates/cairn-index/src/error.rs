@@ -42,6 +42,10 @@ pub enum IndexError {
     /// rebuilds the entry from the data.
     #[error("stored index data is invalid: {0}")]
     BadStoredIndex(String),
+    /// A dense row left on disk could neither be read from its stored part nor from its
+    /// node object (the data itself is damaged or missing).
+    #[error("a dense row cannot be read: {0}")]
+    UnreadableRow(String),
     /// Parts that do not fit together (a bug in the caller).
     #[error("index parts are inconsistent: {0}")]
     Inconsistent(String),

@@ -38,6 +38,7 @@ pub mod view;
 
 pub use analyzer::Analyzer;
 pub use chunk::{ChunkParts, DenseChunk, EdgeChunk, EdgeDirection, NodeChunk, SparseChunk, TextChunk};
+pub use dense::rows::RowSource;
 pub use error::IndexError;
 pub use graph::GraphParams;
 pub use hit::{top_k, top_k_vec, Hit, Ordinal};

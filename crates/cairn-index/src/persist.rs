@@ -147,6 +147,8 @@ pub fn encode_sparse(key: &Hash, model: &str, n: u32, s: &SparseChunk) -> Vec<u8
 /// Encodes a node chunk's dense part for `model` (rows and vectors; codes and bound terms
 /// are recomputed on load); `n` is the chunk's node count.
 pub fn encode_dense(key: &Hash, model: &str, n: u32, d: &DenseChunk) -> Vec<u8> {
+    // Encoded when built, with the rows in memory (a part on disk is never encoded again).
+    debug_assert!(d.rows_in_memory(), "encoding a dense part whose rows are on disk");
     let mut w = header(TAG_DENSE, key, d.vectors.len() * 4 + d.rows.len() * 4 + 64);
     w.str(model);
     w.u32(d.dim as u32);
@@ -155,6 +157,13 @@ pub fn encode_dense(key: &Hash, model: &str, n: u32, d: &DenseChunk) -> Vec<u8> 
     d.rows.iter().for_each(|&r| w.u32(r));
     d.vectors.iter().for_each(|x| w.u32(x.to_bits()));
     w.0
+}
+
+/// Where row 0's vector starts in [`encode_dense`]'s bytes for `model` and `rows` rows:
+/// the vectors come last, `4 · dim` bytes per row, so a row is read from the stored value
+/// without decoding the rest ([`crate::dense::rows`]).
+pub fn dense_rows_offset(model: &str, rows: usize) -> u64 {
+    (1 + 32 + 8 + model.len() + 4 + 4 + 4 + 4 * rows) as u64
 }
 
 /// Encodes an edge chunk.
@@ -794,6 +803,12 @@ mod tests {
             (back.codes.clone(), back.scales.clone()),
             (d.codes.clone(), d.scales.clone())
         );
+        // The rows are the value's last bytes, from `dense_rows_offset` on.
+        let bytes = encode_dense(&k, "d", 3, d);
+        let at = dense_rows_offset("d", d.len()) as usize;
+        assert_eq!(bytes.len(), at + d.len() * d.dim() * 4);
+        let first: Vec<u8> = d.vector(0).unwrap().iter().flat_map(|x| x.to_le_bytes()).collect();
+        assert_eq!(&bytes[at..at + first.len()], first.as_slice());
         for dir in [EdgeDirection::Out, EdgeDirection::In] {
             let mut sorted = edges.clone();
             sorted.sort_by_key(|e| match dir {

@@ -126,6 +126,34 @@ pub trait Store: Send + Sync + 'static {
     /// Reads a derived-data value.
     fn get_derived(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError>;
 
+    /// Reads `out.len()` bytes of derived value `key`, from byte `offset` of the value,
+    /// **without checking the value's checksum**: for a caller that reads a few rows of a
+    /// large value and checks each row against checksums of its own (index parts whose f32
+    /// rows stay on disk). `Ok(false)` if there is no such value or it is shorter than
+    /// `offset + out.len()` (`out` is then unspecified). The default reads the whole value
+    /// (checked) and copies the range; a backend that can read only the range says so with
+    /// [`Store::reads_derived_ranges`].
+    fn read_derived_at(&self, key: &[u8], offset: u64, out: &mut [u8]) -> Result<bool, StoreError> {
+        let Some(value) = self.get_derived(key)? else {
+            return Ok(false);
+        };
+        let Some(range) = usize::try_from(offset)
+            .ok()
+            .and_then(|o| Some(o..o.checked_add(out.len())?))
+            .filter(|r| r.end <= value.len())
+        else {
+            return Ok(false);
+        };
+        out.copy_from_slice(&value[range]);
+        Ok(true)
+    }
+
+    /// True if [`Store::read_derived_at`] reads only the bytes asked for (so a repository
+    /// may leave large derived rows on disk and read them one at a time). Default: false.
+    fn reads_derived_ranges(&self) -> bool {
+        false
+    }
+
     /// Writes derived-data values in one batch.
     fn put_derived(&self, entries: &[(Vec<u8>, Vec<u8>)]) -> Result<(), StoreError>;
 

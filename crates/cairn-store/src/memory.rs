@@ -140,6 +140,29 @@ impl Store for MemoryStore {
         Ok(self.derived.read().get(key).cloned())
     }
 
+    fn read_derived_at(&self, key: &[u8], offset: u64, out: &mut [u8]) -> Result<bool, StoreError> {
+        let map = self.derived.read();
+        let Some(value) = map.get(key) else {
+            return Ok(false);
+        };
+        match usize::try_from(offset)
+            .ok()
+            .and_then(|o| value.get(o..o.checked_add(out.len())?))
+        {
+            Some(bytes) => {
+                out.copy_from_slice(bytes);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// True when it keeps derived data ([`MemoryStore::keeping_derived`]): a range is
+    /// copied out of the map without copying the rest.
+    fn reads_derived_ranges(&self) -> bool {
+        self.keeps_derived
+    }
+
     fn put_derived(&self, entries: &[(Vec<u8>, Vec<u8>)]) -> Result<(), StoreError> {
         let mut map = self.derived.write();
         for (key, value) in entries {

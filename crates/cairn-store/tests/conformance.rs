@@ -259,6 +259,30 @@ mod checks {
         assert_eq!(store.get_derived(b"empty").unwrap(), Some(vec![]));
     }
 
+    pub fn derived_ranges_read_what_was_put(store: &dyn Store) {
+        let value: Vec<u8> = (0..1000u32).map(|i| (i * 7 % 251) as u8).collect();
+        store.put_derived(&[(b"rows".to_vec(), value.clone())]).unwrap();
+        let read = |offset: u64, len: usize| {
+            let mut out = vec![0u8; len];
+            store.read_derived_at(b"rows", offset, &mut out).unwrap().then_some(out)
+        };
+        assert_eq!(read(0, 10).as_deref(), Some(&value[..10]));
+        assert_eq!(read(990, 10).as_deref(), Some(&value[990..]));
+        assert_eq!(read(500, 1).as_deref(), Some(&value[500..501]));
+        assert_eq!(read(1000, 0).as_deref(), Some(&[][..]));
+        // Past the end, or no such value: false.
+        assert_eq!(read(995, 10), None);
+        assert_eq!(read(u64::MAX, 1), None);
+        assert!(!store.read_derived_at(b"absent", 0, &mut [0u8; 1]).unwrap());
+        // A replaced value is read, also after a compaction moved it.
+        let newer: Vec<u8> = value.iter().map(|b| b ^ 0xff).collect();
+        store.put_derived(&[(b"rows".to_vec(), newer.clone())]).unwrap();
+        store.compact().unwrap();
+        assert_eq!(read(100, 50).as_deref(), Some(&newer[100..150]));
+        store.delete_derived(&[b"rows".to_vec()]).unwrap();
+        assert_eq!(read(0, 1), None);
+    }
+
     pub fn derived_key_spaces_are_separate(store: &dyn Store) {
         // The same bytes as an object hash, a ref name and a derived key name three things.
         let (hash, bytes) = object("shared key");
@@ -473,6 +497,7 @@ macro_rules! conformance {
             empty_ref_value_is_not_absence,
             list_refs_by_prefix_in_name_order,
             derived_put_get_overwrite_delete,
+            derived_ranges_read_what_was_put,
             derived_key_spaces_are_separate,
             scan_derived_by_prefix_in_key_order,
             last_derived_at_or_before,

@@ -1,18 +1,24 @@
 //! The dense part of a node chunk (one per dense model): the exact vectors, and what the
 //! int8 scan reads — codes, scales and the bound terms of `dense/int8.rs`, all computed
-//! from the vectors (only the vectors are stored).
+//! from the vectors (only the vectors are stored). The exact vectors are held in memory,
+//! or left in the stored part and read a row at a time ([`crate::dense::rows`]).
+
+use std::sync::Arc;
 
 use crate::chunk::node::Local;
 use crate::dense::int8::{kernel_gamma, quantize_row, row_terms};
 use crate::dense::kernel;
+use crate::dense::rows::{row_crc, RowSource, StoredRows};
 
 /// Vectors of one model in one chunk: row `r` is local ordinal `rows[r]` (increasing).
 #[derive(Debug, Clone, Default)]
 pub struct DenseChunk {
     pub(crate) dim: usize,
     pub(crate) rows: Vec<Local>,
-    /// `rows.len() · dim` components.
+    /// `rows.len() · dim` components; empty when they are `stored`.
     pub(crate) vectors: Vec<f32>,
+    /// Where the rows are read from when they are not held in memory.
+    pub(crate) stored: Option<StoredRows>,
     pub(crate) codes: Vec<i8>,
     pub(crate) scales: Vec<f32>,
     /// Bound terms per row (`dense/int8.rs`).
@@ -23,17 +29,24 @@ pub struct DenseChunk {
     pub(crate) identity: bool,
 }
 
-/// Bitwise equality of the stored content (rows and vector bits; the rest is derived).
+/// Bitwise equality of the stored content (rows and vector bits; the rest is derived). A
+/// part whose rows are on disk is compared by its rows' checksums and codes.
 impl PartialEq for DenseChunk {
     fn eq(&self, other: &Self) -> bool {
-        self.dim == other.dim
-            && self.rows == other.rows
-            && self.vectors.len() == other.vectors.len()
-            && self
-                .vectors
-                .iter()
-                .zip(&other.vectors)
-                .all(|(a, b)| a.to_bits() == b.to_bits())
+        if self.dim != other.dim || self.rows != other.rows {
+            return false;
+        }
+        match (&self.stored, &other.stored) {
+            (None, None) => {
+                self.vectors.len() == other.vectors.len()
+                    && self
+                        .vectors
+                        .iter()
+                        .zip(&other.vectors)
+                        .all(|(a, b)| a.to_bits() == b.to_bits())
+            }
+            _ => self.row_crcs() == other.row_crcs() && self.codes == other.codes,
+        }
     }
 }
 
@@ -62,6 +75,7 @@ impl DenseChunk {
             dim,
             rows,
             vectors,
+            stored: None,
             codes,
             scales,
             bound_u,
@@ -90,9 +104,51 @@ impl DenseChunk {
         &self.rows
     }
 
-    /// Row `r`'s vector.
-    pub fn vector(&self, r: usize) -> &[f32] {
-        &self.vectors[r * self.dim..(r + 1) * self.dim]
+    /// Row `r`'s vector, if the rows are held in memory (`None` when they are read from
+    /// the store: [`DenseChunk::rows_in_memory`]).
+    pub fn vector(&self, r: usize) -> Option<&[f32]> {
+        self.vectors.get(r * self.dim..(r + 1) * self.dim)
+    }
+
+    /// True if the exact rows are held in memory; false if they are read from the stored
+    /// part when rescoring needs them.
+    pub fn rows_in_memory(&self) -> bool {
+        self.stored.is_none()
+    }
+
+    /// The same part with its exact rows left in the stored value `key` (the part's own
+    /// encoding, [`crate::persist::encode_dense`], whose rows start at byte `first`),
+    /// read through `source`; the codes and bounds stay. A part already on disk is
+    /// returned as it is.
+    pub fn with_rows_stored(&self, source: Arc<dyn RowSource>, key: &[u8], first: u64) -> DenseChunk {
+        if self.stored.is_some() {
+            return self.clone();
+        }
+        DenseChunk {
+            dim: self.dim,
+            rows: self.rows.clone(),
+            vectors: Vec::new(),
+            stored: Some(StoredRows {
+                source,
+                key: key.into(),
+                first,
+                crcs: self.row_crcs().into(),
+            }),
+            codes: self.codes.clone(),
+            scales: self.scales.clone(),
+            bound_u: self.bound_u.clone(),
+            bound_v: self.bound_v.clone(),
+            identity: self.identity,
+        }
+    }
+
+    /// Each row's crc32 (of its little-endian bytes).
+    fn row_crcs(&self) -> Vec<u32> {
+        match &self.stored {
+            Some(s) => s.crcs.to_vec(),
+            None if self.dim == 0 => vec![0; self.rows.len()],
+            None => self.vectors.chunks_exact(self.dim).map(row_crc).collect(),
+        }
     }
 
     /// Row `r`'s codes.
@@ -108,14 +164,52 @@ impl DenseChunk {
         self.rows.binary_search(&local).ok()
     }
 
-    /// The exact kernel score of row `r` for `query`.
+    /// The exact kernel score of row `r` for `query`. `Err` (why) only for a row on disk
+    /// that cannot be read or fails its checksum: the caller scores it from the data
+    /// ([`DenseChunk::score_from_data`]).
     #[inline]
-    pub(crate) fn score(&self, query: &[f32], r: usize) -> f32 {
-        kernel::dot(query, self.vector(r))
+    pub(crate) fn score(&self, query: &[f32], r: usize) -> Result<f32, String> {
+        match &self.stored {
+            None => Ok(kernel::dot(query, &self.vectors[r * self.dim..(r + 1) * self.dim])),
+            Some(s) => s.with_row(r, self.dim, |v| kernel::dot(query, v)),
+        }
+    }
+
+    /// Scores row `r` with the vector of node object `node` (what [`DenseChunk::score`]
+    /// could not read), after telling the source that the stored part is damaged.
+    pub(crate) fn score_from_data(
+        &self,
+        query: &[f32],
+        r: usize,
+        node: &cairn_core::Hash,
+        model: &str,
+        why: String,
+    ) -> Result<f32, String> {
+        let Some(s) = &self.stored else {
+            return Err(why);
+        };
+        s.source.damaged(&s.key, why);
+        let v = s.source.node_vector(node, model)?;
+        if v.len() != self.dim || row_crc(&v) != s.crcs[r] {
+            return Err(format!(
+                "node {} does not hold the vector its index part was built from",
+                node.short()
+            ));
+        }
+        Ok(kernel::dot(query, &v))
+    }
+
+    /// Prefetches row `r`'s vector when it is in memory.
+    #[inline]
+    pub(crate) fn prefetch_row(&self, r: usize) {
+        if let Some(v) = self.vector(r) {
+            crate::dense::prefetch::prefetch(v);
+        }
     }
 
     /// Approximate heap bytes.
     pub fn heap_bytes(&self) -> usize {
-        self.rows.len() * (4 + 4 + 4 + 4) + self.vectors.len() * 4 + self.codes.len() + 128
+        let stored = self.stored.as_ref().map_or(0, |s| s.crcs.len() * 4 + s.key.len() + 64);
+        self.rows.len() * (4 + 4 + 4 + 4) + self.vectors.len() * 4 + self.codes.len() + stored + 128
     }
 }

@@ -3,3 +3,4 @@
 pub(crate) mod int8;
 pub(crate) mod kernel;
 pub(crate) mod prefetch;
+pub(crate) mod rows;

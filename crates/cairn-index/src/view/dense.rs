@@ -348,27 +348,43 @@ impl CommitIndexes {
         })
     }
 
-    /// The `k` best of `rows` by the exact kernel.
-    fn rescore(&self, view: &DenseView, query: &[f32], k: usize, rows: &[Row]) -> Vec<Hit> {
-        let hit = |i: usize| -> Option<Hit> {
-            prefetch_ahead(view, rows, i, DenseChunk::vector);
+    /// The `k` best of `rows` by the exact kernel. A row on disk that cannot be read is
+    /// scored from its node object ([`crate::dense::rows`]); `Err` only if that fails too.
+    fn rescore(&self, view: &DenseView, query: &[f32], k: usize, rows: &[Row]) -> Result<Vec<Hit>, IndexError> {
+        let hit = |i: usize| -> Result<Option<Hit>, IndexError> {
+            if let Some(&(c, r)) = rows.get(i + prefetch::AHEAD) {
+                if let Some(part) = view.part(c as usize) {
+                    part.prefetch_row(r as usize);
+                }
+            }
             let (c, r) = rows[i];
-            let part = view.part(c as usize)?;
-            Some(Hit {
-                ordinal: self.offset(c as usize) + part.rows()[r as usize],
-                score: part.score(query, r as usize),
-            })
+            let Some(part) = view.part(c as usize) else {
+                return Ok(None);
+            };
+            let (c, r) = (c as usize, r as usize);
+            let local = part.rows()[r];
+            let score = part.score(query, r).or_else(|why| {
+                let node = self.chunks()[c].hashes[local as usize];
+                part.score_from_data(query, r, &node, &view.model, why)
+                    .map_err(|e| IndexError::UnreadableRow(format!("dense:{} node {}: {e}", view.model, node.short())))
+            })?;
+            Ok(Some(Hit {
+                ordinal: self.offset(c) + local,
+                score,
+            }))
         };
         let hits: Vec<Hit> = if rows.len() >= PARALLEL_ROWS {
             (0..rows.len())
                 .into_par_iter()
                 .with_min_len(1024)
-                .filter_map(hit)
-                .collect()
+                .filter_map(|i| hit(i).transpose())
+                .collect::<Result<_, _>>()?
         } else {
-            (0..rows.len()).filter_map(hit).collect()
+            (0..rows.len())
+                .filter_map(|i| hit(i).transpose())
+                .collect::<Result<_, _>>()?
         };
-        top_k_vec(hits, k)
+        Ok(top_k_vec(hits, k))
     }
 
     /// The `k` nodes with the highest dot product with `query` among `filter`, exact
@@ -389,7 +405,7 @@ impl CommitIndexes {
             return Ok(DenseSearch::default());
         }
         let rows = self.filtered_rows(view, filter);
-        let (hits, rescored) = self.exact_top_k(view, query, k, &rows);
+        let (hits, rescored) = self.exact_top_k(view, query, k, &rows)?;
         Ok(DenseSearch {
             hits,
             approximate: false,
@@ -399,10 +415,16 @@ impl CommitIndexes {
 
     /// The exact `k` best of `rows` (module docs: int8 bounds, then exact rescoring of the
     /// rows that can still enter the top `k`); also returns how many rows were rescored.
-    fn exact_top_k(&self, view: &DenseView, query: &[f32], k: usize, rows: &[Row]) -> (Vec<Hit>, usize) {
+    fn exact_top_k(
+        &self,
+        view: &DenseView,
+        query: &[f32],
+        k: usize,
+        rows: &[Row],
+    ) -> Result<(Vec<Hit>, usize), IndexError> {
         let total = rows.len();
         if total <= k || total <= EXACT_SCAN_ROWS {
-            return (self.rescore(view, query, k, rows), total);
+            return Ok((self.rescore(view, query, k, rows)?, total));
         }
         // Phase 1: bounds, in row order.
         let q = QueryCodes::new(query);
@@ -434,7 +456,7 @@ impl CommitIndexes {
             .map(|(r, _)| *r)
             .collect();
         let rescored = kept.len();
-        (self.rescore(view, query, k, &kept), rescored)
+        Ok((self.rescore(view, query, k, &kept)?, rescored))
     }
 
     /// The exact answer by scoring every vector in `filter` with the exact kernel: the
@@ -448,7 +470,7 @@ impl CommitIndexes {
     ) -> Result<Vec<Hit>, IndexError> {
         let view = self.dense_view_for(model, query)?;
         let rows = self.filtered_rows(view, filter);
-        Ok(self.rescore(view, query, k, &rows))
+        self.rescore(view, query, k, &rows)
     }
 
     /// Approximate search through the model's unit graphs (module docs): candidates from
@@ -569,9 +591,9 @@ impl CommitIndexes {
         }
         // Scanned units: the exact lane over their rows; walked units: every row found,
         // rescored. Both score exactly, so the best `k` of the two lists is well defined.
-        let (mut hits, mut rescored) = self.exact_top_k(view, query, k, &scanned);
+        let (mut hits, mut rescored) = self.exact_top_k(view, query, k, &scanned)?;
         rescored += walked.len();
-        hits.extend(self.rescore(view, query, k, &walked));
+        hits.extend(self.rescore(view, query, k, &walked)?);
         Ok(DenseSearch {
             hits: top_k_vec(hits, k),
             approximate,

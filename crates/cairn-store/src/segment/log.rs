@@ -358,6 +358,30 @@ impl<K: LogKey> Log<K> {
         Ok(Some(bytes))
     }
 
+    /// Bytes `offset..offset + out.len()` of the value under `key`, not checked (the
+    /// caller checks them: [`crate::Store::read_derived_at`]). `Ok(false)` if there is no
+    /// value or it is shorter.
+    pub(super) fn read_at(&self, key: &K, offset: u64, out: &mut [u8]) -> Result<bool, StoreError> {
+        let (loc, file) = {
+            let state = self.state.read();
+            let Some(loc) = state.index.get(key).copied() else {
+                return Ok(false);
+            };
+            let file = Arc::clone(&state.segments[&loc.segment].file);
+            (loc, file)
+        };
+        match offset.checked_add(out.len() as u64) {
+            Some(end) if end <= u64::from(loc.value_len) => {}
+            _ => return Ok(false),
+        }
+        let at = loc.offset + (HEADER + key.bytes().len()) as u64 + offset;
+        match file.read_exact_at(out, at) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(false),
+            Err(e) => Err(io_error(&self.dir, "reading part of a record", e)),
+        }
+    }
+
     /// True if `key` has a value (not checked).
     pub(super) fn contains(&self, key: &K) -> bool {
         self.state.read().index.contains_key(key)

@@ -372,6 +372,15 @@ impl Store for SegmentStore {
         self.derived.get(&Box::from(key))
     }
 
+    fn read_derived_at(&self, key: &[u8], offset: u64, out: &mut [u8]) -> Result<bool, StoreError> {
+        self.derived.read_at(&Box::from(key), offset, out)
+    }
+
+    /// True: one `pread` of the range, from the value's place in its segment.
+    fn reads_derived_ranges(&self) -> bool {
+        true
+    }
+
     fn put_derived(&self, entries: &[(Vec<u8>, Vec<u8>)]) -> Result<(), StoreError> {
         self.derived
             .put(entries.iter().map(|(k, v)| (k.as_slice().into(), v.as_slice())), false)

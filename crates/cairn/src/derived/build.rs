@@ -110,6 +110,11 @@ impl Ctx {
         self.notes.lock().push(what);
     }
 
+    /// True if a store write of this assembly failed (what it built is only in memory).
+    fn store_failed(&self) -> bool {
+        self.notes.lock().iter().any(|n| n.starts_with("could not store"))
+    }
+
     /// Queues `value()` for storage under `key` (only computed if the store keeps derived
     /// data).
     fn persist(&self, key: Vec<u8>, value: impl FnOnce() -> Vec<u8>) {
@@ -225,6 +230,7 @@ impl Repo {
     /// new chunks and a walk of its tree's upper levels, not a lookup per chunk.
     pub(crate) fn index_view(&self, id: &CommitId, needs: &IndexNeeds) -> Result<(Arc<CommitIndexes>, Vec<String>)> {
         let c = self.commit(id)?;
+        let repaired = self.drop_damaged_rows();
         let cache = &self.inner.derived.cache;
         let fp = self.inner.derived.fingerprint;
         let vkey = view_key(&fp, c.node_root, c.edge_root);
@@ -237,6 +243,7 @@ impl Repo {
             return Ok((Arc::clone(&e.view), Vec::new()));
         }
         let ctx = self.ctx();
+        ctx.notes.lock().extend(repaired);
         self.check_manifest(&ctx, TreeKind::Nodes, c.node_root);
         let donor = match &base {
             Some(_) => None,
@@ -349,6 +356,7 @@ impl Repo {
                     }
                 })
                 .collect::<Result<Vec<_>>>()?;
+            let parts = self.leave_rows_on_disk(&ctx, &list, &view, model, parts);
             view.set_dense(model, parts).map_err(inconsistent)?;
         }
         for model in &needs.graphs {
@@ -772,6 +780,51 @@ impl Repo {
             .collect()
     }
 
+    /// `parts` with their rows left on disk, if the view's `model` rows stay there
+    /// ([`Repo::rows_on_disk`]): every value is written first, and a part whose stored
+    /// value does not end with its last row (not stored, or not what was built) keeps its
+    /// rows in memory.
+    fn leave_rows_on_disk(
+        &self,
+        ctx: &Ctx,
+        list: &ChunkList,
+        view: &CommitIndexes,
+        model: &str,
+        parts: Vec<Option<Arc<DenseChunk>>>,
+    ) -> Vec<Option<Arc<DenseChunk>>> {
+        let Some(source) = self.rows_on_disk(ctx.persistent, view, model) else {
+            return parts;
+        };
+        self.store_pending(ctx);
+        if ctx.store_failed() {
+            return parts;
+        }
+        let cache = &self.inner.derived.cache;
+        parts
+            .into_par_iter()
+            .zip(list.par_iter())
+            .map(|(p, ch)| {
+                let p = p?;
+                if !p.rows_in_memory() || p.is_empty() {
+                    return Some(p);
+                }
+                let key = part_store_key(&ch.key, TAG_DENSE, Some(model));
+                let first = persist::dense_rows_offset(model, p.len());
+                let last = p.vector(p.len() - 1).and_then(|v| v.last()).map(|x| x.to_le_bytes());
+                let mut tail = [0u8; 4];
+                let at = first + (p.len() * p.dim() * 4) as u64 - 4;
+                let stored =
+                    matches!(self.store().read_derived_at(&key, at, &mut tail), Ok(true)) && Some(tail) == last;
+                if !stored {
+                    return Some(p);
+                }
+                let on_disk = Arc::new(p.with_rows_stored(Arc::clone(&source), &key, first));
+                cache.put_part(key, Part::Dense(Arc::clone(&on_disk)));
+                Some(on_disk)
+            })
+            .collect()
+    }
+
     /// The unit graphs of `model` over a view's chunks: cached, stored, or built (units in
     /// parallel, each graph on one thread).
     fn unit_graphs(
@@ -920,7 +973,7 @@ impl Repo {
 
     /// Records that every chunk of these trees is stored (if no store write failed).
     fn write_manifests(&self, ctx: &Ctx, trees: &[(TreeKind, Option<Hash>)], list: &ChunkList) {
-        if !ctx.persistent || !ctx.notes.lock().iter().all(|n| !n.starts_with("could not store")) {
+        if !ctx.persistent || ctx.store_failed() {
             return;
         }
         let mut entries = Vec::new();

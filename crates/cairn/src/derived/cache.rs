@@ -177,6 +177,11 @@ impl DerivedCache {
         self.parts.lock().evict(|b, _| b <= bytes);
     }
 
+    /// The part cache's byte budget.
+    pub(crate) fn capacity(&self) -> usize {
+        *self.capacity.lock()
+    }
+
     /// Bytes the part cache holds (estimated).
     pub(crate) fn bytes(&self) -> usize {
         self.parts.lock().bytes

@@ -20,6 +20,7 @@ pub(crate) mod cache;
 pub(crate) mod check;
 pub(crate) mod keys;
 mod live;
+mod rows;
 mod source;
 pub(crate) mod spans;
 
@@ -39,6 +40,9 @@ pub(crate) struct Derived {
     /// The first failure to store derived values since [`Repo::build_indexes_with`] last
     /// looked (queries only note such failures; a build that was asked to store reports it).
     pub(crate) store_failure: parking_lot::Mutex<Option<cairn_store::StoreError>>,
+    /// Stored dense parts whose rows could not be read at query time (key, why): deleted
+    /// and rebuilt by the next view assembly ([`rows`]).
+    pub(crate) damaged_rows: rows::DamagedRows,
 }
 
 impl Default for Derived {
@@ -50,6 +54,7 @@ impl Default for Derived {
             cache: cache::DerivedCache::default(),
             stored: parking_lot::Mutex::new((0, 0)),
             store_failure: parking_lot::Mutex::new(None),
+            damaged_rows: Default::default(),
         }
     }
 }

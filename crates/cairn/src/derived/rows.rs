@@ -1,0 +1,117 @@
+//! Dense rows left on disk: the repository's [`RowSource`] (rows read from the store, a
+//! row that cannot be read scored from its node object), and the rule deciding when a
+//! view's rows stay on disk.
+//!
+//! A model's exact `f32` rows stay in memory while they fit in a quarter of the part
+//! cache's budget ([`Repo::set_index_cache_bytes`], 1 GiB by default: 256 MiB, ~170,000
+//! 384-d vectors); beyond that, on a store that reads value ranges (the segment store, or
+//! a memory store keeping derived data), each part keeps its int8 codes and a crc32 per row,
+//! and rescoring reads the rows it needs from the stored part. Scores are the same bits
+//! either way.
+
+use std::sync::Arc;
+
+use cairn_core::Hash;
+use cairn_graph::Objects;
+use cairn_index::CommitIndexes;
+use cairn_index::RowSource;
+use cairn_store::Store;
+use parking_lot::Mutex;
+
+use crate::repo::Repo;
+
+/// Stored parts whose rows could not be read, with why: shared by a repository handle
+/// and every part of its views that reads rows from the store.
+pub(crate) type DamagedRows = Arc<Mutex<Vec<(Vec<u8>, String)>>>;
+
+/// Rows read from the repository's store.
+pub(crate) struct StoreRows {
+    store: Arc<dyn Store>,
+    damaged: DamagedRows,
+}
+
+impl RowSource for StoreRows {
+    fn read_at(&self, key: &[u8], offset: u64, out: &mut [u8]) -> Result<bool, String> {
+        self.store.read_derived_at(key, offset, out).map_err(|e| e.to_string())
+    }
+
+    fn node_vector(&self, node: &Hash, model: &str) -> Result<Vec<f32>, String> {
+        let n = Objects::new(Arc::clone(&self.store))
+            .node(node)
+            .map_err(|e| e.to_string())?;
+        n.embeddings
+            .get(model)
+            .cloned()
+            .ok_or_else(|| format!("node {} has no `{model}` vector", node.short()))
+    }
+
+    fn damaged(&self, key: &[u8], detail: String) {
+        let mut d = self.damaged.lock();
+        if !d.iter().any(|(k, _)| k == key) {
+            d.push((key.to_vec(), detail));
+        }
+    }
+}
+
+impl Repo {
+    /// The source a view's `model` rows are read from, if they stay on disk (module docs).
+    pub(super) fn rows_on_disk(
+        &self,
+        persistent: bool,
+        view: &CommitIndexes,
+        model: &str,
+    ) -> Option<Arc<dyn RowSource>> {
+        if !persistent || !self.store().reads_derived_ranges() {
+            return None;
+        }
+        let bytes: u64 = view
+            .chunks()
+            .iter()
+            .filter_map(|c| c.dense_models().get(model))
+            .map(|&(dim, rows)| u64::from(dim) * u64::from(rows) * 4)
+            .sum();
+        if bytes <= self.inner.derived.cache.capacity() as u64 / 4 {
+            return None;
+        }
+        Some(Arc::new(StoreRows {
+            store: Arc::clone(self.store()),
+            damaged: Arc::clone(&self.inner.derived.damaged_rows),
+        }))
+    }
+
+    /// Deletes the stored parts whose rows could not be read since the last assembly and
+    /// empties the cache, so they are rebuilt from the data; one note each.
+    pub(super) fn drop_damaged_rows(&self) -> Vec<String> {
+        let damaged = std::mem::take(&mut *self.inner.derived.damaged_rows.lock());
+        if damaged.is_empty() {
+            return Vec::new();
+        }
+        let keys: Vec<Vec<u8>> = damaged.iter().map(|(k, _)| k.clone()).collect();
+        // A part that cannot be deleted is read whole on its next load, where the
+        // store's own checksum finds the damage and it is rebuilt all the same.
+        let deleted = match self.store().delete_derived(&keys) {
+            Ok(()) => String::new(),
+            Err(e) => format!(" (deleting it failed: {e})"),
+        };
+        self.inner.derived.cache.clear();
+        damaged
+            .into_iter()
+            .map(|(k, why)| {
+                format!(
+                    "the stored {} has a damaged row ({why}); rebuilt{deleted}",
+                    part_name(&k)
+                )
+            })
+            .collect()
+    }
+}
+
+/// `dense:MODEL part of chunk SHORT`, read off a dense part's store key (`ck/ ‖ chunk ‖
+/// tag ‖ model`, storage-format §7.1).
+fn part_name(key: &[u8]) -> String {
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    match (key.get(3..9), key.get(36..)) {
+        (Some(chunk), Some(model)) => format!("dense:{} part of chunk {}", String::from_utf8_lossy(model), hex(chunk)),
+        _ => format!("dense part {}", hex(key)),
+    }
+}

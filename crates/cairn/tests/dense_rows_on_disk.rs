@@ -1,0 +1,220 @@
+//! Dense rows left on disk: when a model's exact rows do not fit a quarter of the index
+//! cache, each part keeps its int8 codes and reads the rows rescoring needs from its stored
+//! value. Results are the same bytes as with the rows in memory; a damaged stored row is
+//! never scored (its node's vector is) and its part is rebuilt, with `derived_rebuilt`.
+
+use std::sync::Arc;
+
+use cairn::retrieve::{RetrievalResult, WarningCode};
+use cairn::{Hash, Node, NodeId, Repo, StoreKind};
+use cairn_index::persist::{decode_dense, dense_rows_offset, TAG_DENSE};
+use cairn_store::{MemoryStore, Store};
+
+const N: usize = 3000;
+const DIM: usize = 16;
+/// Commit and query time, fixed so that two repositories hold the same commit.
+const T: i64 = 1_700_000_000_000;
+
+/// A deterministic vector (xorshift), not normalised.
+fn vector(i: usize, salt: u64) -> Vec<f32> {
+    let mut x = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ salt;
+    (0..DIM)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % 2001) as f32 / 1000.0 - 1.0
+        })
+        .collect()
+}
+
+fn fill(repo: &Repo) {
+    let mut tx = repo.transaction().unwrap();
+    for i in 0..N {
+        let words = ["wing", "stall", "lift", "drag", "flow", "shock"];
+        tx.put_node(
+            Node::new(NodeId::new(format!("n{i:05}")).unwrap())
+                .with_label(["Doc", "Note"][i % 2])
+                .with_text(format!("{} {}", words[i % 6], words[(i / 6) % 6]))
+                .with_embedding("m", vector(i, 7)),
+        )
+        .unwrap();
+    }
+    tx.commit_at("nodes", T).unwrap();
+}
+
+/// Every query shape that rescores rows: exact with and without a gate, ANN, hybrid.
+fn queries(repo: &Repo) -> Vec<RetrievalResult> {
+    let mut out = Vec::new();
+    for q in 0..4 {
+        let v = vector(10_000 + q, 3);
+        out.push(repo.retrieve().vector("m", &v).limit(25).valid_at(T).execute().unwrap());
+        out.push(
+            repo.retrieve()
+                .label("Doc")
+                .vector("m", &v)
+                .limit(25)
+                .valid_at(T)
+                .execute()
+                .unwrap(),
+        );
+        out.push(
+            repo.retrieve()
+                .vector("m", &v)
+                .limit(25)
+                .approximate(50)
+                .valid_at(T)
+                .execute()
+                .unwrap(),
+        );
+        out.push(
+            repo.retrieve()
+                .label("Note")
+                .vector("m", &v)
+                .text("wing stall")
+                .limit(40)
+                .valid_at(T)
+                .execute()
+                .unwrap(),
+        );
+    }
+    out
+}
+
+fn json(results: &[RetrievalResult]) -> Vec<String> {
+    results.iter().map(|r| serde_json::to_string(r).unwrap()).collect()
+}
+
+/// Asserts two runs of [`queries`] are the same bytes, naming the first that differs.
+fn same(got: &[String], expected: &[String]) {
+    assert_eq!(got.len(), expected.len());
+    for (i, (g, e)) in got.iter().zip(expected).enumerate() {
+        assert!(g == e, "query {i} differs:\n{g}\n{e}");
+    }
+}
+
+fn rows_in_memory(repo: &Repo) -> Vec<bool> {
+    let ix = repo.indexes("HEAD").unwrap();
+    let dense = ix.dense("m").unwrap();
+    (0..ix.chunks().len())
+        .filter_map(|c| dense.part(c).map(|p| p.rows_in_memory()))
+        .collect()
+}
+
+/// A repository over a store that keeps derived data, with rows in memory (default cache)
+/// or on disk (a cache too small for them).
+fn repo(on_disk: bool) -> (Repo, Arc<MemoryStore>) {
+    let store = Arc::new(MemoryStore::keeping_derived());
+    let repo = Repo::with_store(Arc::clone(&store) as Arc<dyn Store>).unwrap();
+    if on_disk {
+        repo.set_index_cache_bytes(64 << 10);
+    }
+    fill(&repo);
+    (repo, store)
+}
+
+#[test]
+fn rows_on_disk_give_the_same_bytes_as_rows_in_memory() {
+    let (memory, _) = repo(false);
+    let (disk, _) = repo(true);
+    let expected = json(&queries(&memory));
+    same(&json(&queries(&disk)), &expected);
+    assert!(rows_in_memory(&memory).iter().all(|&m| m));
+    let on_disk = rows_in_memory(&disk);
+    assert!(on_disk.len() > 10 && on_disk.iter().all(|&m| !m), "{on_disk:?}");
+    // Warm again, and in a second handle over the same store (parts loaded, not built).
+    same(&json(&queries(&disk)), &expected);
+}
+
+#[test]
+fn rows_on_disk_in_a_segment_store_survive_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("repo");
+    let (memory, _) = repo(false);
+    let expected = json(&queries(&memory));
+    {
+        let repo = Repo::init_with(&path, StoreKind::Segment).unwrap();
+        repo.set_index_cache_bytes(64 << 10);
+        fill(&repo);
+        same(&json(&queries(&repo)), &expected);
+        assert!(rows_in_memory(&repo).iter().all(|&m| !m));
+    }
+    let repo = Repo::open(&path).unwrap();
+    repo.set_index_cache_bytes(64 << 10);
+    same(&json(&queries(&repo)), &expected);
+    assert!(rows_in_memory(&repo).iter().all(|&m| !m));
+}
+
+#[test]
+fn a_damaged_stored_row_is_scored_from_its_node_and_its_part_rebuilt() {
+    let (memory, _) = repo(false);
+    let expected = json(&queries(&memory));
+    let (disk, store) = repo(true);
+    same(&json(&queries(&disk)), &expected);
+    // Flip one byte of the row of query 0's top hit (n02890) in its stored part: the
+    // store's own checksum (a memory store keeps none) cannot see it; the row's must.
+    let dense: Vec<(Vec<u8>, Vec<u8>)> = store
+        .scan_derived(b"ck/")
+        .unwrap()
+        .into_iter()
+        .filter(|(_, v)| v.first() == Some(&TAG_DENSE))
+        .collect();
+    assert!(dense.len() > 10);
+    let top = vector(2890, 7);
+    let mut damaged = None;
+    for (k, v) in &dense {
+        let chunk = Hash::from_bytes(k[3..35].try_into().unwrap());
+        let (model, _, part) = decode_dense(v, &chunk).unwrap();
+        assert_eq!(model, "m");
+        if let Some(r) = (0..part.len()).find(|&r| part.vector(r) == Some(top.as_slice())) {
+            let mut v = v.clone();
+            let at = dense_rows_offset("m", part.len()) as usize + r * DIM * 4 + 5;
+            v[at] ^= 0x40;
+            damaged = Some((k.clone(), v));
+        }
+    }
+    store.put_derived(&[damaged.expect("the top hit's part")]).unwrap();
+    // The same answer: a damaged row is read from its node object.
+    let first = disk
+        .retrieve()
+        .vector("m", &vector(10_000, 3))
+        .limit(25)
+        .valid_at(T)
+        .execute()
+        .unwrap();
+    assert_eq!(serde_json::to_string(&first).unwrap(), expected[0]);
+    // The next assembly deletes and rebuilds the damaged parts and says so.
+    let next = disk
+        .retrieve()
+        .label("Doc")
+        .vector("m", &vector(10_000, 3))
+        .limit(25)
+        .valid_at(T)
+        .execute()
+        .unwrap();
+    let rebuilt: Vec<&str> = next
+        .warnings
+        .iter()
+        .filter(|w| w.code == WarningCode::DerivedRebuilt)
+        .map(|w| w.message.as_str())
+        .collect();
+    assert!(
+        rebuilt
+            .iter()
+            .any(|m| m.contains("dense:m part of chunk") && m.contains("fails its checksum")),
+        "{rebuilt:?}"
+    );
+    assert!(rebuilt.len() <= 2, "{rebuilt:?}");
+    let expected_next: RetrievalResult = serde_json::from_str(&expected[1]).unwrap();
+    assert_eq!(next.items, expected_next.items);
+    // Rebuilt from the data: the stored parts are the original bytes again, and every
+    // answer is what it was, with no warning left.
+    let rebuilt: Vec<(Vec<u8>, Vec<u8>)> = store
+        .scan_derived(b"ck/")
+        .unwrap()
+        .into_iter()
+        .filter(|(_, v)| v.first() == Some(&TAG_DENSE))
+        .collect();
+    assert_eq!(rebuilt, dense);
+    same(&json(&queries(&disk)), &expected);
+}
