@@ -249,7 +249,9 @@ impl Repo {
         {
             let _sweeping = self.inner.gc_lock.write();
             self.mark_from_refs(&mut marks)?;
-            candidates.retain(|c| !marks.objects.contains(&c.hash));
+            // Objects open transactions wrote ahead of their commit (`pins.rs`).
+            let pinned = self.inner.pins.all();
+            candidates.retain(|c| !marks.objects.contains(&c.hash) && !pinned.contains(&c.hash));
             // Commits first, then trees, then nodes, edges and unreadable objects.
             let rank = |k: Option<ObjectKind>| match k {
                 Some(ObjectKind::Commit) => 0,

@@ -72,6 +72,7 @@ mod log_entry;
 mod merge;
 mod node_history;
 mod patch;
+mod pins;
 mod progress;
 mod reflog;
 mod repo;
@@ -88,7 +89,7 @@ pub use cairn_core::{Commit, CommitId, Edge, EdgeKey, Hash, Node, NodeId, Sparse
 pub use cairn_index::CommitIndexes;
 #[doc(inline)]
 pub use cairn_retrieve as retrieve;
-pub use derived::{DenseReport, IndexReport, IndexStats, DEFAULT_CACHE_BYTES};
+pub use derived::{DenseReport, IndexReport, IndexStats, DEFAULT_MEMORY_BUDGET};
 pub use diff::{edge_field_changes, node_field_changes, ChangeKind, Diff, EdgeChange, FieldChange, NodeChange};
 pub use diff_report::{DiffReport, EdgeDiff, NodeDiff};
 pub use embedders::{

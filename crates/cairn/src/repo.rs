@@ -49,6 +49,8 @@ pub(crate) struct Inner {
     /// until its ref has moved, and for writing by `gc` while it marks and sweeps: an
     /// object of an unpublished commit is never collected (see `gc.rs`).
     pub(crate) gc_lock: parking_lot::RwLock<()>,
+    /// Objects open transactions wrote ahead of their commit, which `gc` keeps.
+    pub(crate) pins: crate::pins::Pins,
     /// Held by every writer while it registers dense dimensions and moves its branch, so
     /// a registration taken back after a lost swap was seen by no commit that landed
     /// (see `writer.rs`).
@@ -303,6 +305,7 @@ impl Repo {
                 path,
                 derived: Derived::default(),
                 gc_lock: parking_lot::RwLock::new(()),
+                pins: Default::default(),
                 dims_lock: parking_lot::Mutex::new(()),
                 built_embedders: Default::default(),
                 progress: parking_lot::RwLock::new(None),

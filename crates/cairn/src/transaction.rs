@@ -26,9 +26,15 @@ pub struct Transaction<'r> {
     branch: BranchName,
     base: Option<CommitId>,
     base_commit: Option<Commit>,
-    /// Pending node changes: the put node's canonical encoding and hash (encoded at put
-    /// time, so a bulk transaction holds its nodes once, as bytes), or a deletion.
-    nodes: BTreeMap<NodeId, Option<Encoded>>,
+    /// Pending node changes: the put node's hash and canonical encoding (encoded at put
+    /// time), or a deletion. The bytes are `None` once written to the store ahead of the
+    /// commit ([`SPILL_BYTES`]).
+    nodes: BTreeMap<NodeId, Option<Staged>>,
+    /// Nodes put since the last write ahead, and their encoded bytes.
+    unwritten: Vec<NodeId>,
+    unwritten_bytes: usize,
+    /// The pin set of the objects written ahead (`pins.rs`), once there are any.
+    pins: Option<u64>,
     edges: BTreeMap<EdgeKey, Option<Edge>>,
     /// The dimension of every dense model the put nodes carry, with the first node put
     /// with it (named if the registration fails): registered on commit (`writer.rs`).
@@ -56,8 +62,13 @@ pub(crate) fn check_dimension(id: &NodeId, model: &str, expected: Option<usize>,
     }
 }
 
-/// An encoded object and its hash.
-type Encoded = (Hash, Vec<u8>);
+/// A put node: its hash, and its encoding until it is written ahead of the commit.
+type Staged = (Hash, Option<Vec<u8>>);
+
+/// Encoded node bytes a transaction holds before it writes them to the store ahead of its
+/// commit (pinned against `gc` until the commit lands or the transaction is dropped): a
+/// bulk import holds at most this much of its input, plus a hash per node.
+const SPILL_BYTES: usize = 64 << 20;
 
 impl<'r> Transaction<'r> {
     pub(crate) fn begin(repo: &'r Repo, branch: BranchName) -> Result<Transaction<'r>> {
@@ -69,6 +80,9 @@ impl<'r> Transaction<'r> {
             base,
             base_commit,
             nodes: BTreeMap::new(),
+            unwritten: Vec::new(),
+            unwritten_bytes: 0,
+            pins: None,
             edges: BTreeMap::new(),
             dims: BTreeMap::new(),
             known_dims: BTreeMap::new(),
@@ -144,13 +158,14 @@ impl<'r> Transaction<'r> {
         if let Some(pending) = self.nodes.get(id) {
             return match pending {
                 None => Ok(None),
-                Some((h, bytes)) => decode_node(bytes).map(Some).map_err(|e| {
+                Some((h, Some(bytes))) => decode_node(bytes).map(Some).map_err(|e| {
                     Error::Graph(cairn_graph::GraphError::Corrupt {
                         kind: "node",
                         hash: *h,
                         detail: format!("a pending node does not decode: {e}"),
                     })
                 }),
+                Some((h, None)) => Ok(Some(self.repo.objects().node(h)?)),
             };
         }
         self.repo.node_in_root(self.base_node_root(), id)
@@ -213,11 +228,46 @@ impl<'r> Transaction<'r> {
                 fresh.push((model.clone(), (v.len(), node.id.clone())));
             }
         }
+        // Written ahead first: if that fails, the put is refused with the transaction as
+        // it was.
+        if self.unwritten_bytes >= SPILL_BYTES {
+            self.write_ahead()?;
+        }
         // Only once every model has passed: a refused put leaves the transaction as it was.
         self.dims.extend(fresh);
         let bytes = encode_node(&node);
         let hash = hash_object(&bytes);
-        self.nodes.insert(node.id, Some((hash, bytes)));
+        self.unwritten_bytes += bytes.len();
+        self.unwritten.push(node.id.clone());
+        self.nodes.insert(node.id, Some((hash, Some(bytes))));
+        Ok(())
+    }
+
+    /// Writes the nodes put since the last call to the store (not flushed: the commit
+    /// flushes before it moves the ref), pinned against `gc`, and lets go of their bytes.
+    /// On failure nothing is let go (what was written is an unreachable orphan).
+    fn write_ahead(&mut self) -> Result<()> {
+        let ids = std::mem::take(&mut self.unwritten);
+        let batch: Vec<(Hash, Vec<u8>)> = ids
+            .iter()
+            .filter_map(|id| match self.nodes.get(id) {
+                Some(Some((h, Some(bytes)))) => Some((*h, bytes.clone())),
+                _ => None,
+            })
+            .collect();
+        let pins = &self.repo.inner.pins;
+        let set = *self.pins.get_or_insert_with(|| pins.open());
+        pins.add(set, batch.iter().map(|(h, _)| *h));
+        if let Err(e) = self.repo.store().put_batch_owned(batch) {
+            self.unwritten = ids;
+            return Err(e.into());
+        }
+        for id in &ids {
+            if let Some(Some((_, bytes))) = self.nodes.get_mut(id) {
+                *bytes = None;
+            }
+        }
+        self.unwritten_bytes = 0;
         Ok(())
     }
 
@@ -310,9 +360,11 @@ impl<'r> Transaction<'r> {
             ..ChangeSet::default()
         };
         // Nodes, encoded when they were put.
-        for (id, encoded) in std::mem::take(&mut self.nodes) {
-            let after = encoded.map(|(hash, bytes)| {
-                out.add_encoded(hash, bytes);
+        for (id, staged) in std::mem::take(&mut self.nodes) {
+            let after = staged.map(|(hash, bytes)| {
+                if let Some(bytes) = bytes {
+                    out.add_encoded(hash, bytes);
+                }
                 hash
             });
             change.nodes.insert(id, after);
@@ -328,5 +380,15 @@ impl<'r> Transaction<'r> {
             timestamp_ms,
         };
         writer::write_commit(self.repo, &publishing, &self.branch, &change, out, header)
+    }
+}
+
+impl Drop for Transaction<'_> {
+    /// Unpins what was written ahead: committed, it is reachable from the branch; dropped,
+    /// it is garbage.
+    fn drop(&mut self) {
+        if let Some(set) = self.pins {
+            self.repo.inner.pins.release(set);
+        }
     }
 }
