@@ -216,7 +216,7 @@ fn run_store(kind: &str, n: usize) {
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
     {
-        repo.set_index_cache_bytes(mib << 20);
+        repo.set_memory_budget(mib << 20);
     }
     println!("\n### {kind} store, {n} nodes\n");
     println!("| measurement | value |");
@@ -405,7 +405,7 @@ fn child_asof() {
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
     {
-        repo.set_index_cache_bytes(mib << 20);
+        repo.set_memory_budget(mib << 20);
     }
     let t = Instant::now();
     let r = query(&repo, &queries[1], false, Some("HEAD~1"));

@@ -178,7 +178,7 @@ proptest! {
         let repo = Repo::with_store(Arc::clone(&store)).unwrap();
         if evict {
             // A tiny cache: parts come back from the store (or are rebuilt) all the time.
-            repo.set_index_cache_bytes(64 << 10);
+            repo.set_memory_budget(64 << 10);
         }
         let mut commits = Vec::new();
         for b in &batches {

@@ -107,7 +107,7 @@ fn repo(on_disk: bool) -> (Repo, Arc<MemoryStore>) {
     let store = Arc::new(MemoryStore::keeping_derived());
     let repo = Repo::with_store(Arc::clone(&store) as Arc<dyn Store>).unwrap();
     if on_disk {
-        repo.set_index_cache_bytes(64 << 10);
+        repo.set_memory_budget(64 << 10);
     }
     fill(&repo);
     (repo, store)
@@ -134,13 +134,13 @@ fn rows_on_disk_in_a_segment_store_survive_reopening() {
     let expected = json(&queries(&memory));
     {
         let repo = Repo::init_with(&path, StoreKind::Segment).unwrap();
-        repo.set_index_cache_bytes(64 << 10);
+        repo.set_memory_budget(64 << 10);
         fill(&repo);
         same(&json(&queries(&repo)), &expected);
         assert!(rows_in_memory(&repo).iter().all(|&m| !m));
     }
     let repo = Repo::open(&path).unwrap();
-    repo.set_index_cache_bytes(64 << 10);
+    repo.set_memory_budget(64 << 10);
     same(&json(&queries(&repo)), &expected);
     assert!(rows_in_memory(&repo).iter().all(|&m| !m));
 }

@@ -70,6 +70,8 @@ pub struct IndexReport {
 pub struct IndexStats {
     /// Bytes of index parts held in memory (estimated).
     pub cached_bytes: u64,
+    /// The memory budget ([`Repo::set_memory_budget`]).
+    pub memory_budget: u64,
     /// Derived values this handle has written to the store.
     pub stored_values: usize,
     /// Their bytes.
@@ -191,10 +193,22 @@ impl Repo {
         &self.inner.derived.params
     }
 
-    /// Sets the byte budget of the in-memory index cache (default
-    /// [`DEFAULT_CACHE_BYTES`](crate::derived::DEFAULT_CACHE_BYTES)); a smaller budget
-    /// trades memory for reloading parts from the store.
-    pub fn set_index_cache_bytes(&self, bytes: usize) {
+    /// Sets the memory budget of this handle's derived data (default
+    /// [`DEFAULT_MEMORY_BUDGET`](crate::DEFAULT_MEMORY_BUDGET), 1 GiB). It bounds the
+    /// index part cache: parts no cached view holds are evicted beyond it (and loaded from
+    /// the store again when needed). A quarter of it bounds each dense model's exact `f32`
+    /// rows held in memory: beyond that, on a store that reads value ranges (the segment
+    /// store), a view keeps the rows' int8 codes and reads each row rescoring needs from
+    /// the store. A view's other parts stay in memory while the view is used. Results are
+    /// the same bytes under every budget; shrinking it evicts at once.
+    ///
+    /// ```
+    /// let repo = cairn::Repo::in_memory()?;
+    /// repo.set_memory_budget(256 << 20);
+    /// assert_eq!(repo.index_stats().memory_budget, 256 << 20);
+    /// # Ok::<(), cairn::Error>(())
+    /// ```
+    pub fn set_memory_budget(&self, bytes: usize) {
         self.inner.derived.cache.set_capacity(bytes);
     }
 
@@ -203,6 +217,7 @@ impl Repo {
         let (stored_values, stored_bytes) = *self.inner.derived.stored.lock();
         IndexStats {
             cached_bytes: self.inner.derived.cache.bytes() as u64,
+            memory_budget: self.inner.derived.cache.capacity() as u64,
             stored_values,
             stored_bytes,
         }

@@ -11,8 +11,9 @@ use parking_lot::Mutex;
 
 use crate::derived::spans::ChunkList;
 
-/// Default byte budget of the part cache.
-pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
+/// Default memory budget of a repository handle's derived data, 1 GiB
+/// ([`Repo::set_memory_budget`](crate::Repo::set_memory_budget)).
+pub const DEFAULT_MEMORY_BUDGET: usize = 1 << 30;
 /// Views kept.
 const VIEWS: usize = 4;
 /// Resolved chunk lists kept.
@@ -125,7 +126,7 @@ impl Default for DerivedCache {
             parts: Mutex::new(Lru::new()),
             views: Mutex::new(Lru::new()),
             lists: Mutex::new(Lru::new()),
-            capacity: Mutex::new(DEFAULT_CACHE_BYTES),
+            capacity: Mutex::new(DEFAULT_MEMORY_BUDGET),
             build: Mutex::new(()),
         }
     }

@@ -25,7 +25,7 @@ mod source;
 pub(crate) mod spans;
 
 pub use build::{DenseReport, IndexReport, IndexStats};
-pub use cache::DEFAULT_CACHE_BYTES;
+pub use cache::DEFAULT_MEMORY_BUDGET;
 
 use cairn_core::Hash;
 use cairn_index::IndexParams;

@@ -2,9 +2,9 @@
 //! row that cannot be read scored from its node object), and the rule deciding when a
 //! view's rows stay on disk.
 //!
-//! A model's exact `f32` rows stay in memory while they fit in a quarter of the part
-//! cache's budget ([`Repo::set_index_cache_bytes`], 1 GiB by default: 256 MiB, ~170,000
-//! 384-d vectors); beyond that, on a store that reads value ranges (the segment store, or
+//! A model's exact `f32` rows stay in memory while they fit in a quarter of the memory
+//! budget ([`Repo::set_memory_budget`], 1 GiB by default: 256 MiB, ~170,000 384-d
+//! vectors); beyond that, on a store that reads value ranges (the segment store, or
 //! a memory store keeping derived data), each part keeps its int8 codes and a crc32 per row,
 //! and rescoring reads the rows it needs from the stored part. Scores are the same bits
 //! either way.
