@@ -73,6 +73,11 @@ struct Cli {
     /// $CAIRN_TOKEN).
     #[arg(long, global = true, value_name = "URL", env = "CAIRN_REMOTE")]
     remote: Option<String>,
+    /// Memory budget of the repository's index data, in MiB (default 1024): the index part
+    /// cache, and a quarter of it for each dense model's exact rows (beyond it they are
+    /// read from the store). Results are the same under every budget.
+    #[arg(long, global = true, value_name = "MIB", env = "CAIRN_MEMORY_MIB")]
+    memory_mib: Option<u64>,
     #[command(subcommand)]
     command: Command,
 }
@@ -137,6 +142,8 @@ pub struct Ctx<'a> {
     pub repo_path: PathBuf,
     /// How long to wait for a repository another process has open (`--wait`).
     pub wait: std::time::Duration,
+    /// The memory budget of an opened repository (`--memory-mib`), in bytes.
+    pub memory_budget: Option<usize>,
     /// Standard output (buffered); diagnostics go to stderr directly.
     pub out: &'a mut dyn Write,
 }
@@ -155,7 +162,13 @@ impl Ctx<'_> {
                     )
                 }))
             }
-            other => Ok(other?),
+            other => {
+                let repo = other?;
+                if let Some(bytes) = self.memory_budget {
+                    repo.set_memory_budget(bytes);
+                }
+                Ok(repo)
+            }
         }
     }
 }
@@ -203,6 +216,9 @@ fn main() -> ExitCode {
     let mut ctx = Ctx {
         repo_path: cli.repo,
         wait: std::time::Duration::try_from_secs_f64(cli.wait.max(0.0)).unwrap_or(std::time::Duration::MAX),
+        memory_budget: cli
+            .memory_mib
+            .map(|mib| usize::try_from(mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX)),
         out: &mut out,
     };
     let result = match &cli.remote {

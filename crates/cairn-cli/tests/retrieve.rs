@@ -600,3 +600,33 @@ fn retrieve_on_an_empty_repository_says_so_and_succeeds() {
         "{err}"
     );
 }
+
+/// `--memory-mib` bounds what the index holds in memory (a budget this small keeps the
+/// dense rows on disk); the answer is the same bytes under any budget.
+#[test]
+fn memory_budget_changes_no_answer() {
+    let s = Sandbox::sample();
+    let q = s.file("q.json", &serde_json::to_string(&LEAD_VECTOR).unwrap());
+    let args = [
+        "retrieve",
+        "--vector-model",
+        "tiny",
+        "--vector-file",
+        q.as_str(),
+        "--text",
+        "aerodynamics group lead",
+        "--at",
+        "HEAD",
+        "--valid-at",
+        "2025-01-01",
+        "--limit",
+        "5",
+        "--json",
+    ];
+    let default = s.ok(&args);
+    let mut tiny = vec!["--memory-mib", "0"];
+    tiny.extend_from_slice(&args);
+    assert_eq!(s.ok(&tiny), default);
+    let (_, err) = s.fails(&["--memory-mib", "lots", "log"], 2);
+    assert!(err.contains("--memory-mib"), "{err}");
+}
