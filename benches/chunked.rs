@@ -203,7 +203,12 @@ fn row(name: &str, value: String) {
 fn run_store(kind: &str, n: usize) {
     let corpus = Corpus::new(std::env::var("CAIRN_BENCH_UNIFORM").is_ok());
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("repo");
+    // `CAIRN_BENCH_KEEP=DIR`: the repository is made in DIR and left there (for profiling
+    // a query process with `CAIRN_BENCH_CHILD=asof CAIRN_BENCH_REPO=DIR`).
+    let path = match std::env::var("CAIRN_BENCH_KEEP") {
+        Ok(keep) => std::path::PathBuf::from(keep),
+        Err(_) => dir.path().join("repo"),
+    };
     let repo = match kind {
         "segment" => Repo::init_with(&path, StoreKind::Segment).expect("init"),
         "sled" => Repo::init_with(&path, StoreKind::Sled).expect("init"),

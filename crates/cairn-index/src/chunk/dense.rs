@@ -121,25 +121,22 @@ impl DenseChunk {
     /// read through `source`; the codes and bounds stay. A part already on disk is
     /// returned as it is.
     pub fn with_rows_stored(&self, source: Arc<dyn RowSource>, key: &[u8], first: u64) -> DenseChunk {
-        if self.stored.is_some() {
-            return self.clone();
-        }
-        DenseChunk {
-            dim: self.dim,
-            rows: self.rows.clone(),
-            vectors: Vec::new(),
-            stored: Some(StoredRows {
+        self.clone().into_rows_stored(source, key, first)
+    }
+
+    /// [`DenseChunk::with_rows_stored`], taking the part (its rows are let go at once).
+    pub fn into_rows_stored(mut self, source: Arc<dyn RowSource>, key: &[u8], first: u64) -> DenseChunk {
+        if self.stored.is_none() {
+            let crcs = self.row_crcs().into();
+            self.vectors = Vec::new();
+            self.stored = Some(StoredRows {
                 source,
                 key: key.into(),
                 first,
-                crcs: self.row_crcs().into(),
-            }),
-            codes: self.codes.clone(),
-            scales: self.scales.clone(),
-            bound_u: self.bound_u.clone(),
-            bound_v: self.bound_v.clone(),
-            identity: self.identity,
+                crcs,
+            });
         }
+        self
     }
 
     /// Each row's crc32 (of its little-endian bytes).

@@ -101,6 +101,9 @@ struct Ctx {
     /// Trees whose manifest is stored (a missing part under them is damage).
     manifests: Mutex<BTreeSet<(u8, Hash)>>,
     stored_values: Mutex<(usize, u64)>,
+    /// The dense models whose rows this assembly leaves on disk, with their row source
+    /// (`rows.rs`): their parts are put on disk as they are built or loaded.
+    rows_on_disk: std::collections::BTreeMap<String, Arc<dyn cairn_index::RowSource>>,
     /// Every part built or loaded by this assembly, by store key: the assembly reads them
     /// from here, so a part the byte-bounded cache has already evicted again (a view larger
     /// than the cache) is never built twice.
@@ -231,6 +234,7 @@ impl Repo {
             persistent: self.store().is_persistent(),
             notes: Mutex::new(Vec::new()),
             pending: Mutex::new(Vec::new()),
+            rows_on_disk: Default::default(),
             manifests: Mutex::new(BTreeSet::new()),
             stored_values: Mutex::new((0, 0)),
             seen: Mutex::new(HashMap::new()),
@@ -257,7 +261,8 @@ impl Repo {
         if let Some(e) = base.as_ref().filter(|e| e.view.satisfies(needs)) {
             return Ok((Arc::clone(&e.view), Vec::new()));
         }
-        let ctx = self.ctx();
+        let mut ctx = self.ctx();
+        ctx.rows_on_disk = self.rows_on_disk(ctx.persistent, c.node_count);
         ctx.notes.lock().extend(repaired);
         self.check_manifest(&ctx, TreeKind::Nodes, c.node_root);
         let donor = match &base {
@@ -371,7 +376,7 @@ impl Repo {
                     }
                 })
                 .collect::<Result<Vec<_>>>()?;
-            let parts = self.leave_rows_on_disk(&ctx, &list, &view, model, parts);
+            let parts = self.leave_rows_on_disk(&ctx, &list, model, parts);
             view.set_dense(model, parts).map_err(inconsistent)?;
         }
         for model in &needs.graphs {
@@ -659,6 +664,14 @@ impl Repo {
             match self.store().get_derived(&skey) {
                 Ok(Some(bytes)) => match decode_part(tag, &bytes, &ch.key) {
                     Ok(p) => {
+                        let p = match (p, model.and_then(|m| Some((m, ctx.rows_on_disk.get(m)?)))) {
+                            (Part::Dense(d), Some((m, source))) => {
+                                let d = Arc::unwrap_or_clone(d);
+                                let first = persist::dense_rows_offset(m, d.len());
+                                Part::Dense(Arc::new(d.into_rows_stored(Arc::clone(source), &skey, first)))
+                            }
+                            (p, _) => p,
+                        };
                         self.remember(ctx, skey, p.clone());
                         return Ok(Found::Part(p));
                     }
@@ -752,6 +765,15 @@ impl Repo {
                 for (m, d) in parts.dense {
                     let k = part_store_key(key, TAG_DENSE, Some(&m));
                     ctx.persist(k.clone(), || persist::encode_dense(key, &m, n, &d));
+                    // Rows left on disk: the value is queued for the store, written before
+                    // any query reads a row (and read from the node objects if it never is).
+                    let d = match ctx.rows_on_disk.get(&m).filter(|_| ctx.persistent) {
+                        Some(source) => {
+                            let first = persist::dense_rows_offset(&m, d.len());
+                            d.into_rows_stored(Arc::clone(source), &k, first)
+                        }
+                        None => d,
+                    };
                     self.remember(ctx, k, Part::Dense(Arc::new(d)));
                 }
                 self.remember(ctx, text_key, Part::Text(Arc::new(parts.text)));
@@ -796,20 +818,23 @@ impl Repo {
     }
 
     /// `parts` with their rows left on disk, if the view's `model` rows stay there
-    /// ([`Repo::rows_on_disk`]): every value is written first, and a part whose stored
+    /// ([`Repo::rows_on_disk`]) and a part still holds them (one taken over from a view
+    /// that kept them in memory): every value is written first, and a part whose stored
     /// value does not end with its last row (not stored, or not what was built) keeps its
     /// rows in memory.
     fn leave_rows_on_disk(
         &self,
         ctx: &Ctx,
         list: &ChunkList,
-        view: &CommitIndexes,
         model: &str,
         parts: Vec<Option<Arc<DenseChunk>>>,
     ) -> Vec<Option<Arc<DenseChunk>>> {
-        let Some(source) = self.rows_on_disk(ctx.persistent, view, model) else {
+        let Some(source) = ctx.rows_on_disk.get(model) else {
             return parts;
         };
+        if parts.iter().flatten().all(|p| !p.rows_in_memory()) {
+            return parts;
+        }
         self.store_pending(ctx);
         if ctx.store_failed() {
             return parts;
@@ -833,7 +858,7 @@ impl Repo {
                 if !stored {
                     return Some(p);
                 }
-                let on_disk = Arc::new(p.with_rows_stored(Arc::clone(&source), &key, first));
+                let on_disk = Arc::new(p.with_rows_stored(Arc::clone(source), &key, first));
                 cache.put_part(key, Part::Dense(Arc::clone(&on_disk)));
                 Some(on_disk)
             })

@@ -2,18 +2,21 @@
 //! row that cannot be read scored from its node object), and the rule deciding when a
 //! view's rows stay on disk.
 //!
-//! A model's exact `f32` rows stay in memory while they fit in a quarter of the memory
-//! budget ([`Repo::set_memory_budget`], 1 GiB by default: 256 MiB, ~170,000 384-d
-//! vectors); beyond that, on a store that reads value ranges (the segment store, or
+//! A model's exact `f32` rows stay in memory while a commit's nodes times the model's
+//! dimension times 4 bytes fit in a quarter of the memory budget
+//! ([`Repo::set_memory_budget`], 1 GiB by default: 256 MiB, ~170,000 384-d vectors);
+//! beyond that, on a store that reads value ranges (the segment store, or
 //! a memory store keeping derived data), each part keeps its int8 codes and a crc32 per row,
-//! and rescoring reads the rows it needs from the stored part. Scores are the same bits
-//! either way.
+//! and rescoring reads the rows it needs from the stored part. A part is put on disk as it
+//! is built (its encoding queued for the store) or loaded, so a view never holds all the
+//! rows at once. Scores are the same bits either way. If the store then fails to take the
+//! built values, every row read falls back to its node object: slower, the same answer.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use cairn_core::Hash;
 use cairn_graph::Objects;
-use cairn_index::CommitIndexes;
 use cairn_index::RowSource;
 use cairn_store::Store;
 use parking_lot::Mutex;
@@ -54,29 +57,33 @@ impl RowSource for StoreRows {
 }
 
 impl Repo {
-    /// The source a view's `model` rows are read from, if they stay on disk (module docs).
-    pub(super) fn rows_on_disk(
-        &self,
-        persistent: bool,
-        view: &CommitIndexes,
-        model: &str,
-    ) -> Option<Arc<dyn RowSource>> {
+    /// The dense models whose rows stay on disk in views of a commit of `node_count` nodes
+    /// (module docs), each with the source its parts read rows from: those whose
+    /// `node_count · dim · 4` bytes exceed a quarter of the memory budget, on a store that
+    /// reads value ranges. Decided before any part is built or loaded, so that no part of
+    /// such a model ever holds its rows in memory for long.
+    pub(super) fn rows_on_disk(&self, persistent: bool, node_count: u64) -> BTreeMap<String, Arc<dyn RowSource>> {
+        let mut out = BTreeMap::new();
         if !persistent || !self.store().reads_derived_ranges() {
-            return None;
+            return out;
         }
-        let bytes: u64 = view
-            .chunks()
-            .iter()
-            .filter_map(|c| c.dense_models().get(model))
-            .map(|&(dim, rows)| u64::from(dim) * u64::from(rows) * 4)
-            .sum();
-        if bytes <= self.inner.derived.cache.capacity() as u64 / 4 {
-            return None;
-        }
-        Some(Arc::new(StoreRows {
+        let quarter = self.inner.derived.cache.capacity() as u64 / 4;
+        // A repository whose dimensions cannot be read keeps every row in memory.
+        let dims = self.refs().meta_list("dense-dim/").unwrap_or_default();
+        let source: Arc<dyn RowSource> = Arc::new(StoreRows {
             store: Arc::clone(self.store()),
             damaged: Arc::clone(&self.inner.derived.damaged_rows),
-        }))
+        });
+        for (key, value) in dims {
+            let Ok(dim) = <[u8; 4]>::try_from(value.as_slice()).map(u32::from_le_bytes) else {
+                continue;
+            };
+            if node_count.saturating_mul(u64::from(dim)).saturating_mul(4) > quarter {
+                let model = key.trim_start_matches("dense-dim/").to_string();
+                out.insert(model, Arc::clone(&source));
+            }
+        }
+        out
     }
 
     /// Deletes the stored parts whose rows could not be read since the last assembly and
