@@ -161,7 +161,7 @@ pub fn encode_dense(key: &Hash, model: &str, n: u32, d: &DenseChunk) -> Vec<u8> 
 
 /// Where row 0's vector starts in [`encode_dense`]'s bytes for `model` and `rows` rows:
 /// the vectors come last, `4 · dim` bytes per row, so a row is read from the stored value
-/// without decoding the rest ([`crate::dense::rows`]).
+/// without decoding the rest (a [`crate::RowSource`]).
 pub fn dense_rows_offset(model: &str, rows: usize) -> u64 {
     (1 + 32 + 8 + model.len() + 4 + 4 + 4 + 4 * rows) as u64
 }

@@ -248,13 +248,16 @@ impl<'r> Transaction<'r> {
     /// On failure nothing is let go (what was written is an unreachable orphan).
     fn write_ahead(&mut self) -> Result<()> {
         let ids = std::mem::take(&mut self.unwritten);
-        let batch: Vec<(Hash, Vec<u8>)> = ids
+        let mut batch: Vec<(Hash, Vec<u8>)> = ids
             .iter()
             .filter_map(|id| match self.nodes.get(id) {
                 Some(Some((h, Some(bytes)))) => Some((*h, bytes.clone())),
                 _ => None,
             })
             .collect();
+        // In hash order, as a commit writes its objects: the segment hints then list keys
+        // in runs of increasing order, which the next open indexes several times faster.
+        batch.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let pins = &self.repo.inner.pins;
         let set = *self.pins.get_or_insert_with(|| pins.open());
         pins.add(set, batch.iter().map(|(h, _)| *h));

@@ -1,7 +1,7 @@
 //! The dense part of a node chunk (one per dense model): the exact vectors, and what the
 //! int8 scan reads — codes, scales and the bound terms of `dense/int8.rs`, all computed
 //! from the vectors (only the vectors are stored). The exact vectors are held in memory,
-//! or left in the stored part and read a row at a time ([`crate::dense::rows`]).
+//! or left in the stored part and read a row at a time through a [`crate::RowSource`].
 
 use std::sync::Arc;
 
