@@ -257,7 +257,7 @@ impl<'r> Transaction<'r> {
             .collect();
         // In hash order, as a commit writes its objects: the segment hints then list keys
         // in runs of increasing order, which the next open indexes several times faster.
-        batch.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        batch.sort_unstable_by_key(|(h, _)| *h);
         let pins = &self.repo.inner.pins;
         let set = *self.pins.get_or_insert_with(|| pins.open());
         pins.add(set, batch.iter().map(|(h, _)| *h));
