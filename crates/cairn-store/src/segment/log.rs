@@ -327,15 +327,17 @@ impl<K: LogKey> Log<K> {
         &self.problems
     }
 
+    /// Where `key`'s record is, and its segment's file (read outside the lock).
+    fn locate(&self, key: &K) -> Option<(Loc, Arc<File>)> {
+        let state = self.state.read();
+        let loc = state.index.get(key).copied()?;
+        Some((loc, Arc::clone(&state.segments[&loc.segment].file)))
+    }
+
     /// The value stored under `key`, checked.
     pub(super) fn get(&self, key: &K) -> Result<Option<Vec<u8>>, StoreError> {
-        let (loc, file) = {
-            let state = self.state.read();
-            let Some(loc) = state.index.get(key).copied() else {
-                return Ok(None);
-            };
-            let file = Arc::clone(&state.segments[&loc.segment].file);
-            (loc, file)
+        let Some((loc, file)) = self.locate(key) else {
+            return Ok(None);
         };
         let mut bytes = vec![0u8; loc.len as usize];
         let corrupt = |detail: String| StoreError::Corrupt {
@@ -362,13 +364,8 @@ impl<K: LogKey> Log<K> {
     /// caller checks them: [`crate::Store::read_derived_at`]). `Ok(false)` if there is no
     /// value or it is shorter.
     pub(super) fn read_at(&self, key: &K, offset: u64, out: &mut [u8]) -> Result<bool, StoreError> {
-        let (loc, file) = {
-            let state = self.state.read();
-            let Some(loc) = state.index.get(key).copied() else {
-                return Ok(false);
-            };
-            let file = Arc::clone(&state.segments[&loc.segment].file);
-            (loc, file)
+        let Some((loc, file)) = self.locate(key) else {
+            return Ok(false);
         };
         match offset.checked_add(out.len() as u64) {
             Some(end) if end <= u64::from(loc.value_len) => {}
