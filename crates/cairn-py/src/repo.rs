@@ -264,6 +264,19 @@ impl PyRepo {
         Ok(serde_json::to_string(&report).expect("a report serializes"))
     }
 
+    /// Sets the memory budget of the repository's index data, in bytes (the library's
+    /// `Repo::set_memory_budget`).
+    fn set_memory_budget(&self, bytes: usize) -> PyResult<()> {
+        self.repo()?.set_memory_budget(bytes);
+        Ok(())
+    }
+
+    /// The index cache's state and the memory budget, as JSON.
+    fn index_stats_json(&self) -> PyResult<String> {
+        let stats = self.repo()?.index_stats();
+        Ok(serde_json::to_string(&stats).expect("stats serialize"))
+    }
+
     /// Imports JSON Lines text (the import format) as one commit on the current branch,
     /// without the GIL. Returns the summary as JSON.
     fn import_jsonl(&self, py: Python<'_>, text: &str, message: &str) -> PyResult<String> {

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import cairn
+from conftest import fill
 
 
 def test_typed_result_matches_its_json(repo):
@@ -125,6 +126,20 @@ def test_list_mode_and_build_indexes(repo):
     assert [i.id for i in page.items] == ["doc-1", "doc-2"]
     nxt = repo.retrieve(list=True, labels="Document", limit=2, after="doc-2")
     assert [i.id for i in nxt.items] == ["doc-3"]
+
+
+def test_memory_budget_changes_no_answer(tmp_path):
+    """A budget too small for the dense rows keeps them on disk; the answer is the same."""
+    spec = json.dumps({"text": "stall boundary", "vector": {"model": "m", "embedding": [0.5, 0.5, 0.0, 0.0]}, "limit": 4})
+    a = cairn.Repo.init(str(tmp_path / "a"))
+    fill(a)
+    expected = a.retrieve_json(spec)
+    b = cairn.Repo.init(str(tmp_path / "b"))
+    b.set_memory_budget(0)
+    assert b.index_stats()["memory_budget"] == 0
+    fill(b)
+    assert b.retrieve_json(spec) == expected
+    assert b.retrieve_json(spec) == expected
 
 
 def test_an_empty_memory_recalls_nothing_without_error():

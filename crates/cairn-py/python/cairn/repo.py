@@ -424,6 +424,16 @@ class Repo:
         (less its final newline)."""
         return self._native.retrieve_json(spec_json)
 
+    def set_memory_budget(self, bytes: int) -> None:
+        """Sets the memory budget of the index data in bytes (default 1 GiB): the index
+        part cache, and a quarter of it for each dense model's exact rows, beyond which
+        they are read from the store as needed. Results are the same under every budget."""
+        self._native.set_memory_budget(bytes)
+
+    def index_stats(self) -> dict[str, Any]:
+        """The index cache's bytes, the memory budget, and what this handle has stored."""
+        return _json.loads(self._native.index_stats_json())
+
     def build_indexes(self, rev: str = "HEAD", graphs: bool = False) -> dict[str, Any]:
         """Builds and stores revision ``rev``'s index chunks (and with ``graphs`` the HNSW
         unit graphs for ``ann``) ahead of queries, without the GIL; returns the report."""
