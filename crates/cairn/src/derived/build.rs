@@ -104,6 +104,8 @@ struct Ctx {
     /// The dense models whose rows this assembly leaves on disk, with their row source
     /// (`rows.rs`): their parts are put on disk as they are built or loaded.
     rows_on_disk: std::collections::BTreeMap<String, Arc<dyn cairn_index::RowSource>>,
+    /// Parts this assembly deleted itself (rows found damaged): their absence is no news.
+    dropped: BTreeSet<Vec<u8>>,
     /// Every part built or loaded by this assembly, by store key: the assembly reads them
     /// from here, so a part the byte-bounded cache has already evicted again (a view larger
     /// than the cache) is never built twice.
@@ -235,6 +237,7 @@ impl Repo {
             notes: Mutex::new(Vec::new()),
             pending: Mutex::new(Vec::new()),
             rows_on_disk: Default::default(),
+            dropped: BTreeSet::new(),
             manifests: Mutex::new(BTreeSet::new()),
             stored_values: Mutex::new((0, 0)),
             seen: Mutex::new(HashMap::new()),
@@ -249,7 +252,7 @@ impl Repo {
     /// new chunks and a walk of its tree's upper levels, not a lookup per chunk.
     pub(crate) fn index_view(&self, id: &CommitId, needs: &IndexNeeds) -> Result<(Arc<CommitIndexes>, Vec<String>)> {
         let c = self.commit(id)?;
-        let repaired = self.drop_damaged_rows();
+        let (repaired, dropped) = self.drop_damaged_rows();
         let cache = &self.inner.derived.cache;
         let fp = self.inner.derived.fingerprint;
         let vkey = view_key(&fp, c.node_root, c.edge_root);
@@ -264,6 +267,7 @@ impl Repo {
         let mut ctx = self.ctx();
         ctx.rows_on_disk = self.rows_on_disk(ctx.persistent, c.node_count);
         ctx.notes.lock().extend(repaired);
+        ctx.dropped = dropped.into_iter().collect();
         self.check_manifest(&ctx, TreeKind::Nodes, c.node_root);
         let donor = match &base {
             Some(_) => None,
@@ -686,7 +690,7 @@ impl Repo {
                             }
                         }
                     }
-                    if self.has_manifest(ctx, tree) {
+                    if self.has_manifest(ctx, tree) && !ctx.dropped.contains(&skey) {
                         ctx.note(format!("the stored {} is missing; rebuilt", what()));
                     }
                 }

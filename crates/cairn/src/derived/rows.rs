@@ -87,11 +87,12 @@ impl Repo {
     }
 
     /// Deletes the stored parts whose rows could not be read since the last assembly and
-    /// empties the cache, so they are rebuilt from the data; one note each.
-    pub(super) fn drop_damaged_rows(&self) -> Vec<String> {
+    /// empties the cache, so they are rebuilt from the data: one note each, and their keys
+    /// (whose absence the assembly then expects).
+    pub(super) fn drop_damaged_rows(&self) -> (Vec<String>, Vec<Vec<u8>>) {
         let damaged = std::mem::take(&mut *self.inner.derived.damaged_rows.lock());
         if damaged.is_empty() {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         }
         let keys: Vec<Vec<u8>> = damaged.iter().map(|(k, _)| k.clone()).collect();
         // A part that cannot be deleted is read whole on its next load, where the
@@ -101,7 +102,7 @@ impl Repo {
             Err(e) => format!(" (deleting it failed: {e})"),
         };
         self.inner.derived.cache.clear();
-        damaged
+        let notes = damaged
             .into_iter()
             .map(|(k, why)| {
                 format!(
@@ -109,7 +110,8 @@ impl Repo {
                     part_name(&k)
                 )
             })
-            .collect()
+            .collect();
+        (notes, keys)
     }
 }
 
