@@ -11,8 +11,10 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// Delete damaged derived entries (index chunks, unit graphs, manifests), which are
-    /// rebuilt from the data on next use, and write a missing or damaged `HEAD` or format
-    /// marker again. Never touches the data itself.
+    /// rebuilt from the data on next use; write a missing or damaged `HEAD` or format
+    /// marker again; write a missing, damaged or malformed dense-dimension record again
+    /// from the stored vectors, and remove one no stored node needs. Never touches the
+    /// data itself.
     #[arg(long)]
     repair: bool,
 }
@@ -28,7 +30,8 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let mut report = report?;
     let mut repaired = Vec::new();
     if args.repair {
-        let written = repo.repair_refs()?;
+        let mut written = repo.repair_refs()?;
+        written.extend(repo.repair_dims()?);
         if !written.is_empty() {
             repaired.extend(written);
             report = repo.fsck()?;

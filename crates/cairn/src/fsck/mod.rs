@@ -1,5 +1,6 @@
 //! `fsck`: verify every stored object and every reachable reference.
 
+mod dims;
 mod refs;
 mod trees;
 
@@ -82,6 +83,8 @@ impl Repo {
         report.reflog_problems.extend(reflog_problems);
         // The keys every readable node and edge must be stored under in the trees.
         let mut values = HashMap::new();
+        // Each dense model's vector lengths, against the dimension records.
+        let mut node_dims = dims::NodeDims::new();
         let mut stored_commits: BTreeMap<CommitId, Vec<CommitId>> = BTreeMap::new();
         let hashes = store.object_hashes()?;
         let objects = self.meter(crate::Step::FsckObjects, Some(hashes.len() as u64));
@@ -98,6 +101,7 @@ impl Repo {
                     } else {
                         match codec::decode_object(&bytes) {
                             Ok(Object::Node(n)) => {
+                                dims::add_node_dims(&mut node_dims, &n);
                                 values.insert(h, ValueKeys::Node(n.id.as_bytes().to_vec()));
                             }
                             Ok(Object::Edge(e)) => {
@@ -119,6 +123,7 @@ impl Repo {
         }
         objects.flush(&mut pending);
         self.check_own_refs(&mut report.problems);
+        self.check_dims(&node_dims, &mut report.problems);
         let refs = self.refs();
         // A damaged branch or tag ref is reported; the commits of the others are still
         // checked only if the listing itself could be read.

@@ -1,0 +1,168 @@
+//! The dense-dimension records, `meta/dense-dim/<model>` (storage-format §6.4 step 3): one
+//! `u32le` per model, the dimension every vector of that model must have. `fsck` checks
+//! each against the stored node objects' vectors; `fsck --repair` writes a missing,
+//! damaged or malformed record again from those vectors, and removes one that no stored
+//! node needs (left by a refused or interrupted write).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use cairn_core::codec::{self, Object};
+use cairn_store::CasOutcome;
+
+use crate::error::Result;
+use crate::repo::Repo;
+
+/// Each dense model's vector lengths among the stored node objects.
+pub(super) type NodeDims = BTreeMap<String, BTreeSet<usize>>;
+
+/// What a model's record holds.
+enum Record {
+    Absent,
+    Damaged(String),
+    Malformed(Vec<u8>),
+    Dim(usize),
+}
+
+impl Repo {
+    fn dim_record(&self, model: &str) -> Record {
+        match self.refs().meta(&format!("dense-dim/{model}")) {
+            Ok(None) => Record::Absent,
+            Ok(Some(v)) => match <[u8; 4]>::try_from(v.as_slice()) {
+                Ok(b) if u32::from_le_bytes(b) > 0 => Record::Dim(u32::from_le_bytes(b) as usize),
+                _ => Record::Malformed(v),
+            },
+            Err(e) => Record::Damaged(e.to_string()),
+        }
+    }
+
+    /// The models with a record, read by listing (a listing that fails is a problem of its
+    /// own; the models the nodes hold are still checked one by one).
+    fn recorded_models(&self, problems: &mut Vec<String>) -> BTreeSet<String> {
+        match self.refs().meta_list("dense-dim/") {
+            Ok(list) => list
+                .into_iter()
+                .map(|(k, _)| k.trim_start_matches("dense-dim/").to_string())
+                .collect(),
+            Err(e) => {
+                problems.push(format!("the dense-dimension records cannot be listed: {e}"));
+                BTreeSet::new()
+            }
+        }
+    }
+
+    /// Problems with the dimension records against `dims`, one line each.
+    pub(super) fn check_dims(&self, dims: &NodeDims, problems: &mut Vec<String>) {
+        let mut models = self.recorded_models(problems);
+        models.extend(dims.keys().cloned());
+        for model in models {
+            let name = format!("meta/dense-dim/{model}");
+            let held = dims.get(&model);
+            let single = held.filter(|d| d.len() == 1).and_then(|d| d.first().copied());
+            match (self.dim_record(&model), held) {
+                (Record::Dim(d), Some(h)) if h.iter().all(|&x| x == d) => {}
+                (Record::Dim(d), Some(h)) => problems.push(format!(
+                    "{name} says {d} dimensions, but stored `{model}` vectors have {h:?}"
+                )),
+                (Record::Dim(d), None) => problems.push(format!(
+                    "{name} registers {d} dimensions, but no stored node holds a `{model}` vector (left by a refused or interrupted write; `cairn fsck --repair` removes it)"
+                )),
+                (Record::Absent, _) => problems.push(match single {
+                    Some(d) => format!(
+                        "{name} is missing: the stored `{model}` vectors have {d} dimensions (`cairn fsck --repair` writes it)"
+                    ),
+                    None => format!("{name} is missing, and the stored `{model}` vectors disagree on their dimension"),
+                }),
+                (Record::Damaged(e), _) => problems.push(format!(
+                    "{name} is damaged: {e} (`cairn fsck --repair` writes it from the stored vectors)"
+                )),
+                (Record::Malformed(v), _) => problems.push(format!(
+                    "{name} holds {} bytes that are no dimension (`cairn fsck --repair` writes it from the stored vectors)",
+                    v.len()
+                )),
+            }
+        }
+    }
+
+    /// Each dense model's vector lengths among the stored node objects (unreadable
+    /// objects are `fsck`'s to report, and skipped here).
+    pub(super) fn node_dims(&self) -> Result<NodeDims> {
+        let mut dims = NodeDims::new();
+        let store = self.store();
+        for h in store.object_hashes()? {
+            if let Ok(Some(bytes)) = store.get(&h) {
+                if let Ok(Object::Node(n)) = codec::decode_object(&bytes) {
+                    add_node_dims(&mut dims, &n);
+                }
+            }
+        }
+        Ok(dims)
+    }
+
+    /// Writes missing, damaged or malformed dimension records from the stored vectors
+    /// (when they agree on one dimension), and removes records no stored node needs.
+    /// Returns what it did; sound records are left alone. Reads every object.
+    pub fn repair_dims(&self) -> Result<Vec<String>> {
+        let dims = self.node_dims()?;
+        let mut done = Vec::new();
+        let mut ignored = Vec::new();
+        let mut models = self.recorded_models(&mut ignored);
+        models.extend(dims.keys().cloned());
+        let store = self.store();
+        for model in models {
+            let key = format!("dense-dim/{model}");
+            let name = format!("meta/{key}");
+            let single = dims
+                .get(&model)
+                .filter(|d| d.len() == 1)
+                .and_then(|d| d.first().copied());
+            let value = single.map(|d| (d as u32).to_le_bytes().to_vec());
+            match (self.dim_record(&model), &value) {
+                (Record::Absent, Some(v)) => {
+                    self.refs().register_meta(&key, v)?;
+                    done.push(format!(
+                        "{name} written ({} dimensions, from the stored vectors)",
+                        single.unwrap_or(0)
+                    ));
+                }
+                (Record::Damaged(_), Some(v)) => {
+                    if store.remove_damaged_ref(&name)? {
+                        self.refs().register_meta(&key, v)?;
+                        done.push(format!(
+                            "{name} written again ({} dimensions, from the stored vectors)",
+                            single.unwrap_or(0)
+                        ));
+                    }
+                }
+                (Record::Malformed(old), Some(v)) => {
+                    if store.cas_ref(&name, Some(&old), Some(v))? == CasOutcome::Swapped {
+                        done.push(format!(
+                            "{name} written again ({} dimensions, from the stored vectors)",
+                            single.unwrap_or(0)
+                        ));
+                    }
+                }
+                (Record::Dim(d), None) if !dims.contains_key(&model) => {
+                    let old = (d as u32).to_le_bytes();
+                    if store.cas_ref(&name, Some(&old), None)? == CasOutcome::Swapped {
+                        done.push(format!("{name} removed (no stored node holds a `{model}` vector)"));
+                    }
+                }
+                (Record::Malformed(old), None) if !dims.contains_key(&model) => {
+                    if store.cas_ref(&name, Some(&old), None)? == CasOutcome::Swapped {
+                        done.push(format!("{name} removed (no stored node holds a `{model}` vector)"));
+                    }
+                }
+                _ => {}
+            }
+        }
+        store.flush()?;
+        Ok(done)
+    }
+}
+
+/// Adds `node`'s vector lengths to `dims`.
+pub(super) fn add_node_dims(dims: &mut NodeDims, node: &cairn_core::Node) {
+    for (model, v) in &node.embeddings {
+        dims.entry(model.clone()).or_default().insert(v.len());
+    }
+}
