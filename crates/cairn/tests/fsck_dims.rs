@@ -4,7 +4,6 @@
 //! vectors, or removes the orphan; a repaired record refuses a vector of another length.
 
 use cairn::{Error, Node, NodeId, Repo, StoreKind};
-use cairn_store::Store;
 
 const NAME: &str = "meta/dense-dim/m";
 

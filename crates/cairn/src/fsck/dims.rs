@@ -116,44 +116,35 @@ impl Repo {
                 .filter(|d| d.len() == 1)
                 .and_then(|d| d.first().copied());
             let value = single.map(|d| (d as u32).to_le_bytes().to_vec());
-            match (self.dim_record(&model), &value) {
+            let needed = dims.contains_key(&model);
+            let written = || {
+                format!(
+                    "{name} written ({} dimensions, from the stored vectors)",
+                    single.unwrap_or(0)
+                )
+            };
+            let removed = || format!("{name} removed (no stored node holds a `{model}` vector)");
+            let swapped = |old: &[u8], new: Option<&[u8]>| -> Result<bool> {
+                Ok(store.cas_ref(&name, Some(old), new)? == CasOutcome::Swapped)
+            };
+            let outcome = match (self.dim_record(&model), &value) {
                 (Record::Absent, Some(v)) => {
                     self.refs().register_meta(&key, v)?;
-                    done.push(format!(
-                        "{name} written ({} dimensions, from the stored vectors)",
-                        single.unwrap_or(0)
-                    ));
+                    Some(written())
                 }
                 (Record::Damaged(_), Some(v)) => {
-                    if store.remove_damaged_ref(&name)? {
+                    let gone = store.remove_damaged_ref(&name)?;
+                    if gone {
                         self.refs().register_meta(&key, v)?;
-                        done.push(format!(
-                            "{name} written again ({} dimensions, from the stored vectors)",
-                            single.unwrap_or(0)
-                        ));
                     }
+                    gone.then(written)
                 }
-                (Record::Malformed(old), Some(v)) => {
-                    if store.cas_ref(&name, Some(&old), Some(v))? == CasOutcome::Swapped {
-                        done.push(format!(
-                            "{name} written again ({} dimensions, from the stored vectors)",
-                            single.unwrap_or(0)
-                        ));
-                    }
-                }
-                (Record::Dim(d), None) if !dims.contains_key(&model) => {
-                    let old = (d as u32).to_le_bytes();
-                    if store.cas_ref(&name, Some(&old), None)? == CasOutcome::Swapped {
-                        done.push(format!("{name} removed (no stored node holds a `{model}` vector)"));
-                    }
-                }
-                (Record::Malformed(old), None) if !dims.contains_key(&model) => {
-                    if store.cas_ref(&name, Some(&old), None)? == CasOutcome::Swapped {
-                        done.push(format!("{name} removed (no stored node holds a `{model}` vector)"));
-                    }
-                }
-                _ => {}
-            }
+                (Record::Malformed(old), Some(v)) => swapped(&old, Some(v))?.then(written),
+                (Record::Dim(d), None) if !needed => swapped(&(d as u32).to_le_bytes(), None)?.then(removed),
+                (Record::Malformed(old), None) if !needed => swapped(&old, None)?.then(removed),
+                _ => None,
+            };
+            done.extend(outcome);
         }
         store.flush()?;
         Ok(done)
