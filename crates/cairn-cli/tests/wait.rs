@@ -71,3 +71,28 @@ fn a_wait_that_is_not_a_number_of_seconds_is_a_usage_error() {
     }
     s.ok(&["--wait", "0.5", "log"]);
 }
+
+/// Two `cairn init` processes started together on one new path: exactly one succeeds (the
+/// other finds the first's repository, or its lock), in every round (issue 22, item 5).
+#[test]
+fn of_two_racing_inits_exactly_one_succeeds() {
+    for round in 0..8 {
+        let s = Sandbox::new();
+        let children: Vec<_> = (0..2)
+            .map(|_| {
+                s.command()
+                    .arg("init")
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .expect("spawn cairn init")
+            })
+            .collect();
+        let ok: Vec<bool> = children
+            .into_iter()
+            .map(|mut c| c.wait().expect("wait").success())
+            .collect();
+        assert_eq!(ok.iter().filter(|&&o| o).count(), 1, "round {round}: {ok:?}");
+        s.ok(&["log"]);
+    }
+}

@@ -126,22 +126,7 @@ impl Repo {
             path: path.display().to_string(),
         };
         let store: Arc<dyn Store> = match Self::open_store(path)? {
-            Some(store) => {
-                // A store whose initialisation was cut short (no branch, no damage, HEAD
-                // or the format marker missing) is initialised again; anything more is a
-                // repository already.
-                let refs = Refs::new(store.as_ref());
-                let (format, head) = (refs.meta(FORMAT_META), refs.current_branch());
-                let no_branch = matches!(store.list_refs("refs/"), Ok(v) if v.is_empty());
-                let half_done = no_branch
-                    && format.is_ok()
-                    && head.is_ok()
-                    && !(matches!(format, Ok(Some(_))) && matches!(head, Ok(Some(_))));
-                if Self::is_initialised(store.as_ref()) && !half_done {
-                    return Err(already());
-                }
-                store
-            }
+            Some(store) => store,
             None => match kind {
                 StoreKind::Segment => Arc::new(SegmentStore::open(path)?),
                 StoreKind::Sled => match Self::init_sled_beside(path)? {
@@ -150,8 +135,28 @@ impl Repo {
                 },
             },
         };
+        // Checked with the store open, so under its one-process lock: of two `init`s racing
+        // on one new path, the second finds the first's repository, whether it saw the
+        // path empty or not.
+        if Self::initialised_fully(store.as_ref()) {
+            return Err(already());
+        }
         Self::initialize(store.as_ref())?;
         Ok(Repo::from_store(store, Some(path.to_path_buf())))
+    }
+
+    /// True if `store` holds a repository: initialised, and not a store whose
+    /// initialisation was cut short (no branch, no damage, `HEAD` or the format marker
+    /// missing), which `init` initialises again.
+    fn initialised_fully(store: &dyn Store) -> bool {
+        let refs = Refs::new(store);
+        let (format, head) = (refs.meta(FORMAT_META), refs.current_branch());
+        let no_branch = matches!(store.list_refs("refs/"), Ok(v) if v.is_empty());
+        let half_done = no_branch
+            && format.is_ok()
+            && head.is_ok()
+            && !(matches!(format, Ok(Some(_))) && matches!(head, Ok(Some(_))));
+        Self::is_initialised(store) && !half_done
     }
 
     /// A new sled repository, built and initialised in a side directory

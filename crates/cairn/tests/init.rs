@@ -57,3 +57,32 @@ fn an_interrupted_sled_init_leaves_only_a_side_directory_that_the_next_init_repl
     usable(&path);
     assert!(!left.exists());
 }
+
+/// Two `init`s racing on one new path: exactly one succeeds; the other finds the first's
+/// repository (or its lock), never initialises it a second time (issue 22, item 5).
+#[test]
+fn of_two_racing_inits_exactly_one_succeeds() {
+    for round in 0..24 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("repo");
+        let barrier = std::sync::Barrier::new(2);
+        let results: Vec<bool> = std::thread::scope(|s| {
+            let racers: Vec<_> = (0..2)
+                .map(|_| {
+                    s.spawn(|| {
+                        barrier.wait();
+                        // Dropped at once: the lock is released, as when a CLI `init` exits.
+                        Repo::init_with(&path, StoreKind::Segment).is_ok()
+                    })
+                })
+                .collect();
+            racers.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        assert_eq!(
+            results.iter().filter(|&&ok| ok).count(),
+            1,
+            "round {round}: {results:?}"
+        );
+        usable(&path);
+    }
+}
