@@ -86,7 +86,10 @@ impl Store for FaultStore {
                 detail: format!("moving ref `{name}`: No space left on device (os error 28)"),
             });
         }
-        self.spend(name.len() + new.map_or(0, <[u8]>::len), "moving a ref")?;
+        // Removing a ref needs no room (a file unlinked), as on a real full disk.
+        if let Some(new) = new {
+            self.spend(name.len() + new.len(), "moving a ref")?;
+        }
         self.inner.cas_ref(name, expected, new)
     }
     fn list_refs(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
@@ -322,4 +325,46 @@ fn an_index_build_that_cannot_store_says_so_and_queries_still_answer() {
     let report = fresh.build_indexes("HEAD").unwrap();
     assert!(report.stored_values > 0, "{report:?}");
     assert_eq!(retrieve(&fresh, None), answer);
+}
+
+/// A commit that brings a new dense model and fails on a full disk after registering its
+/// dimension (the branch ref did not fit) takes the registration back: the model stays
+/// free, and a vector of another length commits once space is back (issue 22, item 2).
+#[test]
+fn a_refused_commit_does_not_keep_its_new_models_dimension() {
+    let fresh = || {
+        let store = Arc::new(FaultStore::new());
+        let repo = Repo::with_store(Arc::clone(&store) as Arc<dyn Store>).unwrap();
+        let mut tx = repo.transaction().unwrap();
+        tx.put_node(doc(0, "wing")).unwrap();
+        tx.commit_at("first", 1).unwrap();
+        (store, repo)
+    };
+    let commit_n = |repo: &Repo, dim: usize| {
+        let mut tx = repo.transaction()?;
+        tx.put_node(doc(1, "flow").with_embedding("n", vec![1.0; dim]))?;
+        tx.commit_at("new model", 2)
+    };
+    let needed = {
+        let (store, repo) = fresh();
+        let before = store.budget.load(Ordering::SeqCst);
+        commit_n(&repo, 3).unwrap();
+        before - store.budget.load(Ordering::SeqCst)
+    };
+    let mut refused = 0;
+    for budget in (needed - 600).max(0)..needed {
+        let (store, repo) = fresh();
+        store.budget.store(budget, Ordering::SeqCst);
+        if commit_n(&repo, 3).is_ok() {
+            continue;
+        }
+        refused += 1;
+        assert_eq!(repo.dense_dim("n").unwrap(), None, "budget {budget} of {needed}");
+        store.budget.store(i64::MAX, Ordering::SeqCst);
+        let report = repo.fsck().unwrap();
+        assert!(report.is_ok(), "budget {budget}: {:?}", report.problems);
+        commit_n(&repo, 2).unwrap();
+        assert_eq!(repo.dense_dim("n").unwrap(), Some(2));
+    }
+    assert!(refused > 10, "only {refused} budgets refused the commit");
 }

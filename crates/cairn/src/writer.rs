@@ -216,9 +216,20 @@ fn move_branch_as(
             }
         }
     }
-    // On a store error the swap may or may not have lasted (storage contract), so the
-    // registrations stay: taking one back could orphan a commit that landed.
-    match refs.cas_branch(branch, expected, Some(id))? {
+    // On a store error the swap may or may not have lasted (storage contract): if the
+    // branch still holds `expected`, it did not, and the registrations are taken back; if
+    // that cannot be told, they stay (taking one back could orphan a commit that landed;
+    // `fsck` names a registration no node needs, and `fsck --repair` removes it).
+    let swapped = match refs.cas_branch(branch, expected, Some(id)) {
+        Ok(swapped) => swapped,
+        Err(e) => {
+            if matches!(refs.branch(branch), Ok(now) if now == expected) {
+                undo(&registered);
+            }
+            return Err(e.into());
+        }
+    };
+    match swapped {
         Ok(()) => {
             // The time index is derived data: if recording fails, it is rebuilt from the
             // chain on next use, so the (already durable) commit still stands.

@@ -50,13 +50,15 @@ impl Repo {
         }
     }
 
-    /// Problems with the dimension records against `dims`, one line each.
-    pub(super) fn check_dims(&self, dims: &NodeDims, problems: &mut Vec<String>) {
+    /// Problems with the dimension records, one line each: against the vectors of the
+    /// nodes the branches and tags reach (`reached`), and of every stored node (`stored`:
+    /// a record no stored node needs is an orphan; unreachable nodes need no record).
+    pub(super) fn check_dims(&self, stored: &NodeDims, reached: &NodeDims, problems: &mut Vec<String>) {
         let mut models = self.recorded_models(problems);
-        models.extend(dims.keys().cloned());
+        models.extend(reached.keys().cloned());
         for model in models {
             let name = format!("meta/dense-dim/{model}");
-            let held = dims.get(&model);
+            let held = reached.get(&model).or_else(|| stored.get(&model));
             let single = held.filter(|d| d.len() == 1).and_then(|d| d.first().copied());
             match (self.dim_record(&model), held) {
                 (Record::Dim(d), Some(h)) if h.iter().all(|&x| x == d) => {}
@@ -83,26 +85,13 @@ impl Repo {
         }
     }
 
-    /// Each dense model's vector lengths among the stored node objects (unreadable
-    /// objects are `fsck`'s to report, and skipped here).
-    pub(super) fn node_dims(&self) -> Result<NodeDims> {
-        let mut dims = NodeDims::new();
-        let store = self.store();
-        for h in store.object_hashes()? {
-            if let Ok(Some(bytes)) = store.get(&h) {
-                if let Ok(Object::Node(n)) = codec::decode_object(&bytes) {
-                    add_node_dims(&mut dims, &n);
-                }
-            }
-        }
-        Ok(dims)
-    }
-
-    /// Writes missing, damaged or malformed dimension records from the stored vectors
-    /// (when they agree on one dimension), and removes records no stored node needs.
-    /// Returns what it did; sound records are left alone. Reads every object.
+    /// Writes missing, damaged or malformed dimension records from the vectors of the
+    /// nodes the branches and tags reach (when they agree on one dimension), and removes
+    /// records no stored node needs. Returns what it did; sound records are left alone.
+    /// Reads every object (it runs [`Repo::fsck`]'s walk).
     pub fn repair_dims(&self) -> Result<Vec<String>> {
-        let dims = self.node_dims()?;
+        let dims = self.fsck_with_dims()?.1;
+        let stored = self.stored_models()?;
         let mut done = Vec::new();
         let mut ignored = Vec::new();
         let mut models = self.recorded_models(&mut ignored);
@@ -116,7 +105,7 @@ impl Repo {
                 .filter(|d| d.len() == 1)
                 .and_then(|d| d.first().copied());
             let value = single.map(|d| (d as u32).to_le_bytes().to_vec());
-            let needed = dims.contains_key(&model);
+            let needed = stored.contains(&model);
             let written = || {
                 format!(
                     "{name} written ({} dimensions, from the stored vectors)",
@@ -148,6 +137,23 @@ impl Repo {
         }
         store.flush()?;
         Ok(done)
+    }
+}
+
+impl Repo {
+    /// The dense models some stored node object holds (unreadable objects are `fsck`'s to
+    /// report, and skipped here).
+    fn stored_models(&self) -> Result<BTreeSet<String>> {
+        let mut models = BTreeSet::new();
+        let store = self.store();
+        for h in store.object_hashes()? {
+            if let Ok(Some(bytes)) = store.get(&h) {
+                if let Ok(Object::Node(n)) = codec::decode_object(&bytes) {
+                    models.extend(n.embeddings.into_keys());
+                }
+            }
+        }
+        Ok(models)
     }
 }
 

@@ -68,6 +68,12 @@ impl Repo {
     /// record reads and names stored commits. O(size of the
     /// repository): each distinct tree node is checked once, however many commits share it.
     pub fn fsck(&self) -> Result<FsckReport> {
+        Ok(self.fsck_with_dims()?.0)
+    }
+
+    /// [`Repo::fsck`], and each dense model's vector lengths among the node objects the
+    /// branches and tags reach (and their history), for the dimension records' repair.
+    fn fsck_with_dims(&self) -> Result<(FsckReport, dims::NodeDims)> {
         let mut report = FsckReport::default();
         let (checked, damage) = self.check_derived()?;
         report.derived_checked = checked;
@@ -83,8 +89,10 @@ impl Repo {
         report.reflog_problems.extend(reflog_problems);
         // The keys every readable node and edge must be stored under in the trees.
         let mut values = HashMap::new();
-        // Each dense model's vector lengths, against the dimension records.
+        // Each dense model's vector lengths, against the dimension records: over every
+        // stored node, and per node (those with vectors) for the reachable ones.
         let mut node_dims = dims::NodeDims::new();
+        let mut vector_dims: HashMap<cairn_core::Hash, Vec<(String, usize)>> = HashMap::new();
         let mut stored_commits: BTreeMap<CommitId, Vec<CommitId>> = BTreeMap::new();
         let hashes = store.object_hashes()?;
         let objects = self.meter(crate::Step::FsckObjects, Some(hashes.len() as u64));
@@ -102,6 +110,10 @@ impl Repo {
                         match codec::decode_object(&bytes) {
                             Ok(Object::Node(n)) => {
                                 dims::add_node_dims(&mut node_dims, &n);
+                                if !n.embeddings.is_empty() {
+                                    vector_dims
+                                        .insert(h, n.embeddings.iter().map(|(m, v)| (m.clone(), v.len())).collect());
+                                }
                                 values.insert(h, ValueKeys::Node(n.id.as_bytes().to_vec()));
                             }
                             Ok(Object::Edge(e)) => {
@@ -123,7 +135,6 @@ impl Repo {
         }
         objects.flush(&mut pending);
         self.check_own_refs(&mut report.problems);
-        self.check_dims(&node_dims, &mut report.problems);
         let refs = self.refs();
         // A damaged branch or tag ref is reported; the commits of the others are still
         // checked only if the listing itself could be read.
@@ -160,6 +171,12 @@ impl Repo {
                 stack.push((from.clone(), p));
             }
         }
+        let mut reached_dims = dims::NodeDims::new();
+        for (model, len) in trees.reached_nodes.iter().filter_map(|h| vector_dims.get(h)).flatten() {
+            reached_dims.entry(model.clone()).or_default().insert(*len);
+        }
+        drop(trees);
+        self.check_dims(&node_dims, &reached_dims, &mut report.problems);
         let unreachable: BTreeMap<_, _> = stored_commits
             .into_iter()
             .filter(|(id, _)| !seen_commits.contains(id))
@@ -177,6 +194,6 @@ impl Repo {
                 }
             }
         }
-        Ok(report)
+        Ok((report, reached_dims))
     }
 }

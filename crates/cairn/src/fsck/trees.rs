@@ -59,6 +59,8 @@ pub(super) struct TreeChecker<'a> {
     values: &'a HashMap<Hash, ValueKeys>,
     memo: HashMap<(Tree, Hash), Option<Rc<Summary>>>,
     reported_values: HashSet<Hash>,
+    /// Every node object a checked node tree names.
+    pub(super) reached_nodes: HashSet<Hash>,
 }
 
 impl<'a> TreeChecker<'a> {
@@ -69,6 +71,7 @@ impl<'a> TreeChecker<'a> {
             values,
             memo: HashMap::new(),
             reported_values: HashSet::new(),
+            reached_nodes: HashSet::new(),
         }
     }
 
@@ -190,6 +193,9 @@ impl<'a> TreeChecker<'a> {
             if i > 0 && node.entries[i - 1].key >= entry.key {
                 bad("keys are not strictly increasing".into(), problems);
                 sound = false;
+            }
+            if tree == Tree::Nodes {
+                self.reached_nodes.insert(entry.value);
             }
             let expected = match (tree, self.values.get(&entry.value)) {
                 (Tree::Nodes, Some(ValueKeys::Node(id))) => Some(id),
