@@ -7,7 +7,10 @@ use crate::Ctx;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The on-disk store: `segment` (the default: checksummed segment files, damage
-    /// confined to the record hit) or `sled` (the earlier default).
+    /// confined to the record hit) or `sled` (the earlier default). sled keeps the
+    /// derived index data in the same database as the data: one damaged byte in its files,
+    /// even in derived data, can make the whole repository unopenable, also after
+    /// `cairn fsck --repair` (README, "Storage and faults"). Prefer `segment`.
     #[arg(long, value_enum, default_value_t = StoreArg::Segment)]
     store: StoreArg,
 }
@@ -17,7 +20,7 @@ pub struct Args {
 enum StoreArg {
     /// Cairn's segment store.
     Segment,
-    /// A sled database.
+    /// A sled database (one damaged byte can make it unopenable).
     Sled,
 }
 
