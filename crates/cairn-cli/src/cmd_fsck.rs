@@ -12,7 +12,8 @@ pub struct Args {
     json: bool,
     /// Delete damaged derived entries (index chunks, unit graphs, manifests), which are
     /// rebuilt from the data on next use; write a missing or damaged `HEAD` or format
-    /// marker again; write a missing, damaged or malformed dense-dimension record again
+    /// marker again; set a branch whose ref is missing or damaged to the commit the reflog
+    /// last moved it to; write a missing, damaged or malformed dense-dimension record again
     /// from the stored vectors, and remove one no stored node needs. Never touches the
     /// data itself.
     #[arg(long)]
@@ -31,6 +32,7 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let mut repaired = Vec::new();
     if args.repair {
         let mut written = repo.repair_refs()?;
+        written.extend(repo.repair_branches()?);
         written.extend(repo.repair_dims()?);
         if !written.is_empty() {
             repaired.extend(written);

@@ -1,5 +1,6 @@
 //! `fsck`: verify every stored object and every reachable reference.
 
+mod branches;
 mod dims;
 mod refs;
 mod trees;
@@ -135,6 +136,7 @@ impl Repo {
         }
         objects.flush(&mut pending);
         self.check_own_refs(&mut report.problems);
+        self.check_branches(&reflog_entries, &mut report.problems)?;
         let refs = self.refs();
         // A damaged branch or tag ref is reported; the commits of the others are still
         // checked only if the listing itself could be read.

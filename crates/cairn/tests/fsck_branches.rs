@@ -1,0 +1,80 @@
+//! A branch ref lost or damaged while the reflog holds its last move (issue 22, item 4):
+//! `fsck` names it (and does not pass), `repair_branches` (`cairn fsck --repair`) sets it to
+//! that commit again, and a branch deleted on purpose stays deleted.
+
+use cairn::{CommitId, Node, NodeId, Repo, StoreKind};
+
+const MAIN: &str = "refs/heads/main";
+
+fn repo(dir: &tempfile::TempDir) -> (Repo, CommitId) {
+    let repo = Repo::init_with(dir.path().join("repo"), StoreKind::Segment).unwrap();
+    let mut head = None;
+    for c in 0..3 {
+        let mut tx = repo.transaction().unwrap();
+        for i in 0..10 {
+            tx.put_node(Node::new(NodeId::new(format!("n{c}-{i}")).unwrap()).with_text(format!("note {c} {i}")))
+                .unwrap();
+        }
+        head = Some(tx.commit(&format!("commit {c}")).unwrap());
+    }
+    repo.store().flush().unwrap();
+    (repo, head.unwrap())
+}
+
+fn restored(repo: &Repo, head: CommitId, word: &str) {
+    let report = repo.fsck().unwrap();
+    assert!(!report.is_ok());
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.contains("branch main") && p.contains(word)),
+        "{:?}",
+        report.problems
+    );
+    let done = repo.repair_branches().unwrap();
+    assert_eq!(done.len(), 1, "{done:?}");
+    assert!(done[0].contains(&head.to_hex()), "{done:?}");
+    assert_eq!(repo.head().unwrap(), Some(head));
+    let report = repo.fsck().unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+    assert_eq!(
+        repo.node(&NodeId::new("n0-3").unwrap()).unwrap().unwrap().text,
+        "note 0 3"
+    );
+}
+
+#[test]
+fn a_deleted_current_branch_ref_is_named_and_restored_from_the_reflog() {
+    let dir = tempfile::tempdir().unwrap();
+    let (repo, head) = repo(&dir);
+    let value = repo.store().get_ref(MAIN).unwrap().unwrap();
+    repo.store().cas_ref(MAIN, Some(&value), None).unwrap();
+    assert_eq!(repo.head().unwrap(), None);
+    restored(&repo, head, "no ref");
+}
+
+#[test]
+fn a_damaged_branch_ref_file_is_named_and_restored_from_the_reflog() {
+    let dir = tempfile::tempdir().unwrap();
+    let head = repo(&dir).1;
+    let hex: String = MAIN.bytes().map(|b| format!("{b:02x}")).collect();
+    let file = dir.path().join("repo").join("refs").join(hex);
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes[3] ^= 0x21;
+    std::fs::write(&file, bytes).unwrap();
+    let repo = Repo::open(dir.path().join("repo")).unwrap();
+    restored(&repo, head, "damaged");
+}
+
+#[test]
+fn a_branch_deleted_on_purpose_stays_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (repo, _) = repo(&dir);
+    repo.create_branch("side", None).unwrap();
+    repo.delete_branch("side").unwrap();
+    let report = repo.fsck().unwrap();
+    assert!(report.is_ok(), "{:?}", report.problems);
+    assert_eq!(repo.repair_branches().unwrap(), Vec::<String>::new());
+    assert!(repo.branch_head("side").is_err(), "side came back");
+}
