@@ -120,8 +120,18 @@ pub trait Store: Send + Sync + 'static {
         Ok(false)
     }
 
-    /// Lists refs whose names start with `prefix`, in name order.
+    /// Lists refs whose names start with `prefix`, in name order. A backend that can tell
+    /// one damaged ref from the rest leaves it out (and names it in
+    /// [`Store::damaged_refs`]); one that cannot fails the listing.
     fn list_refs(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError>;
+
+    /// The refs starting with `prefix` that [`Store::list_refs`] left out because their
+    /// bytes fail their checksum, in name order. Whoever must see every ref (garbage
+    /// collection) refuses to go on while any is damaged. Default: none.
+    fn damaged_refs(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+        let _ = prefix;
+        Ok(Vec::new())
+    }
 
     /// Reads a derived-data value.
     fn get_derived(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError>;

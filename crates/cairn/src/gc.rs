@@ -204,6 +204,11 @@ impl Repo {
         let store = self.store();
         let grace_ms = i64::try_from(options.grace.as_millis()).unwrap_or(i64::MAX);
         let cutoff = crate::writer::now_ms().saturating_sub(grace_ms);
+        // Every branch and tag must be readable: a damaged one (left out of listings)
+        // could be the only way to its commits. Its own error names it.
+        for name in store.damaged_refs("refs/")? {
+            store.get_ref(&name)?;
+        }
         // Phase 1: snapshot first, refs after it; writers run on.
         let disk_bytes_before = store.disk_bytes()?.unwrap_or(0);
         let snapshot = store.object_hashes()?;
@@ -248,6 +253,9 @@ impl Repo {
         // Phase 2: no writer is between writing its objects and moving its ref.
         {
             let _sweeping = self.inner.gc_lock.write();
+            for name in store.damaged_refs("refs/")? {
+                store.get_ref(&name)?;
+            }
             self.mark_from_refs(&mut marks)?;
             // Objects open transactions wrote ahead of their commit (`pins.rs`).
             let pinned = self.inner.pins.all();

@@ -78,3 +78,57 @@ fn a_branch_deleted_on_purpose_stays_deleted() {
     assert_eq!(repo.repair_branches().unwrap(), Vec::<String>::new());
     assert!(repo.branch_head("side").is_err(), "side came back");
 }
+
+/// One damaged branch ref costs that ref (issue 22, item 3): the others list, `fsck` checks
+/// them and calls nothing intact dangling, and `gc` refuses (naming it) rather than collect
+/// what only the damaged ref reaches; repaired from the reflog, all is as before.
+#[test]
+fn a_damaged_branch_ref_costs_that_ref_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let (repo, main_head) = repo(&dir);
+    repo.create_branch("side", None).unwrap();
+    let mut tx = repo.transaction_on("side").unwrap();
+    tx.put_node(Node::new(NodeId::new("only-on-side").unwrap()).with_text("side note"))
+        .unwrap();
+    let side_head = tx.commit("side").unwrap();
+    repo.store().flush().unwrap();
+    drop(repo);
+    let hex: String = "refs/heads/side".bytes().map(|b| format!("{b:02x}")).collect();
+    let file = dir.path().join("repo").join("refs").join(hex);
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes[3] ^= 0x21;
+    std::fs::write(&file, bytes).unwrap();
+
+    let repo = Repo::open(dir.path().join("repo")).unwrap();
+    let branches = repo.branches().unwrap();
+    assert_eq!(branches, vec![("main".to_string(), main_head)]);
+    let report = repo.fsck().unwrap();
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.contains("refs/heads/side") && p.contains("damaged")),
+        "{:?}",
+        report.problems
+    );
+    assert!(report.commits_checked >= 3, "{report:?}");
+    assert_eq!(report.dangling_commits, Vec::<CommitId>::new());
+    let objects = repo.store().stats().unwrap().objects;
+    assert!(repo.gc_with(&cairn::GcOptions::now()).is_err());
+    assert_eq!(repo.store().stats().unwrap().objects, objects);
+
+    let done = repo.repair_branches().unwrap();
+    assert!(done.iter().any(|d| d.contains("side")), "{done:?}");
+    assert_eq!(repo.branch_head("side").unwrap(), Some(side_head));
+    assert!(repo.fsck().unwrap().is_ok());
+    repo.gc_with(&cairn::GcOptions::now()).unwrap();
+    let at_side = repo.view("side").unwrap();
+    assert_eq!(
+        at_side
+            .node(&NodeId::new("only-on-side").unwrap())
+            .unwrap()
+            .unwrap()
+            .text,
+        "side note"
+    );
+}

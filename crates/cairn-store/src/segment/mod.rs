@@ -368,6 +368,10 @@ impl Store for SegmentStore {
         self.refs.remove_damaged(name)
     }
 
+    fn damaged_refs(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+        self.refs.damaged(prefix)
+    }
+
     fn get_derived(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
         self.derived.get(&Box::from(key))
     }

@@ -103,8 +103,8 @@ impl RefFiles {
         }
     }
 
-    /// Refs whose names start with `prefix`, in name order.
-    pub(super) fn list(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+    /// The names of the refs starting with `prefix`, in name order.
+    fn names(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
         let err = |e: io::Error| io_error(&self.dir, "listing refs", e);
         let mut names = Vec::new();
         for entry in fs::read_dir(&self.dir).map_err(err)? {
@@ -116,11 +116,31 @@ impl RefFiles {
             }
         }
         names.sort();
-        let mut out = Vec::with_capacity(names.len());
-        for name in names {
-            // A ref removed since the listing is skipped.
-            if let Some(value) = self.get(&name)? {
-                out.push((name, value));
+        Ok(names)
+    }
+
+    /// Refs whose names start with `prefix`, in name order. A ref whose file fails its
+    /// checksum is left out (damage to one ref costs that ref): [`RefFiles::damaged`]
+    /// names it.
+    pub(super) fn list(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        let mut out = Vec::new();
+        for name in self.names(prefix)? {
+            match self.get(&name) {
+                Ok(Some(value)) => out.push((name, value)),
+                // Removed since the listing, or damaged: left out.
+                Ok(None) | Err(StoreError::Corrupt { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The refs starting with `prefix` whose files fail their checksum, in name order.
+    pub(super) fn damaged(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+        let mut out = Vec::new();
+        for name in self.names(prefix)? {
+            if let Err(StoreError::Corrupt { .. }) = self.get(&name) {
+                out.push(name);
             }
         }
         Ok(out)

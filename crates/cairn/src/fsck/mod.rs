@@ -149,6 +149,18 @@ impl Repo {
             Ok(tags) => heads.extend(tags.into_iter().map(|(t, c)| (format!("tag {t}"), c))),
             Err(e) => report.problems.push(format!("tags: {e}")),
         }
+        // Branches and tags whose refs are damaged (left out of the listings above): each
+        // named; while any is, no commit is judged dangling (it may be that ref's).
+        let damaged_refs = store.damaged_refs("refs/")?;
+        for name in &damaged_refs {
+            let why = match store.get_ref(name) {
+                Err(e) => e.to_string(),
+                Ok(_) => "its bytes fail their checksum".to_string(),
+            };
+            report.problems.push(format!(
+                "ref {name} is damaged: {why} (the other refs are checked; commits are not judged dangling until it is repaired)"
+            ));
+        }
         let mut seen_commits = BTreeSet::new();
         let mut trees = TreeChecker::new(self, &values);
         let mut stack: Vec<(String, CommitId)> = heads;
@@ -184,7 +196,9 @@ impl Repo {
             .filter(|(id, _)| !seen_commits.contains(id))
             .collect();
         let parents: BTreeSet<CommitId> = unreachable.values().flatten().copied().collect();
-        report.dangling_commits = unreachable.into_keys().filter(|id| !parents.contains(id)).collect();
+        if damaged_refs.is_empty() {
+            report.dangling_commits = unreachable.into_keys().filter(|id| !parents.contains(id)).collect();
+        }
         let mut missing = BTreeSet::new();
         for entry in &reflog_entries {
             for id in entry.commits() {
