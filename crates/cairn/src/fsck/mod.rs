@@ -136,6 +136,21 @@ impl Repo {
         }
         objects.flush(&mut pending);
         self.check_own_refs(&mut report.problems);
+        // Any other damaged ref (embedder settings, …): HEAD, the format marker, branches,
+        // tags and dimension records are named by their own checks.
+        for name in store.damaged_refs("")? {
+            let own = name == cairn_graph::refs::HEAD
+                || name == format!("meta/{}", crate::repo::FORMAT_META)
+                || name.starts_with("meta/dense-dim/")
+                || name.starts_with("refs/");
+            if !own {
+                let why = store
+                    .get_ref(&name)
+                    .err()
+                    .map_or_else(|| "fails its checksum".into(), |e| e.to_string());
+                report.problems.push(format!("ref {name} is damaged: {why}"));
+            }
+        }
         self.check_branches(&reflog_entries, &mut report.problems)?;
         let refs = self.refs();
         // A damaged branch or tag ref is reported; the commits of the others are still
