@@ -132,3 +132,27 @@ fn a_damaged_branch_ref_costs_that_ref_only() {
         "side note"
     );
 }
+
+/// With the current branch's ref gone and no reflog record to restore it from, every read
+/// of HEAD fails: `fsck` does not pass (issue 22: never exit 0 while HEAD cannot be read).
+#[test]
+fn a_lost_current_branch_without_a_reflog_record_fails_fsck() {
+    let store = std::sync::Arc::new(cairn_store::MemoryStore::new());
+    let repo = Repo::with_store(store.clone()).unwrap();
+    let mut tx = repo.transaction().unwrap();
+    tx.put_node(Node::new(NodeId::new("a").unwrap())).unwrap();
+    tx.commit("one").unwrap();
+    // No reflog record left: nothing to restore main from.
+    repo.store().retain_ref_log(&|_| false).unwrap();
+    let value = repo.store().get_ref(MAIN).unwrap().unwrap();
+    repo.store().cas_ref(MAIN, Some(&value), None).unwrap();
+    let report = repo.fsck().unwrap();
+    assert!(!report.is_ok());
+    assert!(
+        report.problems.iter().any(|p| p.contains("HEAD names branch main")),
+        "{:?}",
+        report.problems
+    );
+    // A new, empty repository is sound.
+    assert!(Repo::in_memory().unwrap().fsck().unwrap().is_ok());
+}

@@ -206,6 +206,7 @@ impl Repo {
         }
         drop(trees);
         self.check_dims(&node_dims, &reached_dims, &mut report.problems);
+        let any_commit = !stored_commits.is_empty();
         let unreachable: BTreeMap<_, _> = stored_commits
             .into_iter()
             .filter(|(id, _)| !seen_commits.contains(id))
@@ -213,6 +214,16 @@ impl Repo {
         let parents: BTreeSet<CommitId> = unreachable.values().flatten().copied().collect();
         if damaged_refs.is_empty() {
             report.dangling_commits = unreachable.into_keys().filter(|id| !parents.contains(id)).collect();
+        }
+        // A repository holding commits whose current branch has none: every read of HEAD
+        // fails, so fsck does not pass (a new, empty repository is sound).
+        if let Ok(branch) = self.current_branch() {
+            let named = report.problems.iter().any(|p| p.contains(&format!("branch {branch} ")));
+            if !named && any_commit && matches!(refs.branch(&branch), Ok(None)) {
+                report.problems.push(format!(
+                    "HEAD names branch {branch}, which has no ref, while commits are stored (`cairn branch switch <branch>` works on another branch; `cairn branch create {branch} --at <commit>` brings it back)"
+                ));
+            }
         }
         let mut missing = BTreeSet::new();
         for entry in &reflog_entries {
