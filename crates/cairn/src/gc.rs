@@ -204,11 +204,7 @@ impl Repo {
         let store = self.store();
         let grace_ms = i64::try_from(options.grace.as_millis()).unwrap_or(i64::MAX);
         let cutoff = crate::writer::now_ms().saturating_sub(grace_ms);
-        // Every branch and tag must be readable: a damaged one (left out of listings)
-        // could be the only way to its commits. Its own error names it.
-        for name in store.damaged_refs("refs/")? {
-            store.get_ref(&name)?;
-        }
+        refuse_damaged_heads(store.as_ref())?;
         // Phase 1: snapshot first, refs after it; writers run on.
         let disk_bytes_before = store.disk_bytes()?.unwrap_or(0);
         let snapshot = store.object_hashes()?;
@@ -253,9 +249,7 @@ impl Repo {
         // Phase 2: no writer is between writing its objects and moving its ref.
         {
             let _sweeping = self.inner.gc_lock.write();
-            for name in store.damaged_refs("refs/")? {
-                store.get_ref(&name)?;
-            }
+            refuse_damaged_heads(store.as_ref())?;
             self.mark_from_refs(&mut marks)?;
             // Objects open transactions wrote ahead of their commit (`pins.rs`).
             let pinned = self.inner.pins.all();
@@ -440,4 +434,14 @@ impl Repo {
         }
         Ok(doomed.len() as u64)
     }
+}
+
+/// Fails (with the ref's own error, which names it) if any branch or tag ref is damaged:
+/// a damaged one is left out of listings and could be the only way to its commits, so gc
+/// must not mark without it. Checked before the snapshot and again under the sweep lock.
+fn refuse_damaged_heads(store: &dyn cairn_store::Store) -> Result<()> {
+    for name in store.damaged_refs("refs/")? {
+        store.get_ref(&name)?;
+    }
+    Ok(())
 }

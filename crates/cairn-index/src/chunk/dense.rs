@@ -116,15 +116,10 @@ impl DenseChunk {
         self.stored.is_none()
     }
 
-    /// The same part with its exact rows left in the stored value `key` (the part's own
+    /// The part with its exact rows left in the stored value `key` (the part's own
     /// encoding, [`crate::persist::encode_dense`], whose rows start at byte `first`),
-    /// read through `source`; the codes and bounds stay. A part already on disk is
-    /// returned as it is.
-    pub fn with_rows_stored(&self, source: Arc<dyn RowSource>, key: &[u8], first: u64) -> DenseChunk {
-        self.clone().into_rows_stored(source, key, first)
-    }
-
-    /// [`DenseChunk::with_rows_stored`], taking the part (its rows are let go at once).
+    /// read through `source`; the codes and bounds stay, the rows in memory are let go.
+    /// A part already on disk is returned as it is.
     pub fn into_rows_stored(mut self, source: Arc<dyn RowSource>, key: &[u8], first: u64) -> DenseChunk {
         if self.stored.is_none() {
             let crcs = self.row_crcs().into();

@@ -155,6 +155,13 @@ impl Drop for Tick<'_> {
     }
 }
 
+/// `d`, a dense part of `model` stored under `key`, with its rows left in that stored
+/// value (`persist::encode_dense`'s layout: the rows last) and read through `source`.
+fn rows_to_disk(d: DenseChunk, model: &str, key: &[u8], source: &Arc<dyn cairn_index::RowSource>) -> DenseChunk {
+    let first = persist::dense_rows_offset(model, d.len());
+    d.into_rows_stored(Arc::clone(source), key, first)
+}
+
 /// What a part lookup found.
 enum Found {
     Part(Part),
@@ -670,9 +677,7 @@ impl Repo {
                     Ok(p) => {
                         let p = match (p, model.and_then(|m| Some((m, ctx.rows_on_disk.get(m)?)))) {
                             (Part::Dense(d), Some((m, source))) => {
-                                let d = Arc::unwrap_or_clone(d);
-                                let first = persist::dense_rows_offset(m, d.len());
-                                Part::Dense(Arc::new(d.into_rows_stored(Arc::clone(source), &skey, first)))
+                                Part::Dense(Arc::new(rows_to_disk(Arc::unwrap_or_clone(d), m, &skey, source)))
                             }
                             (p, _) => p,
                         };
@@ -771,11 +776,8 @@ impl Repo {
                     ctx.persist(k.clone(), || persist::encode_dense(key, &m, n, &d));
                     // Rows left on disk: the value is queued for the store, written before
                     // any query reads a row (and read from the node objects if it never is).
-                    let d = match ctx.rows_on_disk.get(&m).filter(|_| ctx.persistent) {
-                        Some(source) => {
-                            let first = persist::dense_rows_offset(&m, d.len());
-                            d.into_rows_stored(Arc::clone(source), &k, first)
-                        }
+                    let d = match ctx.rows_on_disk.get(&m) {
+                        Some(source) => rows_to_disk(d, &m, &k, source),
                         None => d,
                     };
                     self.remember(ctx, k, Part::Dense(Arc::new(d)));
@@ -822,10 +824,10 @@ impl Repo {
     }
 
     /// `parts` with their rows left on disk, if the view's `model` rows stay there
-    /// ([`Repo::rows_on_disk`]) and a part still holds them (one taken over from a view
-    /// that kept them in memory): every value is written first, and a part whose stored
-    /// value does not end with its last row (not stored, or not what was built) keeps its
-    /// rows in memory.
+    /// ([`Repo::rows_on_disk`]) and a part still holds them: one an earlier assembly
+    /// built or loaded under another rule (this assembly's own are put on disk as they
+    /// are built or loaded, [`rows_to_disk`]). A part whose stored value does not end with
+    /// its last row (not stored, or not what was built) keeps its rows in memory.
     fn leave_rows_on_disk(
         &self,
         ctx: &Ctx,
@@ -837,10 +839,6 @@ impl Repo {
             return parts;
         };
         if parts.iter().flatten().all(|p| !p.rows_in_memory()) {
-            return parts;
-        }
-        self.store_pending(ctx);
-        if ctx.store_failed() {
             return parts;
         }
         let cache = &self.inner.derived.cache;
@@ -862,7 +860,7 @@ impl Repo {
                 if !stored {
                     return Some(p);
                 }
-                let on_disk = Arc::new(p.with_rows_stored(Arc::clone(source), &key, first));
+                let on_disk = Arc::new(rows_to_disk((*p).clone(), model, &key, source));
                 cache.put_part(key, Part::Dense(Arc::clone(&on_disk)));
                 Some(on_disk)
             })

@@ -3,7 +3,7 @@
 //! `fsck --repair` sets it to that commit again (issue 22, item 4). A branch the reflog
 //! last records as deleted is left alone.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use cairn_core::CommitId;
 use cairn_graph::refs::BranchName;
@@ -47,9 +47,15 @@ impl Repo {
         Ok(lost)
     }
 
-    /// Problems with branch refs the reflog can restore, one line each.
-    pub(super) fn check_branches(&self, entries: &[RefLogEntry], problems: &mut Vec<String>) -> Result<()> {
-        for (branch, lost) in self.lost_branches(entries)? {
+    /// Problems with branch refs the reflog can restore, one line each; returns those
+    /// branches.
+    pub(super) fn check_branches(
+        &self,
+        entries: &[RefLogEntry],
+        problems: &mut Vec<String>,
+    ) -> Result<BTreeSet<String>> {
+        let lost = self.lost_branches(entries)?;
+        for (branch, lost) in &lost {
             problems.push(match lost {
                 Lost::Missing(c) => format!(
                     "branch {branch} has no ref, but the reflog last moved it to commit {c} (`cairn fsck --repair` sets it there again)"
@@ -59,7 +65,7 @@ impl Repo {
                 ),
             });
         }
-        Ok(())
+        Ok(lost.into_keys().collect())
     }
 
     /// Sets every branch whose ref is missing or damaged to the commit the reflog last

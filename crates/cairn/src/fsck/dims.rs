@@ -6,14 +6,20 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use cairn_core::codec::{self, Object};
 use cairn_store::CasOutcome;
 
 use crate::error::Result;
 use crate::repo::Repo;
 
-/// Each dense model's vector lengths among the stored node objects.
+/// Each dense model's vector lengths among some node objects.
 pub(super) type NodeDims = BTreeMap<String, BTreeSet<usize>>;
+
+/// What `fsck`'s walk saw of the vectors: among every stored node object, and among those
+/// the branches and tags reach (and their history).
+pub(super) struct Dims {
+    pub(super) stored: NodeDims,
+    pub(super) reached: NodeDims,
+}
 
 /// What a model's record holds.
 enum Record {
@@ -90,8 +96,7 @@ impl Repo {
     /// records no stored node needs. Returns what it did; sound records are left alone.
     /// Reads every object (it runs [`Repo::fsck`]'s walk).
     pub fn repair_dims(&self) -> Result<Vec<String>> {
-        let dims = self.fsck_with_dims()?.1;
-        let stored = self.stored_models()?;
+        let Dims { stored, reached: dims } = self.fsck_with_dims()?.1;
         let mut done = Vec::new();
         let mut ignored = Vec::new();
         let mut models = self.recorded_models(&mut ignored);
@@ -105,7 +110,7 @@ impl Repo {
                 .filter(|d| d.len() == 1)
                 .and_then(|d| d.first().copied());
             let value = single.map(|d| (d as u32).to_le_bytes().to_vec());
-            let needed = stored.contains(&model);
+            let needed = stored.contains_key(&model);
             let written = || {
                 format!(
                     "{name} written ({} dimensions, from the stored vectors)",
@@ -137,23 +142,6 @@ impl Repo {
         }
         store.flush()?;
         Ok(done)
-    }
-}
-
-impl Repo {
-    /// The dense models some stored node object holds (unreadable objects are `fsck`'s to
-    /// report, and skipped here).
-    fn stored_models(&self) -> Result<BTreeSet<String>> {
-        let mut models = BTreeSet::new();
-        let store = self.store();
-        for h in store.object_hashes()? {
-            if let Ok(Some(bytes)) = store.get(&h) {
-                if let Ok(Object::Node(n)) = codec::decode_object(&bytes) {
-                    models.extend(n.embeddings.into_keys());
-                }
-            }
-        }
-        Ok(models)
     }
 }
 

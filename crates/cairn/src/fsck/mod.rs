@@ -74,7 +74,7 @@ impl Repo {
 
     /// [`Repo::fsck`], and each dense model's vector lengths among the node objects the
     /// branches and tags reach (and their history), for the dimension records' repair.
-    fn fsck_with_dims(&self) -> Result<(FsckReport, dims::NodeDims)> {
+    fn fsck_with_dims(&self) -> Result<(FsckReport, dims::Dims)> {
         let mut report = FsckReport::default();
         let (checked, damage) = self.check_derived()?;
         report.derived_checked = checked;
@@ -136,22 +136,31 @@ impl Repo {
         }
         objects.flush(&mut pending);
         self.check_own_refs(&mut report.problems);
-        // Any other damaged ref (embedder settings, …): HEAD, the format marker, branches,
-        // tags and dimension records are named by their own checks.
+        // Damaged refs, each named once. Branches and tags are left out of the listings
+        // below, and while any is damaged no commit is judged dangling (it may be that
+        // ref's). HEAD, the format marker and dimension records have checks of their own.
+        let mut damaged_heads = Vec::new();
         for name in store.damaged_refs("")? {
             let own = name == cairn_graph::refs::HEAD
                 || name == format!("meta/{}", crate::repo::FORMAT_META)
-                || name.starts_with("meta/dense-dim/")
-                || name.starts_with("refs/");
-            if !own {
-                let why = store
-                    .get_ref(&name)
-                    .err()
-                    .map_or_else(|| "fails its checksum".into(), |e| e.to_string());
+                || name.starts_with("meta/dense-dim/");
+            if own {
+                continue;
+            }
+            let why = store
+                .get_ref(&name)
+                .err()
+                .map_or_else(|| "its bytes fail their checksum".into(), |e| e.to_string());
+            if name.starts_with("refs/") {
+                report.problems.push(format!(
+                    "ref {name} is damaged: {why} (the other refs are checked; commits are not judged dangling until it is repaired)"
+                ));
+                damaged_heads.push(name);
+            } else {
                 report.problems.push(format!("ref {name} is damaged: {why}"));
             }
         }
-        self.check_branches(&reflog_entries, &mut report.problems)?;
+        let restorable = self.check_branches(&reflog_entries, &mut report.problems)?;
         let refs = self.refs();
         // A damaged branch or tag ref is reported; the commits of the others are still
         // checked only if the listing itself could be read.
@@ -163,18 +172,6 @@ impl Repo {
         match refs.tags() {
             Ok(tags) => heads.extend(tags.into_iter().map(|(t, c)| (format!("tag {t}"), c))),
             Err(e) => report.problems.push(format!("tags: {e}")),
-        }
-        // Branches and tags whose refs are damaged (left out of the listings above): each
-        // named; while any is, no commit is judged dangling (it may be that ref's).
-        let damaged_refs = store.damaged_refs("refs/")?;
-        for name in &damaged_refs {
-            let why = match store.get_ref(name) {
-                Err(e) => e.to_string(),
-                Ok(_) => "its bytes fail their checksum".to_string(),
-            };
-            report.problems.push(format!(
-                "ref {name} is damaged: {why} (the other refs are checked; commits are not judged dangling until it is repaired)"
-            ));
         }
         let mut seen_commits = BTreeSet::new();
         let mut trees = TreeChecker::new(self, &values);
@@ -212,13 +209,13 @@ impl Repo {
             .filter(|(id, _)| !seen_commits.contains(id))
             .collect();
         let parents: BTreeSet<CommitId> = unreachable.values().flatten().copied().collect();
-        if damaged_refs.is_empty() {
+        if damaged_heads.is_empty() {
             report.dangling_commits = unreachable.into_keys().filter(|id| !parents.contains(id)).collect();
         }
         // A repository holding commits whose current branch has none: every read of HEAD
         // fails, so fsck does not pass (a new, empty repository is sound).
         if let Ok(branch) = self.current_branch() {
-            let named = report.problems.iter().any(|p| p.contains(&format!("branch {branch} ")));
+            let named = restorable.contains(branch.as_str());
             if !named && any_commit && matches!(refs.branch(&branch), Ok(None)) {
                 report.problems.push(format!(
                     "HEAD names branch {branch}, which has no ref, while commits are stored (`cairn branch switch <branch>` works on another branch; `cairn branch create {branch} --at <commit>` brings it back)"
@@ -236,6 +233,12 @@ impl Repo {
                 }
             }
         }
-        Ok((report, reached_dims))
+        Ok((
+            report,
+            dims::Dims {
+                stored: node_dims,
+                reached: reached_dims,
+            },
+        ))
     }
 }
