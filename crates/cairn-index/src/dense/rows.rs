@@ -53,11 +53,18 @@ impl fmt::Debug for StoredRows {
 
 /// crc32 of a row's little-endian bytes.
 pub(crate) fn row_crc(v: &[f32]) -> u32 {
-    let mut h = crc32fast::Hasher::new();
-    for x in v {
-        h.update(&x.to_le_bytes());
-    }
-    h.finalize()
+    // One pass over a buffer of the row's bytes: feeding the hasher 4 bytes at a time
+    // takes its byte-wise path (at 1M rows of 384, a second of a cold load).
+    ROW_BYTES.with(|b| {
+        let mut b = b.borrow_mut();
+        b.clear();
+        b.extend(v.iter().flat_map(|x| x.to_le_bytes()));
+        crc32fast::hash(&b)
+    })
+}
+
+thread_local! {
+    static ROW_BYTES: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 thread_local! {

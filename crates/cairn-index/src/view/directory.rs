@@ -23,6 +23,8 @@ use std::borrow::Borrow;
 use std::hash::Hash;
 use std::sync::Arc;
 
+use rayon::prelude::*;
+
 use crate::fast_hash::FastMap;
 
 /// Overlay chunks always tolerated before a rebuild.
@@ -60,44 +62,100 @@ struct Base<K> {
 impl<K: Ord> Base<K> {
     /// Builds over `chunks` chunks, `keys_of(c)` listing chunk `c`'s `(key, slot, count)`
     /// triples (each key once per chunk); `size(k)` estimates a key's heap bytes.
-    fn build<'a, Q, I>(chunks: usize, keys_of: impl Fn(usize) -> I, size: impl Fn(&Q) -> usize) -> Base<K>
+    ///
+    /// Each key is hashed once: contiguous ranges of chunks intern their keys in parallel
+    /// (a local id per key), the ranges' keys are merged in range order and sorted once,
+    /// and a counting pass places every entry — chunk by chunk, so each key's entries are
+    /// in chunk order. The ranges change the speed, never the table.
+    fn build<'a, Q, I>(chunks: usize, keys_of: impl Fn(usize) -> I + Sync, size: impl Fn(&Q) -> usize) -> Base<K>
     where
-        Q: ?Sized + Ord + Hash + ToOwned<Owned = K> + 'a,
+        Q: ?Sized + Ord + Hash + Sync + ToOwned<Owned = K> + 'a,
         I: Iterator<Item = (&'a Q, u32, u32)>,
     {
-        // Pass 1: entries per key.
-        let mut counts: FastMap<&Q, u32> = FastMap::default();
-        let mut total = 0usize;
-        for c in 0..chunks {
-            for (k, _, _) in keys_of(c) {
-                *counts.entry(k).or_insert(0) += 1;
-                total += 1;
+        /// One range's keys in first-seen order, and each of its entries' local key id.
+        struct Piece<'q, Q: ?Sized> {
+            keys: Vec<&'q Q>,
+            ids: Vec<u32>,
+        }
+        let pieces_n = (rayon::current_num_threads() * 4).clamp(1, chunks.max(1));
+        let bounds: Vec<usize> = (0..=pieces_n).map(|p| p * chunks / pieces_n).collect();
+        let pieces: Vec<Piece<'a, Q>> = (0..pieces_n)
+            .into_par_iter()
+            .map(|p| {
+                let mut local: FastMap<&Q, u32> = FastMap::default();
+                let mut keys = Vec::new();
+                let mut ids = Vec::new();
+                for c in bounds[p]..bounds[p + 1] {
+                    for (k, _, _) in keys_of(c) {
+                        let id = *local.entry(k).or_insert_with(|| {
+                            keys.push(k);
+                            keys.len() as u32 - 1
+                        });
+                        ids.push(id);
+                    }
+                }
+                Piece { keys, ids }
+            })
+            .collect();
+        // Every piece's local ids as global ones (first seen in piece order).
+        let mut global: FastMap<&Q, u32> = FastMap::default();
+        let mut keys: Vec<&Q> = Vec::new();
+        let to_global: Vec<Vec<u32>> = pieces
+            .iter()
+            .map(|piece| {
+                piece
+                    .keys
+                    .iter()
+                    .map(|k| {
+                        *global.entry(*k).or_insert_with(|| {
+                            keys.push(*k);
+                            keys.len() as u32 - 1
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+        drop(global);
+        // Global id → its rank among the sorted keys.
+        let mut order: Vec<u32> = (0..keys.len() as u32).collect();
+        order.sort_unstable_by(|a, b| keys[*a as usize].cmp(keys[*b as usize]));
+        let mut rank = vec![0u32; keys.len()];
+        for (r, g) in order.iter().enumerate() {
+            rank[*g as usize] = r as u32;
+        }
+        let to_rank: Vec<Vec<u32>> = to_global
+            .into_iter()
+            .map(|m| m.into_iter().map(|g| rank[g as usize]).collect())
+            .collect();
+        let mut counts = vec![0u32; keys.len()];
+        for (piece, map) in pieces.iter().zip(&to_rank) {
+            for id in &piece.ids {
+                counts[map[*id as usize] as usize] += 1;
             }
         }
-        let mut keys: Vec<&Q> = counts.keys().copied().collect();
-        keys.sort_unstable();
         let mut starts = Vec::with_capacity(keys.len() + 1);
-        let mut cursor: FastMap<&Q, u32> = FastMap::default();
-        cursor.reserve(keys.len());
         let mut at = 0u32;
-        for k in &keys {
+        for n in &counts {
             starts.push(at);
-            cursor.insert(*k, at);
-            at += counts[k];
+            at += n;
         }
         starts.push(at);
         drop(counts);
-        // Pass 2: fill, chunk by chunk, so each key's entries are in chunk order.
-        let mut entries = vec![Entry::default(); total];
-        for c in 0..chunks {
-            for (k, slot, count) in keys_of(c) {
-                let w = cursor.get_mut(k).expect("counted in pass 1");
-                entries[*w as usize] = Entry {
-                    chunk: c as u32,
-                    slot,
-                    count,
-                };
-                *w += 1;
+        // Fill, chunk by chunk (the ids follow the same iteration as pass 1).
+        let mut cursor: Vec<u32> = starts[..starts.len() - 1].to_vec();
+        let mut entries = vec![Entry::default(); at as usize];
+        for (p, (piece, map)) in pieces.iter().zip(&to_rank).enumerate() {
+            let mut ids = piece.ids.iter();
+            for c in bounds[p]..bounds[p + 1] {
+                for ((_, slot, count), id) in keys_of(c).zip(ids.by_ref()) {
+                    let w = &mut cursor[map[*id as usize] as usize];
+                    entries[*w as usize] = Entry {
+                        chunk: c as u32,
+                        slot,
+                        count,
+                    };
+                    *w += 1;
+                }
             }
         }
         drop(cursor);
@@ -112,7 +170,7 @@ impl<K: Ord> Base<K> {
             .collect();
         let key_bytes = keys.iter().map(|k| size(k)).sum();
         Base {
-            keys: keys.into_iter().map(ToOwned::to_owned).collect(),
+            keys: order.iter().map(|g| keys[*g as usize].to_owned()).collect(),
             starts,
             totals,
             entries,
@@ -181,11 +239,11 @@ impl<K: Ord> Directory<K> {
     /// posting count)` triples; `size(k)` estimates a key's heap bytes.
     pub(crate) fn build<'a, Q, I>(
         chunks: usize,
-        keys_of: impl Fn(usize) -> I,
+        keys_of: impl Fn(usize) -> I + Sync,
         size: impl Fn(&Q) -> usize,
     ) -> Directory<K>
     where
-        Q: ?Sized + Ord + Hash + ToOwned<Owned = K> + 'a,
+        Q: ?Sized + Ord + Hash + Sync + ToOwned<Owned = K> + 'a,
         I: Iterator<Item = (&'a Q, u32, u32)>,
     {
         Directory {
@@ -203,11 +261,11 @@ impl<K: Ord> Directory<K> {
     pub(crate) fn derive_or_build<'a, Q, I>(
         donor: Option<(&Directory<K>, &[Option<usize>])>,
         chunks: usize,
-        keys_of: impl Fn(usize) -> I,
+        keys_of: impl Fn(usize) -> I + Sync,
         size: impl Fn(&Q) -> usize,
     ) -> Directory<K>
     where
-        Q: ?Sized + Ord + Hash + ToOwned<Owned = K> + 'a,
+        Q: ?Sized + Ord + Hash + Sync + ToOwned<Owned = K> + 'a,
         I: Iterator<Item = (&'a Q, u32, u32)>,
     {
         match donor {
@@ -222,11 +280,11 @@ impl<K: Ord> Directory<K> {
     pub(crate) fn derive<'a, Q, I>(
         &self,
         from_donor: &[Option<usize>],
-        keys_of: impl Fn(usize) -> I,
+        keys_of: impl Fn(usize) -> I + Sync,
         size: impl Fn(&Q) -> usize,
     ) -> Directory<K>
     where
-        Q: ?Sized + Ord + Hash + ToOwned<Owned = K> + 'a,
+        Q: ?Sized + Ord + Hash + Sync + ToOwned<Owned = K> + 'a,
         I: Iterator<Item = (&'a Q, u32, u32)>,
     {
         let chunks = from_donor.len();
