@@ -248,6 +248,11 @@ pub fn decode_node_core(bytes: &[u8], key: &Hash) -> Result<NodeChunk, IndexErro
         always_valid: true,
         ..NodeChunk::default()
     };
+    c.ids.reserve_exact(n);
+    c.hashes.reserve_exact(n);
+    c.validity.reserve_exact(n);
+    c.text_end.reserve_exact(n);
+    c.text_chars.reserve_exact(n);
     for _ in 0..n {
         let id = NodeId::new(r.string()?).map_err(|e| bad(format!("node id: {e}")))?;
         if c.ids.last().is_some_and(|last| *last >= id) {
@@ -290,6 +295,14 @@ pub fn decode_node_core(bytes: &[u8], key: &Hash) -> Result<NodeChunk, IndexErro
         }
         c.props.insert(k, col);
     }
+    let mut ahead = r.clone();
+    let mut text_bytes = 0usize;
+    for _ in 0..n {
+        let len = ahead.count64(1)?;
+        ahead.take(len)?;
+        text_bytes += len;
+    }
+    c.text.reserve_exact(text_bytes);
     for _ in 0..n {
         let len = r.count64(1)?;
         let s = std::str::from_utf8(r.take(len)?).map_err(|_| bad("text is not UTF-8"))?;
@@ -337,12 +350,16 @@ pub fn decode_text(bytes: &[u8], key: &Hash) -> Result<TextChunk, IndexError> {
         t.doc_len.push(r.u32()?);
     }
     let terms = r.count64(8 + 4 + 8)?;
+    let (term_bytes, postings) = text_sizes(r.clone(), terms)?;
+    t.term_bytes.reserve_exact(term_bytes);
+    t.term_end.reserve_exact(terms);
+    t.starts.reserve_exact(terms + 1);
+    t.posts.reserve_exact(postings);
     let mut seen = vec![0u64; n];
     t.starts.push(0);
     for _ in 0..terms {
-        let term = r.string()?;
-        if term.is_empty() || term.contains('\0') || (t.term_count() > 0 && t.term(t.term_count() - 1) >= term.as_str())
-        {
+        let term = r.str_ref()?;
+        if term.is_empty() || term.contains('\0') || (t.term_count() > 0 && t.term(t.term_count() - 1) >= term) {
             return Err(bad("terms empty or out of order"));
         }
         let m = r.count32(8)?;
@@ -360,7 +377,7 @@ pub fn decode_text(bytes: &[u8], key: &Hash) -> Result<TextChunk, IndexError> {
             seen[l as usize] += u64::from(tf);
             t.posts.push((l, tf));
         }
-        t.push_term(&term);
+        t.push_term(term);
         t.starts.push(t.posts.len() as u32);
     }
     r.done()?;
@@ -370,6 +387,21 @@ pub fn decode_text(bytes: &[u8], key: &Hash) -> Result<TextChunk, IndexError> {
     }
     t.total_len = t.doc_len.iter().map(|&l| u64::from(l)).sum();
     Ok(t)
+}
+
+/// The term bytes and postings of a text part's `terms` terms, read ahead (so the decode
+/// allocates each array once); lengths are checked again by the decode itself.
+fn text_sizes(mut r: Reader<'_>, terms: usize) -> Result<(usize, usize), IndexError> {
+    let (mut bytes, mut postings) = (0usize, 0usize);
+    for _ in 0..terms {
+        let len = r.count64(1)?;
+        r.take(len)?;
+        bytes += len;
+        let m = r.count32(8)?;
+        r.take(m * 8)?;
+        postings += m;
+    }
+    Ok((bytes, postings))
 }
 
 /// Decodes a sparse part stored under `key`; returns the model and the part.
@@ -621,6 +653,7 @@ impl Writer {
 
 /// Reads fixed-width little-endian fields, checking every length against what remains.
 /// The one reader of stored derived bytes.
+#[derive(Clone)]
 struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
@@ -694,9 +727,13 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
     fn string(&mut self) -> Result<String, IndexError> {
+        self.str_ref().map(str::to_owned)
+    }
+    /// A string, borrowed from the input.
+    fn str_ref(&mut self) -> Result<&'a str, IndexError> {
         let len = self.count64(1)?;
         let bytes = self.take(len)?;
-        String::from_utf8(bytes.to_vec()).map_err(|_| bad("a string is not UTF-8"))
+        std::str::from_utf8(bytes).map_err(|_| bad("a string is not UTF-8"))
     }
     fn value(&mut self, depth: usize) -> Result<Value, IndexError> {
         Ok(match self.u8()? {

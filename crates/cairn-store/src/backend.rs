@@ -136,6 +136,21 @@ pub trait Store: Send + Sync + 'static {
     /// Reads a derived-data value.
     fn get_derived(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError>;
 
+    /// Reads a derived-data value, checked as by [`Store::get_derived`], and passes it to
+    /// `f` without handing over an allocation: for a caller that decodes the value at once
+    /// (index parts), so that loading thousands of large values reuses one buffer instead
+    /// of faulting in fresh memory for each. `Ok(false)` (and `f` not called) if there is
+    /// no such value. The default reads it with [`Store::get_derived`].
+    fn with_derived(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool, StoreError> {
+        match self.get_derived(key)? {
+            Some(v) => {
+                f(&v);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
     /// Reads `out.len()` bytes of derived value `key`, from byte `offset` of the value,
     /// **without checking the value's checksum**: for a caller that reads a few rows of a
     /// large value and checks each row against checksums of its own (index parts whose f32

@@ -283,6 +283,34 @@ mod checks {
         assert_eq!(read(0, 1), None);
     }
 
+    pub fn derived_values_are_lent_as_read(store: &dyn Store) {
+        let big: Vec<u8> = (0..300_000u32).map(|i| (i % 253) as u8).collect();
+        store
+            .put_derived(&[(b"big".to_vec(), big.clone()), (b"small".to_vec(), b"s".to_vec())])
+            .unwrap();
+        let lent = |key: &[u8]| {
+            let mut got = None;
+            let found = store.with_derived(key, &mut |v| got = Some(v.to_vec())).unwrap();
+            assert_eq!(found, got.is_some(), "f is called exactly when the value exists");
+            got
+        };
+        // A large read, then a small one, then the large one again (a reused buffer holds
+        // nothing of an earlier value).
+        assert_eq!(lent(b"big").as_deref(), Some(&big[..]));
+        assert_eq!(lent(b"small").as_deref(), Some(&b"s"[..]));
+        assert_eq!(lent(b"big").as_deref(), Some(&big[..]));
+        assert_eq!(lent(b"absent"), None);
+        // A read from inside `f` (another key) sees its own value.
+        let mut inner = None;
+        store
+            .with_derived(b"big", &mut |outer| {
+                inner = lent(b"small");
+                assert_eq!(outer, &big[..]);
+            })
+            .unwrap();
+        assert_eq!(inner.as_deref(), Some(&b"s"[..]));
+    }
+
     pub fn derived_key_spaces_are_separate(store: &dyn Store) {
         // The same bytes as an object hash, a ref name and a derived key name three things.
         let (hash, bytes) = object("shared key");
@@ -498,6 +526,7 @@ macro_rules! conformance {
             list_refs_by_prefix_in_name_order,
             derived_put_get_overwrite_delete,
             derived_ranges_read_what_was_put,
+            derived_values_are_lent_as_read,
             derived_key_spaces_are_separate,
             scan_derived_by_prefix_in_key_order,
             last_derived_at_or_before,

@@ -116,6 +116,15 @@ fn every_single_byte_flip_costs_at_most_what_it_hits() {
                     Ok(None) | Err(StoreError::Corrupt { .. }) => assert!(rel.starts_with("derived"), "{what}"),
                     Err(e) => panic!("{what}: {e}"),
                 }
+                // Lent from the read buffer: the same answer, damage never passed to `f`.
+                let mut lent = None;
+                match store.with_derived(key, &mut |v| lent = Some(v.to_vec())) {
+                    Ok(true) => assert_eq!(lent, Some(vec![byte; 300]), "{what}"),
+                    Ok(false) | Err(StoreError::Corrupt { .. }) => {
+                        assert!(lent.is_none() && rel.starts_with("derived"), "{what}")
+                    }
+                    Err(e) => panic!("{what}: {e}"),
+                }
             }
             // The store takes writes and reads them back after a reopen.
             let (h, b) = object(1000);

@@ -35,6 +35,8 @@ use crate::error::{hex, StoreError};
 
 /// A segment is sealed, and a new one started, once it reaches this size (by default).
 pub(super) const SEGMENT_BYTES: u64 = 64 << 20;
+/// A thread's read buffer ([`Log::with_value`]) is kept between reads up to this size.
+const SCRATCH_KEEP: usize = 16 << 20;
 /// Bytes of records gathered before one positional write.
 const WRITE_CHUNK: usize = 8 << 20;
 /// After deletes, a sealed segment is compacted when fewer than half of its bytes are
@@ -336,28 +338,63 @@ impl<K: LogKey> Log<K> {
 
     /// The value stored under `key`, checked.
     pub(super) fn get(&self, key: &K) -> Result<Option<Vec<u8>>, StoreError> {
+        let mut bytes = Vec::new();
+        let Some(start) = self.read_record(key, &mut bytes)? else {
+            return Ok(None);
+        };
+        bytes.truncate(start.end);
+        bytes.drain(..start.start);
+        Ok(Some(bytes))
+    }
+
+    /// The value under `key`, checked, passed to `f` from a per-thread buffer that later
+    /// reads reuse (kept up to [`SCRATCH_KEEP`] bytes). `Ok(false)`: no value.
+    pub(super) fn with_value(&self, key: &K, f: &mut dyn FnMut(&[u8])) -> Result<bool, StoreError> {
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        SCRATCH.with(|cell| {
+            // A reentrant call (from `f`) reads into a buffer of its own.
+            let mut own = Vec::new();
+            let mut borrowed = cell.try_borrow_mut();
+            let buf = match borrowed.as_mut() {
+                Ok(b) => &mut **b,
+                Err(_) => &mut own,
+            };
+            let found = self.read_record(key, buf)?;
+            if let Some(range) = &found {
+                f(&buf[range.clone()]);
+            }
+            if buf.capacity() > SCRATCH_KEEP {
+                *buf = Vec::new();
+            }
+            Ok(found.is_some())
+        })
+    }
+
+    /// Reads and checks the record of `key` into `bytes` (resized to the record); the
+    /// value's range in it, `None` if there is no value.
+    fn read_record(&self, key: &K, bytes: &mut Vec<u8>) -> Result<Option<std::ops::Range<usize>>, StoreError> {
         let Some((loc, file)) = self.locate(key) else {
             return Ok(None);
         };
-        let mut bytes = vec![0u8; loc.len as usize];
+        bytes.resize(loc.len as usize, 0);
         let corrupt = |detail: String| StoreError::Corrupt {
             space: self.space,
             key: hex(key.bytes()),
             detail,
         };
-        file.read_exact_at(&mut bytes, loc.offset).map_err(|e| {
+        file.read_exact_at(bytes, loc.offset).map_err(|e| {
             if e.kind() == io::ErrorKind::UnexpectedEof {
                 corrupt(format!("segment {:08} ends inside the record", loc.segment))
             } else {
                 io_error(&self.dir, "reading a record", e)
             }
         })?;
-        let value = record::check(&bytes, key.bytes())
+        let value = record::check(bytes, key.bytes())
             .map_err(|detail| corrupt(format!("segment {:08} byte {}: {detail}", loc.segment, loc.offset)))?;
         let start = HEADER + key.bytes().len();
-        bytes.truncate(start + value.len());
-        bytes.drain(..start);
-        Ok(Some(bytes))
+        Ok(Some(start..start + value.len()))
     }
 
     /// Bytes `offset..offset + out.len()` of the value under `key`, not checked (the

@@ -376,6 +376,11 @@ impl Store for SegmentStore {
         self.derived.get(&Box::from(key))
     }
 
+    /// The record is read into a per-thread buffer that the next read reuses.
+    fn with_derived(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool, StoreError> {
+        self.derived.with_value(&Box::from(key), f)
+    }
+
     fn read_derived_at(&self, key: &[u8], offset: u64, out: &mut [u8]) -> Result<bool, StoreError> {
         self.derived.read_at(&Box::from(key), offset, out)
     }

@@ -672,8 +672,12 @@ impl Repo {
         }
         let what = || format!("{} part of chunk {}", tag_name(tag), ch.key.short());
         if ctx.persistent {
-            match self.store().get_derived(&skey) {
-                Ok(Some(bytes)) => match decode_part(tag, &bytes, &ch.key) {
+            let mut decoded = None;
+            let read = self
+                .store()
+                .with_derived(&skey, &mut |bytes| decoded = Some(decode_part(tag, bytes, &ch.key)));
+            match read.map(|found| decoded.filter(|_| found)) {
+                Ok(Some(decoded)) => match decoded {
                     Ok(p) => {
                         let p = match (p, model.and_then(|m| Some((m, ctx.rows_on_disk.get(m)?)))) {
                             (Part::Dense(d), Some((m, source))) => {
