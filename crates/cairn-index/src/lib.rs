@@ -37,7 +37,7 @@ pub mod validity;
 pub mod view;
 
 pub use analyzer::Analyzer;
-pub use chunk::{ChunkParts, DenseChunk, EdgeChunk, EdgeDirection, NodeChunk, SparseChunk, TextChunk};
+pub use chunk::{ChunkParts, DenseChunk, DenseHead, EdgeChunk, EdgeDirection, NodeChunk, SparseChunk, TextChunk};
 pub use dense::rows::RowSource;
 pub use error::IndexError;
 pub use graph::GraphParams;

@@ -15,11 +15,13 @@
 
 use std::collections::BTreeMap;
 
-use cairn_core::limits::{MAX_EMBEDDING_DIM, MAX_VALUE_DEPTH};
+use cairn_core::limits::{MAX_EMBEDDING_DIM, MAX_NAME_BYTES, MAX_VALUE_DEPTH};
 use cairn_core::{Hash, NodeId, Value};
 use roaring::RoaringBitmap;
 
-use crate::chunk::{DenseChunk, EdgeChunk, EdgeDirection, EdgeRec, Local, NodeChunk, SparseChunk, TextChunk};
+use crate::chunk::{
+    DenseChunk, DenseHead, EdgeChunk, EdgeDirection, EdgeRec, Local, NodeChunk, SparseChunk, TextChunk,
+};
 use crate::error::IndexError;
 use crate::graph::UnitGraph;
 use crate::params::MAX_CHUNK_KEYS;
@@ -149,21 +151,60 @@ pub fn encode_sparse(key: &Hash, model: &str, n: u32, s: &SparseChunk) -> Vec<u8
 pub fn encode_dense(key: &Hash, model: &str, n: u32, d: &DenseChunk) -> Vec<u8> {
     // Encoded when built, with the rows in memory (a part on disk is never encoded again).
     debug_assert!(d.rows_in_memory(), "encoding a dense part whose rows are on disk");
-    let mut w = header(TAG_DENSE, key, d.vectors.len() * 4 + d.rows.len() * 4 + 64);
+    let rows = d.rows.len();
+    let mut w = header(TAG_DENSE, key, rows * (20 + 5 * d.dim) + 64);
     w.str(model);
     w.u32(d.dim as u32);
     w.u32(n);
-    w.u32(d.rows.len() as u32);
+    w.u32(rows as u32);
     d.rows.iter().for_each(|&r| w.u32(r));
+    d.scales.iter().for_each(|x| w.u32(x.to_bits()));
+    d.bound_u.iter().for_each(|x| w.u32(x.to_bits()));
+    d.bound_v.iter().for_each(|x| w.u32(x.to_bits()));
+    d.row_crcs().iter().for_each(|&c| w.u32(c));
+    w.0.extend(d.codes.iter().map(|&c| c as u8));
+    let head_crc = crc32fast::hash(&w.0);
+    w.u32(head_crc);
     d.vectors.iter().for_each(|x| w.u32(x.to_bits()));
     w.0
 }
 
-/// Where row 0's vector starts in [`encode_dense`]'s bytes for `model` and `rows` rows:
-/// the vectors come last, `4 · dim` bytes per row, so a row is read from the stored value
-/// without decoding the rest (a [`crate::RowSource`]).
-pub fn dense_rows_offset(model: &str, rows: usize) -> u64 {
-    (1 + 32 + 8 + model.len() + 4 + 4 + 4 + 4 * rows) as u64
+/// Bytes a dense part's value must be read from its start for [`dense_head_len`]: the
+/// tag, the chunk key, and `str(model)`'s length.
+pub const DENSE_PREFIX: usize = 1 + 32 + 8;
+
+/// The length of a dense part's head — everything before its rows, head checksum
+/// included — from its first `DENSE_PREFIX + len(model) + 12` bytes (`prefix` may be
+/// longer); `Err` if they cannot start a dense part, `Ok(None)` if more bytes are needed
+/// (the model's name: read `DENSE_PREFIX + len(model) + 12`, then ask again).
+pub fn dense_head_len(prefix: &[u8]) -> Result<Option<usize>, IndexError> {
+    let mut r = Reader { bytes: prefix, at: 0 };
+    if r.u8()? != TAG_DENSE {
+        return Err(bad("not a dense part"));
+    }
+    r.take(32)?;
+    let model_len = r.u64()?;
+    if model_len > MAX_NAME_BYTES as u64 {
+        return Err(bad(format!("a model name of {model_len} bytes")));
+    }
+    if r.remaining() < model_len as usize + 12 {
+        return Ok(None);
+    }
+    r.take(model_len as usize)?;
+    let dim = r.u32()? as usize;
+    let _n = r.u32()?;
+    let rows = r.u32()? as usize;
+    if dim == 0 || dim > MAX_EMBEDDING_DIM || rows == 0 || rows > MAX_CHUNK_KEYS {
+        return Err(bad(format!("dense part of {rows} rows of dimension {dim}")));
+    }
+    Ok(Some(DENSE_PREFIX + model_len as usize + 12 + rows * (20 + dim) + 4))
+}
+
+/// Where row 0's vector starts in [`encode_dense`]'s bytes for `model` and `rows` rows of
+/// `dim`: the vectors come last, `4 · dim` bytes per row, so a row is read from the stored
+/// value without decoding the rest (a [`crate::RowSource`]).
+pub fn dense_rows_offset(model: &str, rows: usize, dim: usize) -> u64 {
+    (DENSE_PREFIX + model.len() + 12 + rows * (20 + dim) + 4) as u64
 }
 
 /// Encodes an edge chunk.
@@ -456,6 +497,37 @@ pub fn sparse_node_count(bytes: &[u8]) -> Option<u32> {
 /// Decodes a dense part stored under `key`; returns the model, the chunk's node count
 /// and the part (codes and bounds recomputed).
 pub fn decode_dense(bytes: &[u8], key: &Hash) -> Result<(String, u32, DenseChunk), IndexError> {
+    let (model, n, head, mut r) = dense_head(bytes, key)?;
+    let rows = head.rows.len();
+    let dim = head.dim;
+    let raw = r.take(rows * dim * 4)?;
+    r.done()?;
+    for (row, crc) in raw.chunks_exact(4 * dim).zip(&head.crcs) {
+        if crc32fast::hash(row) != *crc {
+            return Err(bad("a row fails its checksum"));
+        }
+    }
+    let vectors: Vec<f32> = raw
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    if vectors.iter().any(|x| !x.is_finite()) {
+        return Err(bad("non-finite vector component"));
+    }
+    Ok((model, n, head.with_vectors(vectors)))
+}
+
+/// Decodes a dense part's head ([`dense_head_len`] bytes from the value's start), stored
+/// under `key`: the part with its codes and bounds, whose rows are then read from the store
+/// ([`DenseChunk::into_rows_stored`] with [`DenseHead::into_rows_stored`]).
+pub fn decode_dense_head(bytes: &[u8], key: &Hash) -> Result<(String, u32, DenseHead), IndexError> {
+    let (model, n, head, r) = dense_head(bytes, key)?;
+    r.done()?;
+    Ok((model, n, head))
+}
+
+/// The head of a dense part, checked; the reader is left at the rows.
+fn dense_head<'a>(bytes: &'a [u8], key: &Hash) -> Result<(String, u32, DenseHead, Reader<'a>), IndexError> {
     let mut r = open(bytes, TAG_DENSE, key)?;
     let model = r.string()?;
     let dim = r.u32()? as usize;
@@ -464,7 +536,7 @@ pub fn decode_dense(bytes: &[u8], key: &Hash) -> Result<(String, u32, DenseChunk
         return Err(bad(format!("dense part of dimension {dim} in a {n}-node chunk")));
     }
     let rows = r.u32()? as usize;
-    if rows == 0 || rows > n as usize || rows.saturating_mul(4 + 4 * dim) > r.remaining() {
+    if rows == 0 || rows > n as usize || rows.saturating_mul(20 + dim) > r.remaining() {
         return Err(bad(format!("dense part of {rows} rows")));
     }
     let mut locals = Vec::with_capacity(rows);
@@ -475,16 +547,44 @@ pub fn decode_dense(bytes: &[u8], key: &Hash) -> Result<(String, u32, DenseChunk
         }
         locals.push(l);
     }
-    let raw = r.take(rows * dim * 4)?;
-    let vectors: Vec<f32> = raw
+    let f32s = |r: &mut Reader<'_>| -> Result<Vec<f32>, IndexError> {
+        let raw = r.take(rows * 4)?;
+        let v: Vec<f32> = raw
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        // Bounds are rounded up, so a vector of huge components may have an infinite one.
+        if v.iter().any(|x| x.is_nan() || *x < 0.0) {
+            return Err(bad("a row's scale or bound is negative or not a number"));
+        }
+        Ok(v)
+    };
+    let scales = f32s(&mut r)?;
+    let bound_u = f32s(&mut r)?;
+    let bound_v = f32s(&mut r)?;
+    let crcs: Vec<u32> = r
+        .take(rows * 4)?
         .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect();
-    if vectors.iter().any(|x| !x.is_finite()) {
-        return Err(bad("non-finite vector component"));
+    let codes: Vec<i8> = r.take(rows * dim)?.iter().map(|&b| b as i8).collect();
+    if codes.contains(&i8::MIN) {
+        return Err(bad("an int8 code of -128"));
     }
-    r.done()?;
-    Ok((model, n, DenseChunk::from_rows(dim, locals, vectors)))
+    let covered = r.at;
+    if crc32fast::hash(&bytes[..covered]) != r.u32()? {
+        return Err(bad("the head fails its checksum"));
+    }
+    let head = DenseHead {
+        dim,
+        rows: locals,
+        codes,
+        scales,
+        bound_u,
+        bound_v,
+        crcs,
+    };
+    Ok((model, n, head, r))
 }
 
 /// Decodes an edge chunk stored under `key`.
@@ -840,12 +940,35 @@ mod tests {
             (back.codes.clone(), back.scales.clone()),
             (d.codes.clone(), d.scales.clone())
         );
-        // The rows are the value's last bytes, from `dense_rows_offset` on.
+        // The rows are the value's last bytes, from `dense_rows_offset` on; the head
+        // before them is `dense_head_len` bytes, read from its first bytes.
         let bytes = encode_dense(&k, "d", 3, d);
-        let at = dense_rows_offset("d", d.len()) as usize;
+        let at = dense_rows_offset("d", d.len(), d.dim()) as usize;
         assert_eq!(bytes.len(), at + d.len() * d.dim() * 4);
         let first: Vec<u8> = d.vector(0).unwrap().iter().flat_map(|x| x.to_le_bytes()).collect();
         assert_eq!(&bytes[at..at + first.len()], first.as_slice());
+        assert_eq!(dense_head_len(&bytes[..DENSE_PREFIX]).unwrap(), None);
+        assert_eq!(dense_head_len(&bytes[..DENSE_PREFIX + 1 + 12]).unwrap(), Some(at));
+        assert_eq!(dense_head_len(&bytes).unwrap(), Some(at));
+        // The head alone gives the same codes, bounds and row checksums.
+        let (m, n, head) = decode_dense_head(&bytes[..at], &k).unwrap();
+        assert_eq!((m.as_str(), n), ("d", 3));
+        assert_eq!(
+            (&head.codes, &head.scales, &head.bound_u, &head.bound_v, &head.crcs),
+            (&d.codes, &d.scales, &d.bound_u, &d.bound_v, &d.row_crcs())
+        );
+        // Every flip of a head byte is refused by the head alone (its checksum, or a
+        // check before it); a flip in a row is refused by the whole decode.
+        for i in 0..at {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x10;
+            assert!(decode_dense_head(&bad[..at], &k).is_err(), "head flip at {i}");
+        }
+        for i in at..bytes.len() {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x10;
+            assert!(decode_dense(&bad, &k).is_err(), "row flip at {i}");
+        }
         for dir in [EdgeDirection::Out, EdgeDirection::In] {
             let mut sorted = edges.clone();
             sorted.sort_by_key(|e| match dir {

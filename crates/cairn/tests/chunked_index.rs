@@ -291,8 +291,8 @@ fn chunk_keys_do_not_depend_on_history() {
 }
 
 const GOLDEN_CHUNKS: usize = 11;
-const GOLDEN_FIRST_CHUNK: &str = "7ceef9fd763aafd33eee969ceb1eb0eafdd41d8cbeac9314dd213488e35f27ab";
-const GOLDEN_ALL_CHUNKS: &str = "36254fa5a2afcc95de258de8f90c7b820e1b91158d805688ded280e23fe69301";
+const GOLDEN_FIRST_CHUNK: &str = "6d70ceda11aaf0ec9497e52eafdbb0802e6e4200c3b549f92c853a2345a78741";
+const GOLDEN_ALL_CHUNKS: &str = "ba2ca83602a9a12e60e29d059851eff4389466e6b79c80d4dc7046fd361e62b3";
 
 /// A repository whose node tree has several units (ids of level ≥ 5 cut them).
 fn units_repo(store: Arc<dyn Store>) -> Repo {

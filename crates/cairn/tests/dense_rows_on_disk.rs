@@ -168,7 +168,7 @@ fn a_damaged_stored_row_is_scored_from_its_node_and_its_part_rebuilt() {
         assert_eq!(model, "m");
         if let Some(r) = (0..part.len()).find(|&r| part.vector(r) == Some(top.as_slice())) {
             let mut v = v.clone();
-            let at = dense_rows_offset("m", part.len()) as usize + r * DIM * 4 + 5;
+            let at = dense_rows_offset("m", part.len(), DIM) as usize + r * DIM * 4 + 5;
             v[at] ^= 0x40;
             damaged = Some((k.clone(), v));
         }
@@ -217,4 +217,67 @@ fn a_damaged_stored_row_is_scored_from_its_node_and_its_part_rebuilt() {
         .collect();
     assert_eq!(rebuilt, dense);
     same(&json(&queries(&disk)), &expected);
+}
+
+#[test]
+fn a_damaged_stored_head_is_never_served_and_its_part_is_rebuilt() {
+    let (memory, _) = repo(false);
+    let expected = json(&queries(&memory));
+    let (disk, store) = repo(true);
+    same(&json(&queries(&disk)), &expected);
+    let dense: Vec<(Vec<u8>, Vec<u8>)> = store
+        .scan_derived(b"ck/")
+        .unwrap()
+        .into_iter()
+        .filter(|(_, v)| v.first() == Some(&TAG_DENSE))
+        .collect();
+    // A flip in the codes of one part (the head a process with its rows on disk reads
+    // alone, past the store's checksum of the whole value), and in the head checksum
+    // itself of another.
+    let (k0, v0) = &dense[0];
+    let (k1, v1) = &dense[1];
+    let rows_at = |k: &[u8], v: &[u8]| {
+        let chunk = Hash::from_bytes(k[3..35].try_into().unwrap());
+        let (_, _, part) = decode_dense(v, &chunk).unwrap();
+        dense_rows_offset("m", part.len(), DIM) as usize
+    };
+    let mut bad0 = v0.clone();
+    bad0[rows_at(k0, v0) - 4 - 3] ^= 0x01;
+    let mut bad1 = v1.clone();
+    bad1[rows_at(k1, v1) - 1] ^= 0x80;
+    store.put_derived(&[(k0.clone(), bad0), (k1.clone(), bad1)]).unwrap();
+    // A new handle loads every part cold: the answers stand, and each damaged part is
+    // named once and rebuilt.
+    let cold = Repo::with_store(Arc::clone(&store) as Arc<dyn Store>).unwrap();
+    cold.set_memory_budget(64 << 10);
+    let first = cold
+        .retrieve()
+        .vector("m", &vector(10_000, 3))
+        .limit(25)
+        .valid_at(T)
+        .execute()
+        .unwrap();
+    let rebuilt: Vec<&str> = first
+        .warnings
+        .iter()
+        .filter(|w| w.code == WarningCode::DerivedRebuilt)
+        .map(|w| w.message.as_str())
+        .collect();
+    assert_eq!(rebuilt.len(), 2, "{rebuilt:?}");
+    assert!(
+        rebuilt
+            .iter()
+            .all(|m| m.contains("dense part of chunk") && m.contains("head fails its checksum")),
+        "{rebuilt:?}"
+    );
+    let expected_first: RetrievalResult = serde_json::from_str(&expected[0]).unwrap();
+    assert_eq!(first.items, expected_first.items);
+    let after: Vec<(Vec<u8>, Vec<u8>)> = store
+        .scan_derived(b"ck/")
+        .unwrap()
+        .into_iter()
+        .filter(|(_, v)| v.first() == Some(&TAG_DENSE))
+        .collect();
+    assert_eq!(after, dense, "rebuilt to the original bytes");
+    same(&json(&queries(&cold)), &expected);
 }

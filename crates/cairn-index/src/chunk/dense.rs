@@ -1,7 +1,8 @@
 //! The dense part of a node chunk (one per dense model): the exact vectors, and what the
 //! int8 scan reads — codes, scales and the bound terms of `dense/int8.rs`, all computed
-//! from the vectors (only the vectors are stored). The exact vectors are held in memory,
-//! or left in the stored part and read a row at a time through a [`crate::RowSource`].
+//! from the vectors when the part is built, and stored ahead of them (the part's head,
+//! `storage-format.md` §7.3.4). The exact vectors are held in memory, or left in the
+//! stored part and read a row at a time through a [`crate::RowSource`].
 
 use std::sync::Arc;
 
@@ -46,6 +47,53 @@ impl PartialEq for DenseChunk {
                         .all(|(a, b)| a.to_bits() == b.to_bits())
             }
             _ => self.row_crcs() == other.row_crcs() && self.codes == other.codes,
+        }
+    }
+}
+
+/// A dense part as its stored head holds it (`persist::decode_dense_head`): everything
+/// but the exact rows — their local ordinals, int8 codes, scales, bound terms and
+/// checksums.
+#[derive(Debug, Clone)]
+pub struct DenseHead {
+    pub(crate) dim: usize,
+    pub(crate) rows: Vec<Local>,
+    pub(crate) codes: Vec<i8>,
+    pub(crate) scales: Vec<f32>,
+    pub(crate) bound_u: Vec<f32>,
+    pub(crate) bound_v: Vec<f32>,
+    pub(crate) crcs: Vec<u32>,
+}
+
+impl DenseHead {
+    /// The part, with its rows left in the stored value `key` (whose rows start at byte
+    /// `first`) and read through `source`.
+    pub fn into_rows_stored(mut self, source: Arc<dyn RowSource>, key: &[u8], first: u64) -> DenseChunk {
+        let crcs = std::mem::take(&mut self.crcs).into();
+        let mut d = self.with_vectors(Vec::new());
+        d.stored = Some(StoredRows {
+            source,
+            key: key.into(),
+            first,
+            crcs,
+        });
+        d
+    }
+
+    /// The part, with its rows in memory (`vectors`, checked against the head's checksums
+    /// by the caller).
+    pub(crate) fn with_vectors(self, vectors: Vec<f32>) -> DenseChunk {
+        let identity = self.rows.iter().enumerate().all(|(r, &l)| r as Local == l);
+        DenseChunk {
+            dim: self.dim,
+            rows: self.rows,
+            vectors,
+            stored: None,
+            codes: self.codes,
+            scales: self.scales,
+            bound_u: self.bound_u,
+            bound_v: self.bound_v,
+            identity,
         }
     }
 }
@@ -135,7 +183,7 @@ impl DenseChunk {
     }
 
     /// Each row's crc32 (of its little-endian bytes).
-    fn row_crcs(&self) -> Vec<u32> {
+    pub(crate) fn row_crcs(&self) -> Vec<u32> {
         match &self.stored {
             Some(s) => s.crcs.to_vec(),
             None if self.dim == 0 => vec![0; self.rows.len()],

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use cairn_core::{Hash, Node};
 
-pub use dense::DenseChunk;
+pub use dense::{DenseChunk, DenseHead};
 pub use edges::{EdgeChunk, EdgeDirection, EdgeRec};
 pub use node::{Local, NodeChunk};
 pub use sparse::SparseChunk;

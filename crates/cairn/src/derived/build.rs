@@ -158,9 +158,13 @@ impl Drop for Tick<'_> {
 /// `d`, a dense part of `model` stored under `key`, with its rows left in that stored
 /// value (`persist::encode_dense`'s layout: the rows last) and read through `source`.
 fn rows_to_disk(d: DenseChunk, model: &str, key: &[u8], source: &Arc<dyn cairn_index::RowSource>) -> DenseChunk {
-    let first = persist::dense_rows_offset(model, d.len());
+    let first = persist::dense_rows_offset(model, d.len(), d.dim());
     d.into_rows_stored(Arc::clone(source), key, first)
 }
+
+/// What reading a stored part gave: the store's error, no value, or the value decoded
+/// (or why it could not be).
+type StoredPart = std::result::Result<Option<std::result::Result<Part, IndexError>>, cairn_store::StoreError>;
 
 /// What a part lookup found.
 enum Found {
@@ -672,15 +676,25 @@ impl Repo {
         }
         let what = || format!("{} part of chunk {}", tag_name(tag), ch.key.short());
         if ctx.persistent {
-            let mut decoded = None;
-            let read = self
-                .store()
-                .with_derived(&skey, &mut |bytes| decoded = Some(decode_part(tag, bytes, &ch.key)));
-            match read.map(|found| decoded.filter(|_| found)) {
+            let on_disk = model.and_then(|m| Some((m, ctx.rows_on_disk.get(m)?)));
+            let head = match on_disk {
+                Some((m, source)) if tag == TAG_DENSE => self.dense_head(&skey, &ch.key, m, source),
+                _ => None,
+            };
+            let read = match head {
+                Some(found) => found,
+                None => {
+                    let mut decoded = None;
+                    self.store()
+                        .with_derived(&skey, &mut |bytes| decoded = Some(decode_part(tag, bytes, &ch.key)))
+                        .map(|found| decoded.filter(|_| found))
+                }
+            };
+            match read {
                 Ok(Some(decoded)) => match decoded {
                     Ok(p) => {
-                        let p = match (p, model.and_then(|m| Some((m, ctx.rows_on_disk.get(m)?)))) {
-                            (Part::Dense(d), Some((m, source))) => {
+                        let p = match (p, on_disk) {
+                            (Part::Dense(d), Some((m, source))) if d.rows_in_memory() => {
                                 Part::Dense(Arc::new(rows_to_disk(Arc::unwrap_or_clone(d), m, &skey, source)))
                             }
                             (p, _) => p,
@@ -827,6 +841,65 @@ impl Repo {
             .collect()
     }
 
+    /// The stored dense part `skey` of chunk `chunk`, read without its rows (which stay on
+    /// disk, read through `source`): its head alone — three positional reads, checked by
+    /// the head's own checksum (storage-format §7.3.4). `None`: read it whole instead (the
+    /// store cannot read ranges, or the value is absent or too short to tell; the whole
+    /// read then says which); `Some(Ok(Some(Err)))`: the head is damaged.
+    fn dense_head(
+        &self,
+        skey: &[u8],
+        chunk: &Hash,
+        model: &str,
+        source: &Arc<dyn cairn_index::RowSource>,
+    ) -> Option<StoredPart> {
+        let store = self.store();
+        if !store.reads_derived_ranges() {
+            return None;
+        }
+        let read = |len: usize| -> Option<std::result::Result<Vec<u8>, cairn_store::StoreError>> {
+            let mut buf = vec![0u8; len];
+            match store.read_derived_at(skey, 0, &mut buf) {
+                Ok(true) => Some(Ok(buf)),
+                Ok(false) => None,
+                Err(e) => Some(Err(e)),
+            }
+        };
+        let damaged = |e: IndexError| Some(Ok(Some(Err(e))));
+        let prefix = match read(persist::DENSE_PREFIX)? {
+            Ok(b) => b,
+            Err(e) => return Some(Err(e)),
+        };
+        let model_len = u64::from_le_bytes(prefix[persist::DENSE_PREFIX - 8..].try_into().ok()?);
+        let counts = match read(persist::DENSE_PREFIX + usize::try_from(model_len).ok()?.min(1 << 16) + 12)? {
+            Ok(b) => b,
+            Err(e) => return Some(Err(e)),
+        };
+        let head_len = match persist::dense_head_len(&counts) {
+            Ok(Some(len)) => len,
+            Ok(None) => return None,
+            Err(e) => return damaged(e),
+        };
+        let head = match read(head_len)? {
+            Ok(b) => b,
+            Err(e) => return Some(Err(e)),
+        };
+        match persist::decode_dense_head(&head, chunk) {
+            Ok((m, _, _)) if m != model => damaged(IndexError::BadStoredIndex(format!(
+                "a dense part of model `{m}` under model `{model}`'s key"
+            ))),
+            Ok((_, _, h)) => {
+                let first = head_len as u64;
+                Some(Ok(Some(Ok(Part::Dense(Arc::new(h.into_rows_stored(
+                    Arc::clone(source),
+                    skey,
+                    first,
+                )))))))
+            }
+            Err(e) => damaged(e),
+        }
+    }
+
     /// `parts` with their rows left on disk, if the view's `model` rows stay there
     /// ([`Repo::rows_on_disk`]) and a part still holds them: one an earlier assembly
     /// built or loaded under another rule (this assembly's own are put on disk as they
@@ -855,7 +928,7 @@ impl Repo {
                     return Some(p);
                 }
                 let key = part_store_key(&ch.key, TAG_DENSE, Some(model));
-                let first = persist::dense_rows_offset(model, p.len());
+                let first = persist::dense_rows_offset(model, p.len(), p.dim());
                 let last = p.vector(p.len() - 1).and_then(|v| v.last()).map(|x| x.to_le_bytes());
                 let mut tail = [0u8; 4];
                 let at = first + (p.len() * p.dim() * 4) as u64 - 4;

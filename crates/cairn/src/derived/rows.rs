@@ -8,8 +8,9 @@
 //! beyond that, on a store that reads value ranges (the segment store, or
 //! a memory store keeping derived data), each part keeps its int8 codes and a crc32 per row,
 //! and rescoring reads the rows it needs from the stored part. A part is put on disk as it
-//! is built (its encoding queued for the store) or loaded, so a view never holds all the
-//! rows at once. Scores are the same bits either way. If the store then fails to take the
+//! is built (its encoding queued for the store) or loaded — a stored part by reading its
+//! head alone (codes, bounds, row checksums: storage-format §7.3.4), never its rows — so a
+//! view never holds all the rows at once. Scores are the same bits either way. If the store then fails to take the
 //! built values, every row read falls back to its node object: slower, the same answer.
 
 use std::collections::BTreeMap;
