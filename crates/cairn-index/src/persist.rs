@@ -422,7 +422,6 @@ pub fn decode_text(bytes: &[u8], key: &Hash) -> Result<TextChunk, IndexError> {
         t.starts.push(t.posts.len() as u32);
     }
     r.done()?;
-    t.index_terms();
     if seen.iter().zip(&t.doc_len).any(|(s, &l)| *s != u64::from(l)) {
         return Err(bad("document lengths differ from their postings"));
     }

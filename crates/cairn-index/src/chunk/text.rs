@@ -12,7 +12,7 @@ use crate::fast_hash::FastMap;
 /// Postings of one chunk: for each term (sorted), `(local ordinal, term frequency)` in
 /// local order; and each node's length in terms (every node is a document, empty text
 /// included).
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct TextChunk {
     /// Terms in byte order, concatenated: term `i` is `term_bytes[term_end[i-1]..term_end[i]]`.
     pub(crate) term_bytes: String,
@@ -20,9 +20,12 @@ pub struct TextChunk {
     /// An open-addressing table over the terms: slot `term_hash & mask` onwards (linear
     /// probing) holds `(hash's top 12 bits) << 20 | (term index + 1)`, 0 for empty. A
     /// lookup for a term the chunk lacks usually costs one cache line; a match is confirmed
-    /// on the term's bytes, so collisions cost time, never correctness. Built in memory,
-    /// never stored; empty (binary search instead) for chunks of 2²⁰ − 1 terms or more.
-    pub(crate) table: Vec<u32>,
+    /// on the term's bytes, so collisions cost time, never correctness. Built in memory on
+    /// the chunk's first lookup by term, never stored: a view finds most chunks' terms
+    /// through its term directory (by slot), so most chunks never need one (at 1M nodes,
+    /// ~250 MiB and a third of a cold load saved). Empty (binary search instead) for
+    /// chunks of 2²⁰ − 1 terms or more.
+    table: std::sync::OnceLock<Vec<u32>>,
     /// Term `i`'s postings are `posts[starts[i]..starts[i + 1]]`.
     pub(crate) starts: Vec<u32>,
     pub(crate) posts: Vec<(Local, u32)>,
@@ -30,6 +33,18 @@ pub struct TextChunk {
     pub(crate) doc_len: Vec<u32>,
     /// Sum of `doc_len`.
     pub(crate) total_len: u64,
+}
+
+/// Equality of the content (the lookup table is a cache of it).
+impl PartialEq for TextChunk {
+    fn eq(&self, other: &Self) -> bool {
+        self.term_bytes == other.term_bytes
+            && self.term_end == other.term_end
+            && self.starts == other.starts
+            && self.posts == other.posts
+            && self.doc_len == other.doc_len
+            && self.total_len == other.total_len
+    }
 }
 
 /// Tokens a thread's vocabulary holds before it is cleared (bounds its memory).
@@ -153,31 +168,32 @@ impl TextChunk {
             out.posts.extend_from_slice(&lists[id as usize]);
             out.starts.push(out.posts.len() as u32);
         }
-        out.index_terms();
         out
     }
 
-    /// Builds the lookup table over the terms (after the last [`TextChunk::push_term`]).
-    pub(crate) fn index_terms(&mut self) {
-        let n = self.term_end.len();
-        if n >= TABLE_MAX_TERMS {
-            self.table = Vec::new();
-            return;
-        }
-        // Load factor at most 1/2: a term the chunk lacks (most chunks lack most query
-        // terms) then ends on an empty slot after ~1.5 probes, nearly always in one line.
-        let size = (2 * n + 1).next_power_of_two().max(8);
-        let mask = size - 1;
-        let mut table = vec![0u32; size];
-        for i in 0..n {
-            let h = term_hash(self.term(i));
-            let mut slot = (h as usize) & mask;
-            while table[slot] != 0 {
-                slot = (slot + 1) & mask;
+    /// The lookup table over the terms, built on first use (after the last
+    /// [`TextChunk::push_term`]).
+    fn table(&self) -> &[u32] {
+        self.table.get_or_init(|| {
+            let n = self.term_end.len();
+            if n >= TABLE_MAX_TERMS {
+                return Vec::new();
             }
-            table[slot] = tag_of(h) | (i as u32 + 1);
-        }
-        self.table = table;
+            // Load factor at most 1/2: a term the chunk lacks (most chunks lack most query
+            // terms) then ends on an empty slot after ~1.5 probes, nearly always in one line.
+            let size = (2 * n + 1).next_power_of_two().max(8);
+            let mask = size - 1;
+            let mut table = vec![0u32; size];
+            for i in 0..n {
+                let h = term_hash(self.term(i));
+                let mut slot = (h as usize) & mask;
+                while table[slot] != 0 {
+                    slot = (slot + 1) & mask;
+                }
+                table[slot] = tag_of(h) | (i as u32 + 1);
+            }
+            table
+        })
     }
 
     /// Appends a term (greater than every term so far).
@@ -204,7 +220,8 @@ impl TextChunk {
 
     /// [`TextChunk::postings`] with the term's hash computed once by the caller.
     pub(crate) fn lookup(&self, term: &str, hash: u64) -> &[(Local, u32)] {
-        if self.table.is_empty() {
+        let table = self.table();
+        if table.is_empty() {
             // No table (none needed for an empty chunk; too many terms for its encoding).
             let mut lo = 0;
             let mut hi = self.term_end.len();
@@ -218,11 +235,11 @@ impl TextChunk {
             }
             return &[];
         }
-        let mask = self.table.len() - 1;
+        let mask = table.len() - 1;
         let tag = tag_of(hash);
         let mut slot = (hash as usize) & mask;
         loop {
-            let e = self.table[slot];
+            let e = table[slot];
             if e == 0 {
                 return &[];
             }
@@ -260,7 +277,7 @@ impl TextChunk {
     pub fn heap_bytes(&self) -> usize {
         self.term_bytes.len()
             + self.term_end.len() * 4
-            + self.table.len() * 4
+            + self.table.get().map_or(0, |t| t.len() * 4)
             + self.starts.len() * 4
             + self.posts.len() * 8
             + self.doc_len.len() * 4
