@@ -13,7 +13,8 @@
 //! and ANN, 100 one-node edits each followed by a query, as-of HEAD~1 in the process that
 //! has HEAD's index; then, for the on-disk stores, a fresh process opens the repository and times the
 //! cold as-of query. `CAIRN_BENCH_ROUNDS` sets the warm queries per row (1,000; at least
-//! the 200 queries). Tests never assert times; this prints them.
+//! the 200 queries); `CAIRN_BENCH_CHILD_EDITS=N` has that fresh process also time N one-node
+//! commits, each with its next query. Tests never assert times; this prints them.
 
 mod common;
 
@@ -437,6 +438,31 @@ fn child_asof() {
         "that process at HEAD: first query (index loaded) / p50, exact / its peak RSS",
         format!("{:.0} ms / {:.2} ms / {:.0} MiB", ms(first), p50(lat), peak_rss_mib()),
     );
+    // `CAIRN_BENCH_CHILD_EDITS=N`: then N one-node commits, each timed with its next query
+    // (for profiling the commit path in a process whose index was loaded, not built).
+    if let Some(edits) = std::env::var("CAIRN_BENCH_CHILD_EDITS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        let n = repo.indexes("HEAD").expect("index").node_count() as usize;
+        let (mut commit, mut next) = (Vec::new(), Vec::new());
+        // Edits this repository has not seen yet (a rerun on a kept repository too).
+        let base = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1000, |d| d.as_secs() as usize % 1_000_000 * 1000);
+        for e in 0..edits {
+            let t = Instant::now();
+            edit(&repo, &corpus, n, base + e);
+            commit.push(ms(t.elapsed()));
+            let t = Instant::now();
+            query(&repo, &queries[e % QUERIES], false, None);
+            next.push(ms(t.elapsed()));
+        }
+        row(
+            &format!("that process: 1-node commit / next query, p50 of {edits}"),
+            format!("{:.2} ms / {:.2} ms", p50(commit), p50(next)),
+        );
+    }
 }
 
 /// `CAIRN_BENCH_PROFILE=1`: import, then loop the exact query (for `perf record`);
