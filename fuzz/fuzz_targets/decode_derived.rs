@@ -29,6 +29,13 @@ fuzz_target!(|data: &[u8]| {
     if let Ok((model, n, d)) = persist::decode_dense(data, &key) {
         assert_eq!(persist::encode_dense(&key, &model, n, &d), data, "dense part");
     }
+    // A dense part's head, as a process with its rows on disk reads it: its length from
+    // the first bytes, then the head alone.
+    if let Ok(Some(len)) = persist::dense_head_len(data) {
+        if let Some(head) = data.get(..len) {
+            let _ = persist::decode_dense_head(head, &key);
+        }
+    }
     if let Ok((direction, e)) = persist::decode_edges(data, &key) {
         assert_eq!(persist::encode_edges(&key, direction, &e), data, "edge chunk");
     }
