@@ -417,6 +417,45 @@ mod tests {
     }
 
     #[test]
+    fn a_build_is_the_same_table_for_any_thread_count() {
+        let mut s = 0x2545_f491_4f6c_dd1du64;
+        let chunks: Vec<Vec<u64>> = (0..300)
+            .map(|_| {
+                let mut k: Vec<u64> = (0..1 + s % 9)
+                    .map(|_| {
+                        s ^= s << 13;
+                        s ^= s >> 7;
+                        s ^= s << 17;
+                        s % 500
+                    })
+                    .collect();
+                k.sort_unstable();
+                k.dedup();
+                k
+            })
+            .collect();
+        let table = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let d: Directory<u64> = pool.install(|| Directory::build(chunks.len(), keys_of(&chunks), |_: &u64| 8));
+            let b = &d.base;
+            let entries: Vec<(u32, u32, u32)> = b.entries.iter().map(|e| (e.chunk, e.slot, e.count)).collect();
+            (b.keys.clone(), b.starts.clone(), b.totals.clone(), entries, b.key_bytes)
+        };
+        let one = table(1);
+        assert_eq!(
+            one.0.len(),
+            chunks.iter().flatten().collect::<std::collections::BTreeSet<_>>().len()
+        );
+        for threads in [2, 3, 8] {
+            assert!(table(threads) == one, "{threads} threads");
+        }
+        let d: Directory<u64> = Directory::build(chunks.len(), keys_of(&chunks), |_: &u64| 8);
+        for key in 0..500 {
+            assert_eq!(lookup(&d, &chunks, key), truth(&chunks, key), "key {key}");
+        }
+    }
+
+    #[test]
     fn derived_directories_answer_as_a_fresh_build_across_many_edits() {
         // Chunks are identified by a serial number; an edit replaces, inserts or removes
         // one. A fixed xorshift drives it.
