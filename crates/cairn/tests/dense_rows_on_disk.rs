@@ -101,6 +101,16 @@ fn rows_in_memory(repo: &Repo) -> Vec<bool> {
         .collect()
 }
 
+/// Every stored dense part, `(key, value)` in key order.
+fn dense_parts(store: &MemoryStore) -> Vec<(Vec<u8>, Vec<u8>)> {
+    store
+        .scan_derived(b"ck/")
+        .unwrap()
+        .into_iter()
+        .filter(|(_, v)| v.first() == Some(&TAG_DENSE))
+        .collect()
+}
+
 /// A repository over a store that keeps derived data, with rows in memory (default cache)
 /// or on disk (a cache too small for them).
 fn repo(on_disk: bool) -> (Repo, Arc<MemoryStore>) {
@@ -153,12 +163,7 @@ fn a_damaged_stored_row_is_scored_from_its_node_and_its_part_rebuilt() {
     same(&json(&queries(&disk)), &expected);
     // Flip one byte of the row of query 0's top hit (n02890) in its stored part: the
     // store's own checksum (a memory store keeps none) cannot see it; the row's must.
-    let dense: Vec<(Vec<u8>, Vec<u8>)> = store
-        .scan_derived(b"ck/")
-        .unwrap()
-        .into_iter()
-        .filter(|(_, v)| v.first() == Some(&TAG_DENSE))
-        .collect();
+    let dense = dense_parts(&store);
     assert!(dense.len() > 10);
     let top = vector(2890, 7);
     let mut damaged = None;
@@ -209,12 +214,7 @@ fn a_damaged_stored_row_is_scored_from_its_node_and_its_part_rebuilt() {
     assert_eq!(next.items, expected_next.items);
     // Rebuilt from the data: the stored parts are the original bytes again, and every
     // answer is what it was, with no warning left.
-    let rebuilt: Vec<(Vec<u8>, Vec<u8>)> = store
-        .scan_derived(b"ck/")
-        .unwrap()
-        .into_iter()
-        .filter(|(_, v)| v.first() == Some(&TAG_DENSE))
-        .collect();
+    let rebuilt = dense_parts(&store);
     assert_eq!(rebuilt, dense);
     same(&json(&queries(&disk)), &expected);
 }
@@ -225,12 +225,7 @@ fn a_damaged_stored_head_is_never_served_and_its_part_is_rebuilt() {
     let expected = json(&queries(&memory));
     let (disk, store) = repo(true);
     same(&json(&queries(&disk)), &expected);
-    let dense: Vec<(Vec<u8>, Vec<u8>)> = store
-        .scan_derived(b"ck/")
-        .unwrap()
-        .into_iter()
-        .filter(|(_, v)| v.first() == Some(&TAG_DENSE))
-        .collect();
+    let dense = dense_parts(&store);
     // A flip in the codes of one part (the head a process with its rows on disk reads
     // alone, past the store's checksum of the whole value), and in the head checksum
     // itself of another.
@@ -272,12 +267,7 @@ fn a_damaged_stored_head_is_never_served_and_its_part_is_rebuilt() {
     );
     let expected_first: RetrievalResult = serde_json::from_str(&expected[0]).unwrap();
     assert_eq!(first.items, expected_first.items);
-    let after: Vec<(Vec<u8>, Vec<u8>)> = store
-        .scan_derived(b"ck/")
-        .unwrap()
-        .into_iter()
-        .filter(|(_, v)| v.first() == Some(&TAG_DENSE))
-        .collect();
+    let after = dense_parts(&store);
     assert_eq!(after, dense, "rebuilt to the original bytes");
     same(&json(&queries(&cold)), &expected);
 }
