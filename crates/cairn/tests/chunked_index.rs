@@ -455,3 +455,53 @@ fn a_one_node_commit_rebuilds_one_chunk_and_shares_the_rest() {
     tx.commit("edge").unwrap();
     assert_eq!(repo.index_chunk_keys("HEAD").unwrap(), after);
 }
+
+/// A view's chunk list taken over from the previous view (shared subtrees' chunks copied,
+/// only the changed path walked) is the list a fresh handle walks from scratch, over a
+/// history of edits, inserts and deletes at every position, single and batched; so are the
+/// views.
+#[test]
+fn a_list_taken_over_from_the_previous_view_is_the_list_walked_from_scratch() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::keeping_derived());
+    let repo = Repo::with_store(Arc::clone(&store)).unwrap();
+    let mut tx = repo.transaction().unwrap();
+    for i in (0..8000u32).step_by(2) {
+        tx.put_node(node(i, (i % 7) as u8)).unwrap();
+    }
+    tx.commit("base").unwrap();
+    repo.retrieve().label("Doc").text("wing").limit(3).execute().unwrap();
+    let mut s = 0x51_7c_c1_b7_27_22_0a_95u64;
+    let mut rnd = move |n: u64| {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s % n
+    };
+    for round in 0..60u64 {
+        let mut tx = repo.transaction().unwrap();
+        for _ in 0..1 + rnd(3) * rnd(4) {
+            let i = rnd(8000) as u32;
+            match rnd(3) {
+                0 => {
+                    tx.delete_node(&id(&format!("n{i:04}"))).ok();
+                }
+                _ => {
+                    tx.put_node(node(i, (round % 11) as u8 + 1)).unwrap();
+                }
+            }
+        }
+        tx.commit("edit").unwrap();
+        // The query assembles the view from the previous one's.
+        repo.retrieve().label("Doc").text("wing").limit(3).execute().unwrap();
+        let taken_over = repo.index_chunk_keys("HEAD").unwrap();
+        let fresh = Repo::with_store(Arc::clone(&store)).unwrap();
+        assert_eq!(taken_over, fresh.index_chunk_keys("HEAD").unwrap(), "round {round}");
+        if round % 10 == 9 {
+            assert_eq!(
+                repo.indexes("HEAD").unwrap().digest(),
+                fresh.indexes("HEAD").unwrap().digest(),
+                "round {round}"
+            );
+        }
+    }
+}

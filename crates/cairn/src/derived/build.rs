@@ -29,7 +29,7 @@ use crate::derived::keys::{
     graph_store_key, manifest_key, manifest_store_key, part_store_key, unit_key, view_key, TreeKind, TAG_DENSE,
     TAG_EDGES, TAG_NODE_CORE, TAG_SPARSE, TAG_SPLIT, TAG_TEXT,
 };
-use crate::derived::spans::{self, ChunkList, ChunkRef, Span};
+use crate::derived::spans::{self, ChunkList, ChunkRef, Item, Placed, Span, SpanMemo};
 use crate::error::{Error, Result};
 use crate::progress::{Meter, Step};
 use crate::repo::Repo;
@@ -284,8 +284,8 @@ impl Repo {
             Some(_) => None,
             None => cache.recent_view().map(Donor::new),
         };
-        let list = match &base {
-            Some(e) => Arc::clone(&e.nodes),
+        let (list, memo) = match &base {
+            Some(e) => (Arc::clone(&e.nodes), Arc::clone(&e.memo)),
             None => self.chunk_list_with(&ctx, TreeKind::Nodes, c.node_root, donor.as_ref())?,
         };
         // Chunk i's position in the donor, if it has the chunk.
@@ -430,6 +430,7 @@ impl Repo {
             ViewEntry {
                 view: Arc::clone(&view),
                 nodes: list,
+                memo,
                 edge_roots: (c.edge_root, c.edge_in_root),
             },
         );
@@ -559,50 +560,128 @@ impl Repo {
 
     /// The resolved chunks of a tree (split spans replaced by their pieces), cached by root.
     fn chunk_list(&self, ctx: &Ctx, tree: TreeKind, root: Option<Hash>) -> Result<Arc<ChunkList>> {
-        self.chunk_list_with(ctx, tree, root, None)
+        Ok(self.chunk_list_with(ctx, tree, root, None)?.0)
     }
 
     /// [`Repo::chunk_list`], taking a donor view's chunks as known leaves.
+    /// [`Repo::chunk_list`], and where each upper tree node's chunks are in it
+    /// ([`SpanMemo`]), taking over from a donor view (node trees only) every subtree the two
+    /// trees share: its chunks are copied from the donor's list, not walked, keyed and
+    /// matched again, so a small commit's list costs its changed path. The list is the same
+    /// either way (a subtree's chunks are a function of its content).
     fn chunk_list_with(
         &self,
         ctx: &Ctx,
         tree: TreeKind,
         root: Option<Hash>,
         donor: Option<&Donor>,
-    ) -> Result<Arc<ChunkList>> {
+    ) -> Result<(Arc<ChunkList>, Arc<SpanMemo>)> {
         let Some(r) = root else {
-            return Ok(Arc::new(Vec::new()));
+            return Ok((Arc::new(Vec::new()), Arc::default()));
         };
         let cache = &self.inner.derived.cache;
         if let Some(l) = cache.list(tree as u8, &r) {
             return Ok(l);
         }
-        let top = spans::top_spans(self.objects(), root, CHUNK_LEVEL)?;
-        let known = donor.filter(|_| tree == TreeKind::Nodes).map(|d| &d.index);
+        let objs = self.objects();
+        let donor = donor.filter(|_| tree == TreeKind::Nodes);
+        let reused = match donor {
+            Some(d) => spans::top_items(objs, root, CHUNK_LEVEL, &d.entry.memo)?.map(|x| (d, x)),
+            None => None,
+        };
+        let (from, (items, visited)) = match reused {
+            Some((d, x)) => (Some(d), x),
+            None => (
+                None,
+                spans::top_items(objs, root, CHUNK_LEVEL, &SpanMemo::new())?.ok_or_else(|| {
+                    Error::Index(IndexError::Inconsistent(
+                        "a walk without copies refused its tree".into(),
+                    ))
+                })?,
+            ),
+        };
+        let known = donor.map(|d| &d.index);
         let step = match tree {
             TreeKind::Nodes => Step::IndexChunks,
             TreeKind::Edges | TreeKind::EdgesIn => Step::IndexEdges,
         };
-        let meter = self.meter(step, Some(top.len() as u64));
-        let mut list = Vec::with_capacity(top.len());
+        let raw: Vec<Span> = items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Span(s) => Some(s.clone()),
+                Item::Copy { .. } => None,
+            })
+            .collect();
+        let meter = self.meter(step, Some(raw.len() as u64));
+        let mut resolved: Vec<ChunkList> = Vec::with_capacity(raw.len());
         let mut stored: Option<Meter> = None;
-        let mut top = top.into_iter();
+        let mut raw = raw.into_iter();
         loop {
-            let window: Vec<Span> = top.by_ref().take(BUILD_WINDOW_SPANS).collect();
+            let window: Vec<Span> = raw.by_ref().take(BUILD_WINDOW_SPANS).collect();
             if window.is_empty() {
                 break;
             }
-            list.extend(self.resolve_spans(ctx, tree, window, known, Some(&meter))?);
+            resolved.extend(self.resolve_spans(ctx, tree, window, known, Some(&meter))?);
             if !ctx.pending.lock().is_empty() {
                 let m = stored.get_or_insert_with(|| self.meter(Step::IndexStore, None));
                 self.write_pending(ctx, m);
             }
         }
-        let list = Arc::new(list);
-        cache.put_list(tree as u8, r, Arc::clone(&list));
-        Ok(list)
+        // The list in item order: resolved spans, and the donor's chunks of shared subtrees.
+        let copied = |start: u32, end: u32| {
+            from.and_then(|d| d.entry.nodes.get(start as usize..end as usize))
+                .ok_or_else(|| Error::Index(IndexError::Inconsistent("a copied range outside its list".into())))
+        };
+        let mut list: ChunkList = Vec::with_capacity(from.map_or(resolved.len(), |d| d.entry.nodes.len() + 8));
+        let mut starts: Vec<u32> = Vec::with_capacity(items.len() + 1);
+        let mut copies: Vec<(u32, u32, u32)> = Vec::new();
+        let mut resolved = resolved.into_iter();
+        for item in &items {
+            starts.push(list.len() as u32);
+            match item {
+                Item::Span(_) => list.extend(resolved.next().unwrap_or_default()),
+                Item::Copy { start, end } => {
+                    copies.push((*start, *end, list.len() as u32));
+                    list.extend_from_slice(copied(*start, *end)?);
+                }
+            }
+        }
+        starts.push(list.len() as u32);
+        // This list's memo: the nodes walked, and the shared subtrees' (and their
+        // descendants') places in the donor's list, moved to where they were copied.
+        let mut memo = SpanMemo::with_capacity(visited.len() + from.map_or(0, |d| d.entry.memo.len()));
+        for (h, a, b, lead) in visited {
+            memo.insert(
+                h,
+                Placed {
+                    start: starts[a],
+                    end: starts[b],
+                    lead,
+                },
+            );
+        }
+        if let Some(d) = from.filter(|_| !copies.is_empty()) {
+            copies.sort_unstable();
+            for (h, p) in d.entry.memo.iter() {
+                let i = copies.partition_point(|c| c.0 <= p.start);
+                let Some(&(a, b, at)) = i.checked_sub(1).map(|i| &copies[i]) else {
+                    continue;
+                };
+                if p.end <= b {
+                    memo.entry(*h).or_insert(Placed {
+                        start: p.start - a + at,
+                        end: p.end - a + at,
+                        lead: p.lead,
+                    });
+                }
+            }
+        }
+        let (list, memo) = (Arc::new(list), Arc::new(memo));
+        cache.put_list(tree as u8, r, (Arc::clone(&list), Arc::clone(&memo)));
+        Ok((list, memo))
     }
 
+    /// Each span's chunks: itself, or its pieces if it is split.
     fn resolve_spans(
         &self,
         ctx: &Ctx,
@@ -610,13 +689,13 @@ impl Repo {
         spans: Vec<Span>,
         known: Option<&HashMap<Hash, usize>>,
         meter: Option<&Meter>,
-    ) -> Result<ChunkList> {
+    ) -> Result<Vec<ChunkList>> {
         let core_tag = if tree == TreeKind::Nodes {
             TAG_NODE_CORE
         } else {
             TAG_EDGES
         };
-        let resolved: Vec<Result<ChunkList>> = spans
+        spans
             .into_par_iter()
             .map(|span| {
                 let _tick = meter.map(Tick);
@@ -631,16 +710,15 @@ impl Repo {
                     Found::Part(_) => Ok(vec![ch]),
                     Found::Split => {
                         let pieces = spans::pieces(self.objects(), &ch.span)?;
-                        self.resolve_spans(ctx, tree, pieces, None, None)
+                        Ok(self
+                            .resolve_spans(ctx, tree, pieces, None, None)?
+                            .into_iter()
+                            .flatten()
+                            .collect())
                     }
                 }
             })
-            .collect();
-        let mut out = Vec::new();
-        for r in resolved {
-            out.extend(r?);
-        }
-        Ok(out)
+            .collect()
     }
 
     /// A part of a resolved chunk.

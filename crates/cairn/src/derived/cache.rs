@@ -9,7 +9,7 @@ use cairn_core::Hash;
 use cairn_index::{CommitIndexes, DenseChunk, EdgeChunk, NodeChunk, SparseChunk, TextChunk, UnitGraph};
 use parking_lot::Mutex;
 
-use crate::derived::spans::ChunkList;
+use crate::derived::spans::{ChunkList, SpanMemo};
 
 /// Default memory budget of a repository handle's derived data, 1 GiB
 /// ([`Repo::set_memory_budget`](crate::Repo::set_memory_budget)).
@@ -107,14 +107,19 @@ impl<K: std::hash::Hash + Eq + Clone, V: Clone> Lru<K, V> {
 pub(crate) struct ViewEntry {
     pub(crate) view: Arc<CommitIndexes>,
     pub(crate) nodes: Arc<ChunkList>,
+    /// Where each upper node of the node tree has its chunks in `nodes`.
+    pub(crate) memo: Arc<SpanMemo>,
     pub(crate) edge_roots: (Option<Hash>, Option<Hash>),
 }
+
+/// A tree's resolved chunk list and its upper nodes' places in it.
+pub(crate) type ListEntry = (Arc<ChunkList>, Arc<SpanMemo>);
 
 /// The repository's derived-data cache.
 pub(crate) struct DerivedCache {
     parts: Mutex<Lru<Vec<u8>, Part>>,
     views: Mutex<Lru<Hash, ViewEntry>>,
-    lists: Mutex<Lru<(u8, Hash), Arc<ChunkList>>>,
+    lists: Mutex<Lru<(u8, Hash), ListEntry>>,
     capacity: Mutex<usize>,
     /// Serialises builds, so two queries needing the same missing chunks build them once.
     pub(crate) build: Mutex<()>,
@@ -162,11 +167,11 @@ impl DerivedCache {
         views.evict(|_, n| n <= VIEWS);
     }
 
-    pub(crate) fn list(&self, tree: u8, root: &Hash) -> Option<Arc<ChunkList>> {
+    pub(crate) fn list(&self, tree: u8, root: &Hash) -> Option<ListEntry> {
         self.lists.lock().get(&(tree, *root))
     }
 
-    pub(crate) fn put_list(&self, tree: u8, root: Hash, list: Arc<ChunkList>) {
+    pub(crate) fn put_list(&self, tree: u8, root: Hash, list: ListEntry) {
         let mut lists = self.lists.lock();
         lists.put((tree, root), list, 0);
         lists.evict(|_, n| n <= CHUNK_LISTS);
