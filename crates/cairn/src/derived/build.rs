@@ -132,18 +132,30 @@ impl Ctx {
     }
 }
 
-/// A cached view whose parts a new view can take over, with its chunks by key.
+/// A cached view whose parts a new view can take over, with its chunks by key (built when
+/// first needed: a list taken over subtree by subtree knows where its chunks come from).
 struct Donor {
     entry: ViewEntry,
-    index: HashMap<Hash, usize>,
+    index: std::sync::OnceLock<HashMap<Hash, usize>>,
 }
 
 impl Donor {
     fn new(entry: ViewEntry) -> Donor {
-        let index = entry.nodes.iter().enumerate().map(|(i, c)| (c.key, i)).collect();
-        Donor { entry, index }
+        Donor {
+            entry,
+            index: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The donor's chunks by key.
+    fn index(&self) -> &HashMap<Hash, usize> {
+        self.index
+            .get_or_init(|| self.entry.nodes.iter().enumerate().map(|(i, c)| (c.key, i)).collect())
     }
 }
+
+/// Each chunk of a list's position in the donor's list, if the donor has it.
+type FromDonor = Vec<Option<usize>>;
 
 /// Counts one unit of a [`Meter`] when dropped: whether the unit's work succeeded or
 /// returned early, it is done.
@@ -284,15 +296,16 @@ impl Repo {
             Some(_) => None,
             None => cache.recent_view().map(Donor::new),
         };
-        let (list, memo) = match &base {
-            Some(e) => (Arc::clone(&e.nodes), Arc::clone(&e.memo)),
+        let (list, memo, from_donor) = match &base {
+            Some(e) => (Arc::clone(&e.nodes), Arc::clone(&e.memo), None),
             None => self.chunk_list_with(&ctx, TreeKind::Nodes, c.node_root, donor.as_ref())?,
         };
         // Chunk i's position in the donor, if it has the chunk.
-        let from_donor: Vec<Option<usize>> = list
-            .iter()
-            .map(|ch| donor.as_ref().and_then(|d| d.index.get(&ch.key).copied()))
-            .collect();
+        let from_donor: FromDonor = match (from_donor, &donor) {
+            (Some(f), _) => f,
+            (None, Some(d)) => list.iter().map(|ch| d.index().get(&ch.key).copied()).collect(),
+            (None, None) => vec![None; list.len()],
+        };
         let dv = donor.as_ref().map(|d| &*d.entry.view);
         let mut view = match &base {
             Some(e) => (*e.view).clone(),
@@ -563,6 +576,26 @@ impl Repo {
         Ok(self.chunk_list_with(ctx, tree, root, None)?.0)
     }
 
+    /// The donor's chunks that no copy covers, by key: where a walked span's chunk may be
+    /// in the donor (chunks are in key order, so one the donor has lies between the copies
+    /// around it). A few dozen for a small commit.
+    fn uncovered(donor: &Donor, copies: &[(u32, u32)]) -> HashMap<Hash, usize> {
+        let mut sorted = copies.to_vec();
+        sorted.sort_unstable();
+        let mut out = HashMap::new();
+        let mut at = 0usize;
+        for &(a, b) in sorted
+            .iter()
+            .chain(std::iter::once(&(donor.entry.nodes.len() as u32, 0)))
+        {
+            for i in at..(a as usize).min(donor.entry.nodes.len()) {
+                out.insert(donor.entry.nodes[i].key, i);
+            }
+            at = at.max(b as usize);
+        }
+        out
+    }
+
     /// [`Repo::chunk_list`], taking a donor view's chunks as known leaves.
     /// [`Repo::chunk_list`], and where each upper tree node's chunks are in it
     /// ([`SpanMemo`]), taking over from a donor view (node trees only) every subtree the two
@@ -575,13 +608,13 @@ impl Repo {
         tree: TreeKind,
         root: Option<Hash>,
         donor: Option<&Donor>,
-    ) -> Result<(Arc<ChunkList>, Arc<SpanMemo>)> {
+    ) -> Result<(Arc<ChunkList>, Arc<SpanMemo>, Option<FromDonor>)> {
         let Some(r) = root else {
-            return Ok((Arc::new(Vec::new()), Arc::default()));
+            return Ok((Arc::new(Vec::new()), Arc::default(), None));
         };
         let cache = &self.inner.derived.cache;
-        if let Some(l) = cache.list(tree as u8, &r) {
-            return Ok(l);
+        if let Some((l, m)) = cache.list(tree as u8, &r) {
+            return Ok((l, m, None));
         }
         let objs = self.objects();
         let donor = donor.filter(|_| tree == TreeKind::Nodes);
@@ -600,7 +633,17 @@ impl Repo {
                 })?,
             ),
         };
-        let known = donor.map(|d| &d.index);
+        // Where walked spans' chunks may be in the donor: the few chunks no copy covers
+        // when the list is taken over, else every chunk.
+        let copy_ranges: Vec<(u32, u32)> = items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Copy { start, end } => Some((*start, *end)),
+                Item::Span(_) => None,
+            })
+            .collect();
+        let gap_index = from.map(|d| Self::uncovered(d, &copy_ranges));
+        let known = gap_index.as_ref().or(donor.map(Donor::index));
         let step = match tree {
             TreeKind::Nodes => Step::IndexChunks,
             TreeKind::Edges | TreeKind::EdgesIn => Step::IndexEdges,
@@ -635,14 +678,22 @@ impl Repo {
         let mut list: ChunkList = Vec::with_capacity(from.map_or(resolved.len(), |d| d.entry.nodes.len() + 8));
         let mut starts: Vec<u32> = Vec::with_capacity(items.len() + 1);
         let mut copies: Vec<(u32, u32, u32)> = Vec::new();
+        let mut positions: FromDonor = Vec::with_capacity(list.capacity());
         let mut resolved = resolved.into_iter();
         for item in &items {
             starts.push(list.len() as u32);
             match item {
-                Item::Span(_) => list.extend(resolved.next().unwrap_or_default()),
+                Item::Span(_) => {
+                    let chunks = resolved.next().unwrap_or_default();
+                    if let Some(g) = &gap_index {
+                        positions.extend(chunks.iter().map(|ch| g.get(&ch.key).copied()));
+                    }
+                    list.extend(chunks);
+                }
                 Item::Copy { start, end } => {
                     copies.push((*start, *end, list.len() as u32));
                     list.extend_from_slice(copied(*start, *end)?);
+                    positions.extend((*start as usize..*end as usize).map(Some));
                 }
             }
         }
@@ -678,7 +729,7 @@ impl Repo {
         }
         let (list, memo) = (Arc::new(list), Arc::new(memo));
         cache.put_list(tree as u8, r, (Arc::clone(&list), Arc::clone(&memo)));
-        Ok((list, memo))
+        Ok((list, memo, gap_index.map(|_| positions)))
     }
 
     /// Each span's chunks: itself, or its pieces if it is split.
