@@ -70,6 +70,9 @@ pub(crate) enum Item {
 /// spans, and its lead.
 pub(crate) type Visited = (Hash, usize, usize, Option<Hash>);
 
+/// A walk's items and the nodes it visited.
+pub(crate) type Walked = (Vec<Item>, Vec<Visited>);
+
 /// The spans at `level` of the tree at `root` as [`top_spans`] lists them, except that each
 /// subtree `memo` knows is one [`Item::Copy`] of its chunks in the list `memo` describes; and
 /// the nodes visited. `None` if the tree does not have the shape this relies on (a gap
@@ -79,7 +82,7 @@ pub(crate) fn top_items(
     root: Option<Hash>,
     level: u8,
     memo: &SpanMemo,
-) -> Result<Option<(Vec<Item>, Vec<Visited>)>, GraphError> {
+) -> Result<Option<Walked>, GraphError> {
     let mut out = Vec::new();
     let mut visited = Vec::new();
     Ok(walk_items(objs, root, level, memo, &mut out, &mut visited)?.map(|_| (out, visited)))
