@@ -4,6 +4,8 @@
 //!
 //! * [`keys`] — the registry of derived key spaces and every key derivation;
 //! * [`spans`] — chunk spans read off a tree's upper levels;
+//! * `list` — a tree's resolved chunk list, taken over subtree by subtree from the previous
+//!   view's;
 //! * [`cache`] — the byte-bounded part cache, and the view and chunk-list caches;
 //! * `build` — resolving a tree's chunks (loading, or building and storing, each part),
 //!   assembling a commit's view for the parts a query needs;
@@ -19,6 +21,7 @@ mod build;
 pub(crate) mod cache;
 pub(crate) mod check;
 pub(crate) mod keys;
+mod list;
 mod live;
 mod rows;
 mod source;
