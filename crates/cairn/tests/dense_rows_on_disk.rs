@@ -101,6 +101,15 @@ fn rows_in_memory(repo: &Repo) -> Vec<bool> {
         .collect()
 }
 
+/// A result's `derived_rebuilt` messages.
+fn rebuilt_notes(r: &RetrievalResult) -> Vec<&str> {
+    r.warnings
+        .iter()
+        .filter(|w| w.code == WarningCode::DerivedRebuilt)
+        .map(|w| w.message.as_str())
+        .collect()
+}
+
 /// Every stored dense part, `(key, value)` in key order.
 fn dense_parts(store: &MemoryStore) -> Vec<(Vec<u8>, Vec<u8>)> {
     store
@@ -197,12 +206,7 @@ fn a_damaged_stored_row_is_scored_from_its_node_and_its_part_rebuilt() {
         .valid_at(T)
         .execute()
         .unwrap();
-    let rebuilt: Vec<&str> = next
-        .warnings
-        .iter()
-        .filter(|w| w.code == WarningCode::DerivedRebuilt)
-        .map(|w| w.message.as_str())
-        .collect();
+    let rebuilt = rebuilt_notes(&next);
     assert!(
         rebuilt
             .iter()
@@ -252,12 +256,7 @@ fn a_damaged_stored_head_is_never_served_and_its_part_is_rebuilt() {
         .valid_at(T)
         .execute()
         .unwrap();
-    let rebuilt: Vec<&str> = first
-        .warnings
-        .iter()
-        .filter(|w| w.code == WarningCode::DerivedRebuilt)
-        .map(|w| w.message.as_str())
-        .collect();
+    let rebuilt = rebuilt_notes(&first);
     assert_eq!(rebuilt.len(), 2, "{rebuilt:?}");
     assert!(
         rebuilt
