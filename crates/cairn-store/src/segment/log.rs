@@ -36,7 +36,9 @@ use crate::error::{hex, StoreError};
 /// A segment is sealed, and a new one started, once it reaches this size (by default).
 pub(super) const SEGMENT_BYTES: u64 = 64 << 20;
 /// A thread's read buffer ([`Log::with_value`]) is kept between reads up to this size.
-const SCRATCH_KEEP: usize = 16 << 20;
+/// (1 MiB: a typical index part fits — a 64-row dense part of 1,536-d vectors is 480 KiB —
+/// and a process keeps at most this per reading thread beyond its memory budget.)
+const SCRATCH_KEEP: usize = 1 << 20;
 /// Bytes of records gathered before one positional write.
 const WRITE_CHUNK: usize = 8 << 20;
 /// After deletes, a sealed segment is compacted when fewer than half of its bytes are
