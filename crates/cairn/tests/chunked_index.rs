@@ -505,3 +505,54 @@ fn a_list_taken_over_from_the_previous_view_is_the_list_walked_from_scratch() {
         }
     }
 }
+
+/// The same with an oversize span (split into pieces) in the tree: edits inside it, beside it
+/// and elsewhere; the taken-over list (pieces copied with their subtree, or re-split when
+/// walked) is the list walked from scratch.
+#[test]
+fn a_list_with_split_spans_taken_over_is_the_list_walked_from_scratch() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::keeping_derived());
+    let repo = Repo::with_store(Arc::clone(&store)).unwrap();
+    let low = ids_below_level(2, 4200, "k");
+    let mut tx = repo.transaction().unwrap();
+    for s in &low {
+        tx.put_node(Node::new(id(s)).with_text("wing stall")).unwrap();
+    }
+    for i in (0..3000u32).step_by(2) {
+        tx.put_node(node(i, (i % 5) as u8)).unwrap();
+    }
+    tx.commit("base").unwrap();
+    repo.retrieve().text("wing").limit(3).execute().unwrap();
+    let pieces = repo.index_chunk_keys("HEAD").unwrap().len();
+    let mut s = 0x2545_f491_4f6c_dd1du64;
+    let mut rnd = move |n: u64| {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s % n
+    };
+    for round in 0..12u64 {
+        let mut tx = repo.transaction().unwrap();
+        match round % 3 {
+            0 => {
+                let s = &low[rnd(low.len() as u64) as usize];
+                tx.put_node(Node::new(id(s)).with_text(format!("edited {round}")))
+                    .unwrap();
+            }
+            1 => {
+                tx.delete_node(&id(&low[rnd(low.len() as u64) as usize])).ok();
+                tx.put_node(node(rnd(3000) as u32, round as u8 + 1)).unwrap();
+            }
+            _ => {
+                tx.put_node(node(rnd(3000) as u32, round as u8 + 1)).unwrap();
+            }
+        }
+        tx.commit("edit").unwrap();
+        repo.retrieve().text("wing").limit(3).execute().unwrap();
+        let taken_over = repo.index_chunk_keys("HEAD").unwrap();
+        let fresh = Repo::with_store(Arc::clone(&store)).unwrap();
+        assert_eq!(taken_over, fresh.index_chunk_keys("HEAD").unwrap(), "round {round}");
+    }
+    // ~25 chunks for the 1,500 other nodes; the split span alone gives hundreds of pieces.
+    assert!(pieces > 400, "the oversize span was split: {pieces} chunks");
+}
