@@ -103,16 +103,12 @@ impl Repo {
             Some(d) => spans::top_items(objs, root, CHUNK_LEVEL, &d.entry.memo)?.map(|x| (d, x)),
             None => None,
         };
-        let (from, (items, visited)) = match reused {
+        let (from, (mut items, visited)) = match reused {
             Some((d, x)) => (Some(d), x),
-            None => (
-                None,
-                spans::top_items(objs, root, CHUNK_LEVEL, &SpanMemo::new())?.ok_or_else(|| {
-                    Error::Index(IndexError::Inconsistent(
-                        "a walk without copies refused its tree".into(),
-                    ))
-                })?,
-            ),
+            None => {
+                let (spans, visited) = spans::top_walk(objs, root, CHUNK_LEVEL)?;
+                (None, (spans.into_iter().map(Item::Span).collect(), visited))
+            }
         };
         // Where walked spans' chunks may be in the donor: the few chunks no copy covers
         // when the list is taken over, else every chunk.
@@ -129,10 +125,12 @@ impl Repo {
             TreeKind::Nodes => Step::IndexChunks,
             TreeKind::Edges | TreeKind::EdgesIn => Step::IndexEdges,
         };
+        // The spans to resolve, taken out of their items (which then only mark where their
+        // chunks go).
         let raw: Vec<Span> = items
-            .iter()
+            .iter_mut()
             .filter_map(|i| match i {
-                Item::Span(s) => Some(s.clone()),
+                Item::Span(s) => Some(std::mem::take(s)),
                 Item::Copy { .. } => None,
             })
             .collect();

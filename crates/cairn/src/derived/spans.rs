@@ -18,7 +18,7 @@ use cairn_graph::{mst, GraphError, Objects};
 use crate::derived::keys::{chunk_key, TreeKind};
 
 /// One span: its head `(key, value)` and its gap subtree's root.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Span {
     pub(crate) head: Option<(Vec<u8>, Hash)>,
     pub(crate) gap: Option<Hash>,
@@ -73,7 +73,7 @@ pub(crate) type Visited = (Hash, usize, usize, Option<Hash>);
 /// A walk's items and the nodes it visited.
 pub(crate) type Walked = (Vec<Item>, Vec<Visited>);
 
-/// The spans at `level` of the tree at `root` as [`top_spans`] lists them, except that each
+/// The spans at `level` of the tree at `root` as [`top_walk`] lists them, except that each
 /// subtree `memo` knows is one [`Item::Copy`] of its chunks in the list `memo` describes; and
 /// the nodes visited. `None` if the tree does not have the shape this relies on (a gap
 /// directly after a copied subtree), for the caller to walk without the memo.
@@ -88,7 +88,8 @@ pub(crate) fn top_items(
     Ok(walk_items(objs, root, level, memo, &mut out, &mut visited)?.map(|_| (out, visited)))
 }
 
-/// Attaches gap `g` as [`walk`] does; false if the last item is a copy.
+/// Attaches gap `g` to the last span (a head without its gap yet), or starts the leading
+/// span with it; false if the last item is a copy.
 fn attach_gap(out: &mut Vec<Item>, g: Hash) -> bool {
     match out.last_mut() {
         Some(Item::Copy { .. }) => return false,
@@ -101,7 +102,10 @@ fn attach_gap(out: &mut Vec<Item>, g: Hash) -> bool {
     true
 }
 
-/// [`walk`] over items; `Some(lead)` of the node, `None` if the shape is not supported.
+/// Walks `node`: a subtree `memo` knows is copied, a gap subtree (level below `level`)
+/// belongs to the last head or starts the leading span, and a node of `level` or above
+/// gives its left subtree, then each entry's span and its right subtree. `Some(lead)` of the
+/// node, `None` if the shape is not supported.
 fn walk_items(
     objs: &Objects,
     node: Option<Hash>,
@@ -150,36 +154,32 @@ fn walk_items(
     Ok(Some(lead))
 }
 
-/// The spans at `level` of the tree at `root`, in key order (module docs).
-pub(crate) fn top_spans(objs: &Objects, root: Option<Hash>, level: u8) -> Result<Vec<Span>, GraphError> {
-    let mut out: Vec<Span> = Vec::new();
-    walk(objs, root, level, &mut out)?;
-    Ok(out)
+/// The spans at `level` of the tree at `root`, in key order (module docs), with the nodes
+/// visited: [`top_items`] without a memo, so every item is a span.
+pub(crate) fn top_walk(objs: &Objects, root: Option<Hash>, level: u8) -> Result<(Vec<Span>, Vec<Visited>), GraphError> {
+    let mut out = Vec::new();
+    let mut visited = Vec::new();
+    // Only a copy can refuse a gap, and without a memo nothing is copied.
+    if walk_items(objs, root, level, &SpanMemo::new(), &mut out, &mut visited)?.is_none() {
+        return Err(GraphError::Corrupt {
+            kind: "tree",
+            hash: root.unwrap_or(Hash::ZERO),
+            detail: "the span walk refused a tree it copied nothing of".into(),
+        });
+    }
+    let spans = out
+        .into_iter()
+        .filter_map(|i| match i {
+            Item::Span(s) => Some(s),
+            Item::Copy { .. } => None,
+        })
+        .collect();
+    Ok((spans, visited))
 }
 
-fn walk(objs: &Objects, node: Option<Hash>, level: u8, out: &mut Vec<Span>) -> Result<(), GraphError> {
-    let Some(h) = node else { return Ok(()) };
-    let t = objs.tree(&h)?;
-    if t.level < level {
-        // A gap subtree: it belongs to the last head, or starts the leading span.
-        match out.last_mut() {
-            Some(s) if s.gap.is_none() && s.head.is_some() => s.gap = Some(h),
-            _ => out.push(Span {
-                head: None,
-                gap: Some(h),
-            }),
-        }
-        return Ok(());
-    }
-    walk(objs, t.left, level, out)?;
-    for e in &t.entries {
-        out.push(Span {
-            head: Some((e.key.clone(), e.value)),
-            gap: None,
-        });
-        walk(objs, e.right, level, out)?;
-    }
-    Ok(())
+/// The spans at `level` of the tree at `root`, in key order (module docs).
+pub(crate) fn top_spans(objs: &Objects, root: Option<Hash>, level: u8) -> Result<Vec<Span>, GraphError> {
+    Ok(top_walk(objs, root, level)?.0)
 }
 
 /// The pieces of a span with a gap: the gap root's `left` under the span's head, then
