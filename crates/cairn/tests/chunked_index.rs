@@ -456,6 +456,25 @@ fn a_one_node_commit_rebuilds_one_chunk_and_shares_the_rest() {
     assert_eq!(repo.index_chunk_keys("HEAD").unwrap(), after);
 }
 
+/// A fixed xorshift: `rnd(n)` in `0..n`.
+fn xorshift(mut s: u64) -> impl FnMut(u64) -> u64 {
+    move |n| {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s % n
+    }
+}
+
+/// Asserts `repo`'s chunk list at HEAD (taken over from its previous view by the last
+/// query) is the list a fresh handle over `store` walks from scratch; the fresh handle.
+fn assert_list_as_walked_fresh(repo: &Repo, store: &Arc<dyn Store>, round: u64) -> Repo {
+    let taken_over = repo.index_chunk_keys("HEAD").unwrap();
+    let fresh = Repo::with_store(Arc::clone(store)).unwrap();
+    assert_eq!(taken_over, fresh.index_chunk_keys("HEAD").unwrap(), "round {round}");
+    fresh
+}
+
 /// A view's chunk list taken over from the previous view (shared subtrees' chunks copied,
 /// only the changed path walked) is the list a fresh handle walks from scratch, over a
 /// history of edits, inserts and deletes at every position, single and batched; so are the
@@ -470,13 +489,7 @@ fn a_list_taken_over_from_the_previous_view_is_the_list_walked_from_scratch() {
     }
     tx.commit("base").unwrap();
     repo.retrieve().label("Doc").text("wing").limit(3).execute().unwrap();
-    let mut s = 0x51_7c_c1_b7_27_22_0a_95u64;
-    let mut rnd = move |n: u64| {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        s % n
-    };
+    let mut rnd = xorshift(0x51_7c_c1_b7_27_22_0a_95u64);
     for round in 0..60u64 {
         let mut tx = repo.transaction().unwrap();
         for _ in 0..1 + rnd(3) * rnd(4) {
@@ -493,9 +506,7 @@ fn a_list_taken_over_from_the_previous_view_is_the_list_walked_from_scratch() {
         tx.commit("edit").unwrap();
         // The query assembles the view from the previous one's.
         repo.retrieve().label("Doc").text("wing").limit(3).execute().unwrap();
-        let taken_over = repo.index_chunk_keys("HEAD").unwrap();
-        let fresh = Repo::with_store(Arc::clone(&store)).unwrap();
-        assert_eq!(taken_over, fresh.index_chunk_keys("HEAD").unwrap(), "round {round}");
+        let fresh = assert_list_as_walked_fresh(&repo, &store, round);
         if round % 10 == 9 {
             assert_eq!(
                 repo.indexes("HEAD").unwrap().digest(),
@@ -524,13 +535,7 @@ fn a_list_with_split_spans_taken_over_is_the_list_walked_from_scratch() {
     tx.commit("base").unwrap();
     repo.retrieve().text("wing").limit(3).execute().unwrap();
     let pieces = repo.index_chunk_keys("HEAD").unwrap().len();
-    let mut s = 0x2545_f491_4f6c_dd1du64;
-    let mut rnd = move |n: u64| {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        s % n
-    };
+    let mut rnd = xorshift(0x2545_f491_4f6c_dd1du64);
     for round in 0..12u64 {
         let mut tx = repo.transaction().unwrap();
         match round % 3 {
@@ -549,9 +554,7 @@ fn a_list_with_split_spans_taken_over_is_the_list_walked_from_scratch() {
         }
         tx.commit("edit").unwrap();
         repo.retrieve().text("wing").limit(3).execute().unwrap();
-        let taken_over = repo.index_chunk_keys("HEAD").unwrap();
-        let fresh = Repo::with_store(Arc::clone(&store)).unwrap();
-        assert_eq!(taken_over, fresh.index_chunk_keys("HEAD").unwrap(), "round {round}");
+        assert_list_as_walked_fresh(&repo, &store, round);
     }
     // ~25 chunks for the 1,500 other nodes; the split span alone gives hundreds of pieces.
     assert!(pieces > 400, "the oversize span was split: {pieces} chunks");
