@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use cairn::{EmbedderConfig, EmbedderError, OpenAiSettings, QueryEmbedder, Repo};
+use cairn::{EmbedderConfig, EmbedderError, OpenAiSettings};
 use clap::Subcommand;
 
 use crate::error::CliError;
@@ -71,20 +71,6 @@ pub(crate) fn embedder_error(e: EmbedderError) -> CliError {
         EmbedderError::Repo(e) => CliError::Cairn(e),
         other => CliError::Refused(other.to_string()),
     }
-}
-
-/// The query embedder `retrieve` uses: `--embedder NAME` if given, else the repository's
-/// default ([`Repo::default_query_embedder`]); none with `--no-embed`.
-pub(crate) fn query_embedder(repo: &Repo, name: Option<&str>, off: bool) -> Result<Option<QueryEmbedder>, CliError> {
-    if off {
-        return Ok(None);
-    }
-    let name = match name {
-        Some(n) => Some(n.to_string()),
-        None => repo.default_query_embedder().map_err(embedder_error)?,
-    };
-    name.map(|n| repo.query_embedder(&n).map_err(embedder_error))
-        .transpose()
 }
 
 /// Runs the embedder action.

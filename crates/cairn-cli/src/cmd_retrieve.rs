@@ -13,7 +13,7 @@ use cairn::retrieve::{
     Direction, Fusion, FusionMethod, GraphExpand, Retrieval, RetrievalResult, RetrieveSpec, SparseQuery, ValidAt,
     VectorQuery, WhereClause,
 };
-use cairn::{QueryEmbedder, Repo, Value};
+use cairn::{Repo, Value};
 use clap::ValueEnum;
 use serde::Deserialize;
 
@@ -44,7 +44,7 @@ pub struct Args {
     no_embed: bool,
     /// Embed the query text with this configured embedder [default: the first one, in name
     /// order, whose model has vectors].
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", conflicts_with = "vector_model")]
     embedder: Option<String>,
     /// Dense model of the query vector (lane `dense:<M>`); needs --vector-file.
     #[arg(long, value_name = "M", group = "query", requires = "vector_file")]
@@ -278,6 +278,18 @@ fn read_vector(path: &Path) -> Result<Vec<f32>, CliError> {
 }
 
 impl Args {
+    /// `--no-embed` and `--embedder NAME` as the spec's `embed` and `embedder`, where the
+    /// spec (a `--spec` or a `--batch` line) does not say itself.
+    fn embed_flags(&self, spec: &mut RetrieveSpec) {
+        if self.no_embed && spec.embed.is_none() {
+            spec.embed = Some(false);
+        }
+        // A line that gives its own vector embeds nothing.
+        if spec.embedder.is_none() && spec.embed != Some(false) && spec.vector.is_none() {
+            spec.embedder.clone_from(&self.embedder);
+        }
+    }
+
     /// The spec the query flags describe (`--spec` excludes them, so this is only called
     /// without it).
     fn to_spec(&self) -> Result<RetrieveSpec, CliError> {
@@ -361,6 +373,9 @@ impl Args {
             after: self.output.after.clone(),
             explain: self.output.explain,
             planner: self.no_planner.then_some(cairn::retrieve::PlannerMode::None),
+            // Set from --no-embed / --embedder by `embed_flags`, as for --spec and --batch.
+            embed: None,
+            embedder: None,
         })
     }
 }
@@ -368,19 +383,18 @@ impl Args {
 /// Runs the retrieval (or the batch) and prints the result(s).
 pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let repo = ctx.open()?;
-    let embedder = crate::cmd_embedder::query_embedder(&repo, args.embedder.as_deref(), args.no_embed)?;
     if let Some(file) = &args.batch {
-        return run_batch(ctx, &repo, file, embedder.as_ref());
+        return run_batch(ctx, &repo, file, &args);
     }
-    let spec = match &args.spec {
+    let mut spec = match &args.spec {
         Some(json) => RetrieveSpec::from_json(json)?,
         None => args.to_spec()?,
     };
+    args.embed_flags(&mut spec);
     // The first query of a commit builds (or loads) its indexes: show how far on a terminal.
     let progress = crate::output::progress(&repo, "retrieving");
-    let result = with_embedder(Retrieval::from_spec(&repo, spec), embedder.as_ref()).execute();
+    let result = Retrieval::from_spec(&repo, spec).execute();
     drop(progress);
-    print_embed_warnings(embedder.as_ref());
     let result = result?;
     if args.output.json {
         serde_json::to_writer(&mut *ctx.out, &result)?;
@@ -402,7 +416,7 @@ pub fn run_ls(ctx: &mut Ctx<'_>, args: LsArgs) -> Result<(), CliError> {
 }
 
 /// One result JSON line per spec line; failures reported per line, counted at the end.
-fn run_batch(ctx: &mut Ctx<'_>, repo: &Repo, file: &Path, embedder: Option<&QueryEmbedder>) -> Result<(), CliError> {
+fn run_batch(ctx: &mut Ctx<'_>, repo: &Repo, file: &Path, args: &Args) -> Result<(), CliError> {
     let read_error = |source| CliError::Read {
         path: file.to_path_buf(),
         source,
@@ -420,10 +434,11 @@ fn run_batch(ctx: &mut Ctx<'_>, repo: &Repo, file: &Path, embedder: Option<&Quer
         }
         total += 1;
         let progress = crate::output::progress(repo, "retrieving");
-        let result = RetrieveSpec::from_json(&line)
-            .and_then(|spec| with_embedder(Retrieval::from_spec(repo, spec), embedder).execute());
+        let result = RetrieveSpec::from_json(&line).and_then(|mut spec| {
+            args.embed_flags(&mut spec);
+            Retrieval::from_spec(repo, spec).execute()
+        });
         drop(progress);
-        print_embed_warnings(embedder);
         match result {
             Ok(r) => {
                 serde_json::to_writer(&mut *ctx.out, &r)?;
@@ -443,23 +458,6 @@ fn run_batch(ctx: &mut Ctx<'_>, repo: &Repo, file: &Path, embedder: Option<&Quer
         return Err(CliError::BatchFailed { failed, total });
     }
     Ok(())
-}
-
-/// The retrieval with the query embedder, if any.
-fn with_embedder<'r>(r: Retrieval<&'r Repo>, embedder: Option<&QueryEmbedder>) -> Retrieval<&'r Repo> {
-    match embedder {
-        Some(e) => r.embed_text_with(e.name().to_string(), e.clone()),
-        None => r,
-    }
-}
-
-/// Reports on standard error what the query embedder met (damaged cache entries), once.
-fn print_embed_warnings(embedder: Option<&QueryEmbedder>) {
-    if let Some(e) = embedder {
-        for w in e.take_warnings() {
-            let _ = writeln!(io::stderr(), "warning: {w}");
-        }
-    }
 }
 
 /// The human-readable form: a header, the items, the warnings.

@@ -83,7 +83,8 @@ impl EvalRun {
     }
 
     /// The retrieval spec of query `i` of `c` (file order): this run's lanes, fusion and
-    /// expansion, [`RANKED_PER_QUERY`] items, no rendered text, no validity gate.
+    /// expansion, [`RANKED_PER_QUERY`] items, no rendered text, no validity gate, no query
+    /// embedding.
     pub fn spec(&self, c: &Collection, i: usize) -> RetrieveSpec {
         RetrieveSpec {
             text: self.text.then(|| c.queries[i].text.clone()),
@@ -97,6 +98,9 @@ impl EvalRun {
             at: self.at.clone(),
             limit: Some(RANKED_PER_QUERY),
             text_cap: Some(0),
+            // The run's lanes are exactly the ones it names: a repository's query
+            // embedder never adds a dense lane to a text-only run.
+            embed: Some(false),
             ..RetrieveSpec::default()
         }
     }

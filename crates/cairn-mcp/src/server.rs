@@ -2,11 +2,9 @@
 //! `notifications/initialized`, `ping`), `tools/list` and `tools/call`, one message at a
 //! time.
 
-use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::io::{self, BufRead, Read, Write};
 
-use cairn::{QueryEmbedder, Repo};
+use cairn::Repo;
 use serde_json::{json, Map, Value};
 
 use crate::jsonrpc::{self, Message, RpcError, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
@@ -53,8 +51,6 @@ pub struct Server {
     repo: Repo,
     author: String,
     protocol_version: Option<String>,
-    /// Query embedders loaded so far (see `Context::query_embedder`).
-    embedders: RefCell<BTreeMap<String, QueryEmbedder>>,
 }
 
 impl Server {
@@ -64,7 +60,6 @@ impl Server {
             repo,
             author: "cairn".into(),
             protocol_version: None,
-            embedders: RefCell::default(),
         }
     }
 
@@ -251,7 +246,6 @@ impl Server {
         let ctx = Context {
             repo: &self.repo,
             author: &self.author,
-            embedders: &self.embedders,
         };
         Ok(match (tool.run)(&ctx, args) {
             Ok(output) => self.tool_result(&output, false),

@@ -7,7 +7,7 @@ use cairn_core::{CommitId, SparseVector, Value};
 
 use crate::embed::Embedder;
 use crate::error::RetrieveError;
-use crate::execute::{empty_result, resolve_for, run_plan, Plan, Plugins};
+use crate::execute::{empty_result, resolve_for, run_plan, Plan, Plugins, QueryEmbedding};
 use crate::expand::GraphExpand;
 use crate::fusion::Fusion;
 use crate::planner::{PlannerMode, QueryPlanner};
@@ -307,9 +307,26 @@ impl<S: RetrievalSource> Retrieval<S> {
     }
 
     /// Embeds the query text with `embedder` for dense model `model` when no vector is
-    /// given (see [`Embedder`]).
+    /// given (see [`Embedder`]), instead of the source's query embedder
+    /// ([`RetrievalSource::query_embedder`]); its failure fails the retrieval.
     pub fn embed_text_with(mut self, model: impl Into<String>, embedder: impl Embedder + 'static) -> Self {
         self.plugins.embedder = Some((model.into(), Arc::new(embedder)));
+        self
+    }
+
+    /// Embeds the query text with the source's query embedder called `name` (for a
+    /// repository, one set with `Repo::set_embedder`; spec field `embedder`) rather than
+    /// its default one. Its failure, or a source without it, fails the retrieval.
+    pub fn embedder(mut self, name: impl Into<String>) -> Self {
+        self.spec.embedder = Some(name.into());
+        self
+    }
+
+    /// Never embeds the query text (spec `"embed": false`, `cairn retrieve --no-embed`):
+    /// `text` drives the BM25 lane only, and the dense lane runs only on a given
+    /// [`vector`](Self::vector).
+    pub fn no_embed(mut self) -> Self {
+        self.spec.embed = Some(false);
         self
     }
 
@@ -341,7 +358,8 @@ impl<S: RetrievalSource> Retrieval<S> {
     /// [`WarningCode::EmptyRepository`](crate::WarningCode::EmptyRepository) warning
     /// (`commit` is `None`); the settings are still checked first.
     pub fn execute(self) -> Result<RetrievalResult, RetrieveError> {
-        let plan = Plan::new(&self.spec, &self.plugins)?;
+        let embedding = QueryEmbedding::choose(&self.source, &self.spec, &self.plugins)?;
+        let plan = Plan::new(&self.spec, embedding)?;
         let at = self.spec.at.as_deref();
         match resolve_for(&self.source, at, &plan) {
             Ok(resolved) => run_plan(&resolved, &plan, &self.plugins),

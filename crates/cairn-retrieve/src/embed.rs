@@ -48,4 +48,12 @@ pub trait Embedder: Send + Sync {
     fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         texts.iter().map(|t| self.embed(t)).collect()
     }
+
+    /// What the embedder met and repaired on the way since the last call, oldest first —
+    /// e.g. a damaged cached query vector embedded again — emptying the list. A retrieval
+    /// reports each as a [`WarningCode::DerivedRebuilt`](crate::WarningCode::DerivedRebuilt)
+    /// warning. The default has none.
+    fn take_warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
 }

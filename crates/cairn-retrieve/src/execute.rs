@@ -84,7 +84,7 @@ pub fn execute_spec(
     spec: &RetrieveSpec,
     plugins: &Plugins,
 ) -> Result<RetrievalResult, RetrieveError> {
-    let plan = Plan::new(spec, plugins)?;
+    let plan = Plan::new(spec, QueryEmbedding::explicit(plugins))?;
     if !resolved.indexes.satisfies(&plan.needs()) {
         return Err(RetrieveError::Source(SourceError::Storage(
             "the resolved commit's index view lacks parts this spec reads".into(),
@@ -118,13 +118,153 @@ pub(crate) struct Plan {
     /// The dense lane's query vector comes from the embedder (reported per lane; a plan
     /// may re-embed it).
     dense_embedded: bool,
+    /// The embedder that made it, if any.
+    embedder: Option<EmbedWith>,
+    /// Warnings raised while planning (the query embedding's), reported first.
+    notes: Vec<Warning>,
     /// Plan the query (`"planner": "none"` switches it off).
     planner: PlannerMode,
 }
 
+/// A query embedder chosen for a plan, and whether its failure fails the retrieval.
+#[derive(Clone)]
+pub(crate) struct EmbedWith {
+    model: String,
+    embedder: Arc<dyn Embedder>,
+    /// Chosen by the caller (a named embedder, or one given to the builder): a failure is
+    /// an error. The source's default: a failure is a warning.
+    strict: bool,
+}
+
+impl fmt::Debug for EmbedWith {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EmbedWith")
+            .field("model", &self.model)
+            .field("strict", &self.strict)
+            .finish()
+    }
+}
+
+impl EmbedWith {
+    /// The vector of `text`, with the embedder's repair notes added to `notes`.
+    fn embed(&self, text: &str, notes: &mut Vec<Warning>) -> Result<Vec<f32>, RetrieveError> {
+        let result = self.embedder.embed(text);
+        notes.extend(
+            self.embedder
+                .take_warnings()
+                .into_iter()
+                .map(|m| Warning::new(WarningCode::DerivedRebuilt, m)),
+        );
+        result.map_err(|e| RetrieveError::Embedder {
+            model: self.model.clone(),
+            message: e.message,
+        })
+    }
+
+    /// A failure of the default embedder as the warning that replaces it.
+    fn not_embedded(&self, e: &RetrieveError) -> Warning {
+        Warning::new(
+            WarningCode::QueryNotEmbedded,
+            format!(
+                "the query text was not embedded for dense model `{}` ({e}): the query ran without that lane",
+                self.model
+            ),
+        )
+    }
+}
+
+/// How a retrieval's query text is embedded: the embedder policy, decided once for every
+/// interface (see [`RetrievalSource::query_embedder`]).
+pub(crate) struct QueryEmbedding {
+    with: Option<EmbedWith>,
+    notes: Vec<Warning>,
+}
+
+impl QueryEmbedding {
+    /// The builder's own embedder only ([`execute_spec`], which has no source).
+    pub(crate) fn explicit(plugins: &Plugins) -> QueryEmbedding {
+        QueryEmbedding {
+            with: plugins.embedder.as_ref().map(|(model, e)| EmbedWith {
+                model: model.clone(),
+                embedder: Arc::clone(e),
+                strict: true,
+            }),
+            notes: Vec::new(),
+        }
+    }
+
+    /// The policy: nothing to embed without `text`, with a `vector`, in a listing, or with
+    /// `"embed": false`; else the spec's named embedder (strict), the builder's embedder
+    /// (strict), or the source's default (a failure is a warning).
+    pub(crate) fn choose<S: RetrievalSource>(
+        source: &S,
+        spec: &RetrieveSpec,
+        plugins: &Plugins,
+    ) -> Result<QueryEmbedding, RetrieveError> {
+        let none = |notes| QueryEmbedding { with: None, notes };
+        if let Some(name) = &spec.embedder {
+            if name.is_empty() {
+                return Err(RetrieveError::invalid("embedder", "the embedder name is empty"));
+            }
+            if spec.embed == Some(false) {
+                return Err(RetrieveError::invalid(
+                    "embedder",
+                    "names a query embedder, but `embed` is false",
+                ));
+            }
+            if spec.vector.is_some() {
+                return Err(RetrieveError::invalid(
+                    "embedder",
+                    "names a query embedder for `text`, but the spec gives its own `vector`",
+                ));
+            }
+            if spec.text.is_none() {
+                return Err(RetrieveError::invalid(
+                    "embedder",
+                    "names a query embedder, but there is no `text`",
+                ));
+            }
+        }
+        if spec.embed == Some(false) || spec.vector.is_some() || spec.text.is_none() || spec.list {
+            return Ok(none(Vec::new()));
+        }
+        if spec.embedder.is_none() && plugins.embedder.is_some() {
+            return Ok(QueryEmbedding::explicit(plugins));
+        }
+        let name = spec.embedder.as_deref();
+        match source.query_embedder(name) {
+            Ok(Some((model, embedder))) => Ok(QueryEmbedding {
+                with: Some(EmbedWith {
+                    model,
+                    embedder,
+                    strict: name.is_some(),
+                }),
+                notes: Vec::new(),
+            }),
+            Ok(None) => match name {
+                Some(n) => Err(RetrieveError::Embedder {
+                    model: n.to_string(),
+                    message: "no query embedder of that name".into(),
+                }),
+                None => Ok(none(Vec::new())),
+            },
+            Err(e) => match name {
+                Some(n) => Err(RetrieveError::Embedder {
+                    model: n.to_string(),
+                    message: e.message,
+                }),
+                None => Ok(none(vec![Warning::new(
+                    WarningCode::QueryNotEmbedded,
+                    format!("the query text was not embedded ({e}): the query ran without a dense lane from it"),
+                )])),
+            },
+        }
+    }
+}
+
 impl Plan {
-    /// Validates `spec` (and runs the embedder, if one applies).
-    pub(crate) fn new(spec: &RetrieveSpec, plugins: &Plugins) -> Result<Plan, RetrieveError> {
+    /// Validates `spec` (and runs the embedder `embedding` chose, if any).
+    pub(crate) fn new(spec: &RetrieveSpec, embedding: QueryEmbedding) -> Result<Plan, RetrieveError> {
         if spec.list {
             if spec.has_lane() {
                 return Err(RetrieveError::invalid(
@@ -179,20 +319,25 @@ impl Plan {
         }
 
         let mut lanes = Vec::new();
+        let QueryEmbedding { with, mut notes } = embedding;
+        let mut embedder = None;
         if let Some(v) = &spec.vector {
             lanes.push(LaneQuery::Dense {
                 model: v.model.clone(),
                 vector: v.embedding.clone(),
             });
-        } else if let (Some((model, embedder)), Some(text)) = (&plugins.embedder, &spec.text) {
-            let vector = embedder.embed(text).map_err(|e| RetrieveError::Embedder {
-                model: model.clone(),
-                message: e.message,
-            })?;
-            lanes.push(LaneQuery::Dense {
-                model: model.clone(),
-                vector,
-            });
+        } else if let (Some(with), Some(text)) = (with, &spec.text) {
+            match with.embed(text, &mut notes) {
+                Ok(vector) => {
+                    lanes.push(LaneQuery::Dense {
+                        model: with.model.clone(),
+                        vector,
+                    });
+                    embedder = Some(with);
+                }
+                Err(e) if !with.strict => notes.push(with.not_embedded(&e)),
+                Err(e) => return Err(e),
+            }
         }
         if let Some(s) = &spec.sparse {
             lanes.push(LaneQuery::Sparse {
@@ -239,7 +384,7 @@ impl Plan {
             valid_at: spec.valid_at,
             expand: spec.expand.clone(),
             limit: spec.effective_limit(),
-            depth: spec.effective_depth(spec.vector.is_none() && plugins.embedder.is_some() && spec.text.is_some()),
+            depth: spec.effective_depth(embedder.is_some()),
             token_budget: spec.token_budget,
             text_cap: spec.text_cap.unwrap_or(DEFAULT_TEXT_CAP_CHARS),
             render_props: spec.render_props.clone(),
@@ -248,7 +393,9 @@ impl Plan {
             ann: spec.ann,
             list: spec.list.then(|| spec.after.clone()),
             explain: spec.explain,
-            dense_embedded: spec.vector.is_none() && plugins.embedder.is_some() && spec.text.is_some(),
+            dense_embedded: embedder.is_some(),
+            embedder,
+            notes,
             planner: spec.planner.unwrap_or_default(),
         })
     }
@@ -417,7 +564,11 @@ fn run_planner(plan: &Plan, plugins: &Plugins, reference_ms: i64) -> Result<Opti
 
 /// The plan's lanes with the planner's rewrites applied: the text lane's query, and the
 /// dense lane's vector re-embedded from `embed_text` when the embedder made it.
-fn planned_lanes(plan: &Plan, plugins: &Plugins, qp: Option<&QueryPlan>) -> Result<Vec<LaneQuery>, RetrieveError> {
+fn planned_lanes(
+    plan: &Plan,
+    qp: Option<&QueryPlan>,
+    warnings: &mut Vec<Warning>,
+) -> Result<Vec<LaneQuery>, RetrieveError> {
     let mut lanes = plan.lanes.clone();
     let Some(qp) = qp else { return Ok(lanes) };
     for lane in &mut lanes {
@@ -428,11 +579,14 @@ fn planned_lanes(plan: &Plan, plugins: &Plugins, qp: Option<&QueryPlan>) -> Resu
                 }
             }
             LaneQuery::Dense { vector, .. } if plan.dense_embedded => {
-                if let (Some(t), Some((m, embedder))) = (&qp.embed_text, &plugins.embedder) {
-                    *vector = embedder.embed(t).map_err(|e| RetrieveError::Embedder {
-                        model: m.clone(),
-                        message: e.message,
-                    })?;
+                if let (Some(t), Some(with)) = (&qp.embed_text, &plan.embedder) {
+                    match with.embed(t, warnings) {
+                        Ok(v) => *vector = v,
+                        // The default embedder failing on the rewrite keeps the query's
+                        // own vector.
+                        Err(e) if !with.strict => warnings.push(with.not_embedded(&e)),
+                        Err(e) => return Err(e),
+                    }
                 }
             }
             _ => {}
@@ -496,11 +650,13 @@ pub(crate) fn run_plan(
         Some(ValidAt::At(t)) => Some(t),
         Some(ValidAt::AllTime) => None,
     };
-    let mut warnings: Vec<Warning> = resolved
-        .repairs
-        .iter()
-        .map(|r| Warning::new(WarningCode::DerivedRebuilt, r.clone()))
-        .collect();
+    let mut warnings: Vec<Warning> = plan.notes.clone();
+    warnings.extend(
+        resolved
+            .repairs
+            .iter()
+            .map(|r| Warning::new(WarningCode::DerivedRebuilt, r.clone())),
+    );
 
     // Gates, pushed into every lane's search as its filter.
     let gate = Gate::build(
@@ -531,7 +687,7 @@ pub(crate) fn run_plan(
             None
         }
     };
-    let lanes = planned_lanes(plan, plugins, planned.as_ref().map(|p| &p.1))?;
+    let lanes = planned_lanes(plan, planned.as_ref().map(|p| &p.1), &mut warnings)?;
     let boosts: &[SoftBoost] = planned.as_ref().map_or(&[], |p| &p.1.boosts);
 
     // Lanes.
@@ -868,10 +1024,15 @@ pub(crate) fn empty_result(plan: &Plan, branch: &str) -> RetrievalResult {
         candidates_seen: 0,
         lanes,
         plan: None,
-        warnings: vec![Warning::new(
-            WarningCode::EmptyRepository,
-            format!("the current branch `{branch}` has no commits yet: nothing is stored, so nothing was found"),
-        )],
+        warnings: plan
+            .notes
+            .iter()
+            .cloned()
+            .chain([Warning::new(
+                WarningCode::EmptyRepository,
+                format!("the current branch `{branch}` has no commits yet: nothing is stored, so nothing was found"),
+            )])
+            .collect(),
     }
 }
 
@@ -1042,10 +1203,10 @@ mod tests {
         };
         let plugins = Plugins::default();
         assert_eq!(
-            Plan::new(&RetrieveSpec::default(), &plugins).unwrap_err(),
+            Plan::new(&RetrieveSpec::default(), QueryEmbedding::explicit(&plugins)).unwrap_err(),
             RetrieveError::NoLane
         );
-        let field = |spec: RetrieveSpec| match Plan::new(&spec, &plugins) {
+        let field = |spec: RetrieveSpec| match Plan::new(&spec, QueryEmbedding::explicit(&plugins)) {
             Err(RetrieveError::InvalidSetting { field, .. }) => field,
             other => panic!("{other:?}"),
         };
@@ -1139,7 +1300,7 @@ mod tests {
             embedder: Some(("m".into(), Arc::new(Fake))),
             ..Plugins::default()
         };
-        let plan = Plan::new(&spec, &plugins).unwrap();
+        let plan = Plan::new(&spec, QueryEmbedding::explicit(&plugins)).unwrap();
         assert_eq!(
             plan.lanes,
             vec![

@@ -162,4 +162,7 @@ pub enum WarningCode {
     /// The current branch has no commits yet: nothing is stored, so nothing was found
     /// (the normal first recall of a new memory; not an error).
     EmptyRepository,
+    /// The query text could not be embedded by the source's default query embedder (the
+    /// message says why): the query ran without that dense lane.
+    QueryNotEmbedded,
 }

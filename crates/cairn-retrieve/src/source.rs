@@ -7,6 +7,8 @@ use std::sync::Arc;
 use cairn_core::CommitId;
 use cairn_index::{CommitIndexes, IndexNeeds};
 
+use crate::embed::{EmbedError, Embedder};
+
 /// Why the source could not serve a request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -57,16 +59,48 @@ pub trait RetrievalSource {
     /// holding at least the parts `needs` names. Implementations load or build the parts
     /// and cache them.
     fn resolve(&self, at: Option<&str>, needs: &IndexNeeds) -> Result<ResolvedCommit, SourceError>;
+
+    /// The embedder that turns a retrieval's query `text` into a dense lane, as
+    /// `(dense model, embedder)`: the one called `name` (the spec's `embedder`), or with
+    /// `None` the source's default — `Ok(None)` when it has none. This is the one place
+    /// an interface's query embedding is decided: every retrieval over the source asks it
+    /// (unless the spec gives a `vector`, says `"embed": false`, or the builder was given
+    /// an embedder with [`Retrieval::embed_text_with`](crate::Retrieval::embed_text_with)).
+    ///
+    /// A named embedder that cannot be had, or that fails on the text, fails the
+    /// retrieval ([`RetrieveError::Embedder`](crate::RetrieveError::Embedder)); the default
+    /// one failing leaves the query without its dense lane and says so in a
+    /// [`WarningCode::QueryNotEmbedded`](crate::WarningCode::QueryNotEmbedded) warning.
+    /// Should build nothing expensive yet (the embedder is called only when a text is
+    /// embedded).
+    ///
+    /// The default: no default embedder, and no embedder by any name.
+    fn query_embedder(&self, name: Option<&str>) -> Result<Option<(String, Arc<dyn Embedder>)>, EmbedError> {
+        match name {
+            None => Ok(None),
+            Some(n) => Err(EmbedError::new(format!(
+                "the retrieval source has no query embedder `{n}`"
+            ))),
+        }
+    }
 }
 
 impl<S: RetrievalSource + ?Sized> RetrievalSource for &S {
     fn resolve(&self, at: Option<&str>, needs: &IndexNeeds) -> Result<ResolvedCommit, SourceError> {
         (**self).resolve(at, needs)
     }
+
+    fn query_embedder(&self, name: Option<&str>) -> Result<Option<(String, Arc<dyn Embedder>)>, EmbedError> {
+        (**self).query_embedder(name)
+    }
 }
 
 impl<S: RetrievalSource + ?Sized> RetrievalSource for Arc<S> {
     fn resolve(&self, at: Option<&str>, needs: &IndexNeeds) -> Result<ResolvedCommit, SourceError> {
         (**self).resolve(at, needs)
+    }
+
+    fn query_embedder(&self, name: Option<&str>) -> Result<Option<(String, Arc<dyn Embedder>)>, EmbedError> {
+        (**self).query_embedder(name)
     }
 }

@@ -51,6 +51,8 @@
 //! | `rerank_top_n` | how many top items a reranker reorders (≥ 1) | [`DEFAULT_RERANK_TOP_N`] |
 //! | `explain` | explain every item (lane terms, boosts, expansion) | off |
 //! | `planner` | `"none"` switches query planning off (see [`crate::planner`]) | `"default"`: the rule planner |
+//! | `embed` | `false`: never embed `text` into a dense lane | embed `text` with the source's query embedder when no `vector` is given (see [`RetrievalSource::query_embedder`](crate::RetrievalSource::query_embedder)) |
+//! | `embedder` | the query embedder by name (its failure is an error) | the source's default (its failure is a `query_not_embedded` warning) |
 
 use std::fmt;
 
@@ -149,6 +151,18 @@ pub struct RetrieveSpec {
     /// [`RulePlanner`](crate::RulePlanner)) or `"none"`; absent means `"default"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub planner: Option<PlannerMode>,
+    /// Whether the query `text` is also embedded into a dense lane when the spec gives no
+    /// `vector`: absent or `true` asks the source for its query embedder (for a
+    /// repository: [`embedder`](Self::embedder) if set, else its default one, if any);
+    /// `false` never embeds (`cairn retrieve --no-embed`). See
+    /// [`RetrievalSource::query_embedder`](crate::RetrievalSource::query_embedder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embed: Option<bool>,
+    /// The query embedder by name (a repository's configured embedder, `cairn embedder
+    /// set NAME`); absent: the source's default. Naming one makes its failure an error
+    /// rather than a warning.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedder: Option<String>,
 }
 
 /// From this many vectors of a dense model, a spec without `ann` searches approximately.

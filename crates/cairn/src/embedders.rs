@@ -7,10 +7,15 @@
 //! ([`EmbedderConfig::OpenAi`], whose API key is read from an environment variable whose
 //! *name* is stored, never the key).
 //!
-//! - [`Repo::retrieve`] embeds the query text by itself when the repository has an
-//!   embedder for a dense model it holds vectors of (the first such name in name order),
-//!   unless the caller gives a vector or uses [`Repo::retrieve_without_embedder`]; the
-//!   lane report says so ([`LaneReport::embedded`](cairn_retrieve::LaneReport::embedded)).
+//! - Every retrieval over a repository — [`Repo::retrieve`], a spec run with
+//!   [`Retrieval::from_spec`], and so the CLI, the server, MCP and Python alike — embeds
+//!   the query text by itself when the repository has an embedder for a dense model it
+//!   holds vectors of (the first such name in name order; the spec's `embedder` names
+//!   another), unless the spec gives a vector or says `"embed": false`
+//!   ([`Retrieval::no_embed`]); the lane report says so
+//!   ([`LaneReport::embedded`](cairn_retrieve::LaneReport::embedded)). The policy lives
+//!   in one place, the repository's
+//!   [`RetrievalSource::query_embedder`](cairn_retrieve::RetrievalSource::query_embedder).
 //! - [`Repo::embed_nodes`] gives every node that has text but no vector of the model one,
 //!   in batches, in one commit.
 //! - Query vectors of a remote service are cached in the repository by (model name,
@@ -292,8 +297,13 @@ fn load_local(name: &str, dir: &std::path::Path) -> Result<Arc<MiniLm>, Embedder
 }
 
 /// Builds the embedder a configuration describes (`dim`: the repository's registered
-/// dimension for the model, if any).
-fn build(name: &str, config: &EmbedderConfig, dim: Option<usize>) -> Result<Arc<dyn Embedder>, EmbedderError> {
+/// dimension for the model, if any). Shared by query embedding, [`Repo::embed_nodes`] and
+/// embedding on write (`embed_on_write.rs`).
+pub(crate) fn build_embedder(
+    name: &str,
+    config: &EmbedderConfig,
+    dim: Option<usize>,
+) -> Result<Arc<dyn Embedder>, EmbedderError> {
     match config {
         EmbedderConfig::Local { dir } => {
             let model = load_local(name, dir)?;
@@ -328,7 +338,7 @@ impl Repo {
         let registered = self.dense_dim(name)?;
         match &config {
             EmbedderConfig::Local { .. } => {
-                build(name, &config, registered)?;
+                build_embedder(name, &config, registered)?;
             }
             EmbedderConfig::OpenAi(s) => {
                 s.client_config(None).check().map_err(|e| EmbedderError::Config {
@@ -471,7 +481,6 @@ impl Repo {
             config,
             built,
             warnings: Arc::default(),
-            print_warnings: false,
         })
     }
 
@@ -486,10 +495,10 @@ impl Repo {
         Ok(None)
     }
 
-    /// [`Repo::retrieve`] without the automatic query embedding: `text` drives the BM25
-    /// lane only (unless [`Retrieval::embed_text_with`] is called).
+    /// [`Repo::retrieve`] without the automatic query embedding
+    /// ([`Retrieval::no_embed`], spec `"embed": false`): `text` drives the BM25 lane only.
     pub fn retrieve_without_embedder(&self) -> Retrieval<&Repo> {
-        Retrieval::new(self)
+        Retrieval::new(self).no_embed()
     }
 
     /// Gives every node of the current head that has text but no vector of `name` one,
@@ -544,7 +553,7 @@ impl Repo {
             });
         }
         let mut dim = self.dense_dim(name)?;
-        let embedder = build(name, &config, dim)?;
+        let embedder = build_embedder(name, &config, dim)?;
         let total = todo.len();
         progress(0, total);
         let meter = self.meter(crate::progress::Step::Embed, Some(total as u64));
@@ -622,9 +631,6 @@ pub struct QueryEmbedder {
     config: EmbedderConfig,
     built: BuiltSlot,
     warnings: Arc<Mutex<Vec<String>>>,
-    /// Print warnings on standard error as they happen (the automatic embedder of
-    /// [`Repo::retrieve`], whose caller cannot ask for them).
-    print_warnings: bool,
 }
 
 impl std::fmt::Debug for QueryEmbedder {
@@ -653,9 +659,6 @@ impl QueryEmbedder {
     }
 
     fn warn(&self, message: String) {
-        if self.print_warnings {
-            eprintln!("cairn: warning: {message}");
-        }
         self.warnings.lock().unwrap_or_else(|e| e.into_inner()).push(message);
     }
 
@@ -664,7 +667,7 @@ impl QueryEmbedder {
         if let Some(e) = built.as_ref() {
             return Ok(Arc::clone(e));
         }
-        let e = build(&self.name, &self.config, dim)?;
+        let e = build_embedder(&self.name, &self.config, dim)?;
         *built = Some(Arc::clone(&e));
         Ok(e)
     }
@@ -741,33 +744,15 @@ impl Embedder for QueryEmbedder {
     fn embed(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
         self.embed_text(text).map_err(|e| EmbedError::new(e.to_string()))
     }
+
+    fn take_warnings(&self) -> Vec<String> {
+        QueryEmbedder::take_warnings(self)
+    }
 }
 
-/// The automatic query embedder of [`Repo::retrieve`], if the repository has one (errors
-/// reading the configuration leave the retrieval without one).
 /// Where a query embedder keeps the embedder it built (empty until first used).
 pub(crate) type BuiltSlot = Arc<Mutex<Option<Arc<dyn Embedder>>>>;
 
 /// The embedders a repository handle has built, by name, with the configuration each was
 /// built from (a changed configuration builds anew).
 pub(crate) type BuiltEmbedders = parking_lot::Mutex<BTreeMap<String, (EmbedderConfig, BuiltSlot)>>;
-
-/// The embedder [`Repo::retrieve`] attaches by itself. A configuration that cannot be
-/// read (a damaged `meta/embedders`) turns query embedding off for this retrieval with a
-/// warning on standard error, never silently; the retrieval itself still runs.
-pub(crate) fn auto_query_embedder(repo: &Repo) -> Option<(String, QueryEmbedder)> {
-    let found = repo
-        .default_query_embedder()
-        .and_then(|name| name.map(|n| repo.query_embedder(&n).map(|e| (n, e))).transpose());
-    match found {
-        Ok(Some((name, mut e))) => {
-            e.print_warnings = true;
-            Some((name, e))
-        }
-        Ok(None) => None,
-        Err(err) => {
-            eprintln!("cairn: warning: query embedding is off for this retrieval: {err}");
-            None
-        }
-    }
-}

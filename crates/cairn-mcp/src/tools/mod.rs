@@ -12,11 +12,8 @@ mod recall;
 mod remember;
 mod schema;
 
-use std::cell::RefCell;
-use std::collections::BTreeMap;
-
 use cairn::retrieve::RetrieveSpec;
-use cairn::{CommitId, QueryEmbedder, Repo, Transaction};
+use cairn::{CommitId, Repo, Transaction};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -29,25 +26,6 @@ pub(crate) struct Context<'a> {
     pub repo: &'a Repo,
     /// The author of the commits tools make.
     pub author: &'a str,
-    /// Query embedders by name, kept for the session so a local model loads once.
-    pub embedders: &'a RefCell<BTreeMap<String, QueryEmbedder>>,
-}
-
-impl Context<'_> {
-    /// The embedder a retrieval's query text goes through, as `cairn retrieve` and
-    /// `Repo::retrieve` choose it: the repository's default (the first configured
-    /// embedder whose dense model holds vectors), if any. A configuration that cannot be
-    /// read leaves the retrieval without one, as in the library.
-    fn query_embedder(&self) -> Option<QueryEmbedder> {
-        let name = self.repo.default_query_embedder().ok().flatten()?;
-        let mut cache = self.embedders.borrow_mut();
-        if let Some(e) = cache.get(&name) {
-            return Some(e.clone());
-        }
-        let e = self.repo.query_embedder(&name).ok()?;
-        cache.insert(name, e.clone());
-        Some(e)
-    }
 }
 
 /// What a successful tool returns: text for the model, and a JSON object (already

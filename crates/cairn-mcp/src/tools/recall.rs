@@ -62,15 +62,10 @@ fn run(ctx: &Context<'_>, mut args: Map<String, Value>) -> Result<ToolOutput, To
     retrieve(ctx, spec)
 }
 
-/// Runs `spec` as `cairn retrieve --spec` does (with the repository's query embedder, if
-/// it has one) and renders the result (shared with `as_of`).
+/// Runs `spec` as `cairn retrieve --spec` does (the repository's embedder policy decides
+/// the query embedding) and renders the result (shared with `as_of`).
 pub(super) fn retrieve(ctx: &Context<'_>, spec: RetrieveSpec) -> Result<ToolOutput, ToolError> {
-    let retrieval = Retrieval::from_spec(ctx.repo, spec);
-    let retrieval = match ctx.query_embedder() {
-        Some(e) => retrieval.embed_text_with(e.name().to_string(), e),
-        None => retrieval,
-    };
-    let result = retrieval.execute()?;
+    let result = Retrieval::from_spec(ctx.repo, spec).execute()?;
     let structured =
         serde_json::to_string(&result).map_err(|e| ToolError::InvalidArguments(format!("cannot encode: {e}")))?;
     Ok(ToolOutput {

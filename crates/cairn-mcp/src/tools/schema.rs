@@ -156,6 +156,8 @@ pub(super) fn spec_properties() -> serde_json::Map<String, Value> {
         "list": {"type": "boolean", "description": "List mode: no ranking; the nodes that pass the gates, in id order, `limit` at a time."},
         "after": {"type": "string", "description": "List mode: start after this node id."},
         "explain": {"type": "boolean", "description": "Explain every item's rank."},
+        "embed": {"type": "boolean", "description": "false: never embed the query text into a dense lane (default: the repository's embedder embeds it, if it has one)."},
+        "embedder": {"type": "string", "description": "The repository's query embedder to use, by name (default: the first, in name order, whose model has vectors)."},
     });
     match props {
         Value::Object(m) => m,

@@ -398,6 +398,10 @@ class Repo:
         - ``token_budget``, ``limit``, and the other spec fields as keywords:
           ``text_cap``, ``depth``, ``render_props``, ``rerank_top_n``, ``ann``, ``list``,
           ``after``, ``explain``; any other spec field is passed as given.
+        - ``embed``: ``False`` never embeds ``text`` into a dense lane. By default, when
+          no ``vector`` is given, the repository's query embedder (``cairn embedder
+          set``; the first, in name order, whose model has vectors) embeds ``text``, as
+          ``cairn retrieve --text``, the server and MCP do; ``embedder`` names another.
 
         Runs without the GIL. Raises :class:`~cairn.RetrieveError` if the retrieval
         cannot run. The result's ``json`` is what ``cairn retrieve --json`` prints for

@@ -186,6 +186,8 @@ def build_spec(
     list: bool = False,
     after: str | None = None,
     explain: bool = False,
+    embed: bool | None = None,
+    embedder: str | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
     """The JSON retrieval spec (as a dict) that :meth:`cairn.Repo.retrieve`'s keyword
@@ -220,6 +222,8 @@ def build_spec(
         ("rerank_top_n", rerank_top_n),
         ("ann", ann),
         ("after", after),
+        ("embed", embed),
+        ("embedder", embedder),
     ):
         if value is not None:
             spec[key] = value

@@ -1,7 +1,9 @@
 //! The retrieval pipeline's view of a repository.
 
+use std::sync::Arc;
+
 use cairn_index::IndexNeeds;
-use cairn_retrieve::{ResolvedCommit, RetrievalSource, SourceError};
+use cairn_retrieve::{EmbedError, Embedder, ResolvedCommit, RetrievalSource, SourceError};
 
 use crate::error::Error;
 use crate::repo::Repo;
@@ -43,6 +45,28 @@ impl RetrievalSource for Repo {
             repairs,
         })
     }
+
+    /// The repository's embedder policy, the one every interface's retrievals go
+    /// through: `name` if given (an embedder set with [`Repo::set_embedder`]), else the
+    /// default — the first configured embedder, in name order, whose dense model holds
+    /// vectors ([`Repo::default_query_embedder`]), or none. Nothing is loaded until a
+    /// text is embedded.
+    fn query_embedder(&self, name: Option<&str>) -> Result<Option<(String, Arc<dyn Embedder>)>, EmbedError> {
+        let name = match name {
+            Some(n) => n.to_string(),
+            None => match self.default_query_embedder() {
+                Ok(Some(n)) => n,
+                Ok(None) => return Ok(None),
+                Err(e) => {
+                    return Err(EmbedError::new(format!(
+                        "the embedder configuration cannot be read: {e}"
+                    )))
+                }
+            },
+        };
+        let e = Repo::query_embedder(self, &name).map_err(|e| EmbedError::new(e.to_string()))?;
+        Ok(Some((name, Arc::new(e))))
+    }
 }
 
 impl Repo {
@@ -64,12 +88,11 @@ impl Repo {
     /// If the repository has an embedder for a dense model it holds vectors of
     /// ([`Repo::set_embedder`]), the query `text` is also embedded for that model's dense
     /// lane (the first such name in name order; the lane report's `embedded` says so),
-    /// unless the spec gives a `vector`. [`Repo::retrieve_without_embedder`] does not.
+    /// unless the spec gives a `vector` — as for every retrieval over the repository,
+    /// built here or run from a spec ([`Retrieval::from_spec`](cairn_retrieve::Retrieval::from_spec)):
+    /// see [`RetrievalSource::query_embedder`]. [`Retrieval::embedder`](cairn_retrieve::Retrieval::embedder)
+    /// names another, [`Retrieval::no_embed`](cairn_retrieve::Retrieval::no_embed) turns it off.
     pub fn retrieve(&self) -> cairn_retrieve::Retrieval<&Repo> {
-        let retrieval = cairn_retrieve::Retrieval::new(self);
-        match crate::embedders::auto_query_embedder(self) {
-            Some((name, embedder)) => retrieval.embed_text_with(name, embedder),
-            None => retrieval,
-        }
+        cairn_retrieve::Retrieval::new(self)
     }
 }
