@@ -29,7 +29,9 @@ enum Action {
         #[arg(long)]
         json: bool,
     },
-    /// Set the embedder of a dense model name (replaces an earlier one).
+    /// Set the embedder of a dense model name (replaces an earlier one). From then on,
+    /// every commit embeds the nodes with text it writes (embedding on write; `import
+    /// --no-embed-on-write` skips it), and a text query is embedded for `dense:<NAME>`.
     #[command(group(clap::ArgGroup::new("kind").required(true).args(["local", "openai"])))]
     Set {
         /// The dense model name (the lane is `dense:<NAME>`).

@@ -38,6 +38,11 @@ pub struct Args {
     /// `cairn embedder`), in a second commit.
     #[arg(long, value_name = "NAME")]
     embed: Option<String>,
+    /// Do not embed on write: the imported nodes keep the vectors the file gives them
+    /// (by default the repository's embedders give every imported node with text its
+    /// vectors in the import's own commit; see `cairn embedder`).
+    #[arg(long)]
+    no_embed_on_write: bool,
     /// Texts per embedding call with --embed.
     #[arg(long, value_name = "N", default_value_t = cairn::DEFAULT_EMBED_BATCH, requires = "embed")]
     embed_batch: usize,
@@ -84,6 +89,7 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     if let Some(author) = args.author {
         tx.set_author(author)?;
     }
+    tx.embed_on_write(!args.no_embed_on_write);
     let result = tx.import_jsonl(reader, &mut |bytes| {
         if let Some(bar) = &bar {
             bar.set_position(bytes);

@@ -47,9 +47,10 @@ fn set_import_embed_then_retrieve_text_uses_the_dense_lane() {
         "{list}"
     );
 
-    // Before any vector: --text runs BM25 alone and asks the service nothing.
+    // Imported without embedding on write, there is no vector: --text runs BM25 alone
+    // and asks the service nothing.
     let docs = s.file("docs.jsonl", DOCS);
-    s.ok(&["import", &docs]);
+    s.ok(&["import", &docs, "--no-embed-on-write"]);
     let r = s.json(&["retrieve", "--text", "wing", "--json"]);
     assert_eq!(r["lanes"].as_array().unwrap().len(), 1);
     assert_eq!(requests.load(Ordering::SeqCst), 0);
@@ -59,7 +60,16 @@ fn set_import_embed_then_retrieve_text_uses_the_dense_lane() {
         "more.jsonl",
         r#"{"node": {"id": "e", "labels": ["Doc"], "text": "wing tips"}}"#,
     );
-    let out = s.json(&["import", &more, "--embed", "oa", "--embed-batch", "2", "--json"]);
+    let out = s.json(&[
+        "import",
+        &more,
+        "--no-embed-on-write",
+        "--embed",
+        "oa",
+        "--embed-batch",
+        "2",
+        "--json",
+    ]);
     assert_eq!(out["operations"], 1);
     assert_eq!(out["embed"]["embedded"], 4);
     assert!(out["embed"]["commit"].is_string());
@@ -127,4 +137,159 @@ fn a_dimension_other_than_the_repositorys_is_refused() {
         1,
     );
     assert!(err.contains("invalid embedder name"), "{err}");
+}
+
+/// A deterministic stub: "wing" texts one way, the rest another, the length tilting the
+/// third component.
+fn fixed(text: &str, _request: usize) -> Vec<f32> {
+    let wing = if text.contains("wing") { 1.0 } else { 0.0 };
+    vec![wing, 1.0 - wing, (text.len() % 7) as f32 * 0.125 + 0.125]
+}
+
+fn set_stub(s: &Sandbox, url: &str) {
+    s.ok(&[
+        "embedder",
+        "set",
+        "oa",
+        "--openai",
+        url,
+        "stub-model",
+        "--api-key-env",
+        "CAIRN_TEST_NO_SUCH_KEY",
+        "--retries",
+        "0",
+    ]);
+}
+
+/// The `oa` vector of node `id` at the head (`null` if none).
+fn vector_of(s: &Sandbox, id: &str) -> serde_json::Value {
+    s.json(&["show", id, "--json"])["embeddings"]["oa"].clone()
+}
+
+#[test]
+fn every_writer_embeds_on_write_in_the_same_commit() {
+    let stub = embed_stub(fixed);
+    let s = Sandbox::init();
+    set_stub(&s, &stub.url);
+
+    // cairn import: the nodes with text get their vectors in the import's one commit.
+    let docs = s.file("docs.jsonl", DOCS);
+    let out = s.json(&["import", &docs, "--json"]);
+    assert_eq!(s.commit_count(), 1, "{out}");
+    assert_eq!(vector_of(&s, "a"), serde_json::json!(fixed("how wings stall", 0)));
+    assert_eq!(vector_of(&s, "b"), serde_json::json!(fixed("rocket nozzles", 0)));
+    assert!(vector_of(&s, "d").is_null(), "no text, no vector");
+    let requests = stub.request_count();
+    assert!(requests >= 1);
+
+    // Re-importing the same facts changes nothing: no commit, no request (the base's
+    // vectors stand for the unchanged texts).
+    s.ok(&["import", &docs]);
+    assert_eq!(s.commit_count(), 1);
+    assert_eq!(stub.request_count(), requests);
+
+    // A patch of the text re-embeds; a patch that sets the vector keeps it.
+    let patch = s.file(
+        "patch.jsonl",
+        r#"{"patch": {"id": "b", "text": "a wing of a rocket"}}
+{"patch": {"id": "c", "text": "nozzle flow only", "embeddings": {"oa": [0.0, 0.0, 1.0]}}}"#,
+    );
+    s.ok(&["import", &patch]);
+    assert_eq!(s.commit_count(), 2);
+    assert_eq!(vector_of(&s, "b"), serde_json::json!(fixed("a wing of a rocket", 0)));
+    assert_eq!(vector_of(&s, "c"), serde_json::json!([0.0, 0.0, 1.0]));
+
+    // MCP remember embeds too.
+    let mut mcp = s
+        .command()
+        .arg("mcp")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::{BufRead, Write};
+        let mut stdin = mcp.stdin.take().unwrap();
+        let mut stdout = std::io::BufReader::new(mcp.stdout.take().unwrap());
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"remember","arguments":{"message":"m","nodes":[{"id":"m1","text":"the wing flutters"}]}}}"#,
+        ] {
+            writeln!(stdin, "{line}").unwrap();
+            let mut answer = String::new();
+            stdout.read_line(&mut answer).unwrap();
+            assert!(!answer.contains("\"isError\":true"), "{answer}");
+        }
+        drop(stdin);
+        mcp.wait().unwrap();
+    }
+    assert_eq!(vector_of(&s, "m1"), serde_json::json!(fixed("the wing flutters", 0)));
+    assert_eq!(s.commit_count(), 3);
+
+    // POST /import (through `cairn --remote`) embeds too.
+    {
+        use std::io::BufRead;
+        let mut served = s
+            .command()
+            .env_remove("CAIRN_REMOTE")
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(served.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line.trim().strip_prefix("listening on ").unwrap().to_string();
+        let more = s.file("remote.jsonl", r#"{"node": {"id": "r1", "text": "wing root"}}"#);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .args(["--remote", &url, "import", &more])
+            .env_remove("CAIRN_REPO")
+            .env_remove("CAIRN_TOKEN")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let _ = served.kill();
+        let _ = served.wait();
+    }
+    assert_eq!(vector_of(&s, "r1"), serde_json::json!(fixed("wing root", 0)));
+    assert_eq!(s.commit_count(), 4);
+
+    // The vectors equal what `import --embed` (a second commit) would have given.
+    let t = Sandbox::init();
+    let docs_t = t.file("docs.jsonl", DOCS);
+    t.ok(&["import", &docs_t, "--no-embed-on-write"]);
+    set_stub(&t, &stub.url);
+    t.ok(&["import", &t.file("none.jsonl", ""), "--embed", "oa", "--allow-empty"]);
+    assert_eq!(vector_of(&t, "a"), vector_of(&s, "a"));
+}
+
+#[test]
+fn a_failing_embedder_commits_nothing() {
+    let s = Sandbox::init();
+    // Nothing listens on port 9: every request fails.
+    s.ok(&[
+        "embedder",
+        "set",
+        "oa",
+        "--openai",
+        "http://127.0.0.1:9",
+        "m",
+        "--api-key-env",
+        "CAIRN_TEST_NO_SUCH_KEY",
+        "--retries",
+        "0",
+        "--timeout-ms",
+        "2000",
+    ]);
+    let docs = s.file("docs.jsonl", DOCS);
+    let err = s.fails_stderr(&["import", &docs], 1);
+    assert!(err.contains("embedder `oa`"), "{err}");
+    assert!(!err.contains("line "), "not the line's fault: {err}");
+    assert_eq!(s.commit_count(), 0);
+    // Without embedding on write the same import lands.
+    s.ok(&["import", &docs, "--no-embed-on-write"]);
+    assert_eq!(s.commit_count(), 1);
 }

@@ -182,7 +182,6 @@ fn mcp_recall(s: &Sandbox, specs: &[&str]) -> Vec<String> {
         );
         lines.push(line.unwrap());
     }
-    drop(send);
     drop(stdin);
     let _ = child.wait();
     lines

@@ -88,6 +88,7 @@ fn repo_code(e: &cairn::Error) -> &'static str {
         E::Store(_) => "storage",
         E::Graph(_) => "graph",
         E::Index(_) => "index",
+        E::Embedder(_) => "embedder",
         _ => "internal",
     }
 }

@@ -8,7 +8,7 @@ import threading
 import numpy as np
 
 import cairn
-from conftest import fill
+from conftest import T0, fill
 
 SPECS = [
     {"text": "stall", "limit": 3},
@@ -114,5 +114,10 @@ def test_a_text_query_is_embedded_as_the_cli_embeds_it(cli, tmp_path):
         ]
         for spec, expected in zip(specs, ours):
             assert cli_retrieve(cli, path, json.dumps(spec)) == expected, spec
+        # A Python transaction embeds on write: the node has its vector in that commit.
+        with cairn.Repo.open(path) as repo:
+            with repo.transaction("a note", author="tests", timestamp_ms=T0 + 1) as tx:
+                tx.put_node(cairn.Node("note-2", labels=["Note"], text="a wing flutters"))
+            assert [float(x) for x in repo.node("note-2").embeddings["m"]] == [1.0, 0.0, 0.0, 0.0]
     finally:
         server.shutdown()

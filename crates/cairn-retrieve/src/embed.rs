@@ -2,6 +2,7 @@
 //! vector, so an agent can ask in words and still use the dense lane.
 
 use std::fmt;
+use std::sync::Arc;
 
 /// Why an embedder could not embed a text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,3 +58,7 @@ pub trait Embedder: Send + Sync {
         Vec::new()
     }
 }
+
+/// A dense model's name and the embedder of its query texts (what
+/// [`RetrievalSource::query_embedder`](crate::RetrievalSource::query_embedder) gives).
+pub type ModelEmbedder = (String, Arc<dyn Embedder>);

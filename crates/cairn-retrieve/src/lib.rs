@@ -69,7 +69,7 @@ pub mod time_expr;
 pub mod tokens;
 
 pub use builder::Retrieval;
-pub use embed::{EmbedError, Embedder};
+pub use embed::{EmbedError, Embedder, ModelEmbedder};
 pub use error::RetrieveError;
 pub use execute::{execute_spec, Plugins};
 pub use expand::{Direction, GraphExpand};

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use cairn_core::CommitId;
 use cairn_index::{CommitIndexes, IndexNeeds};
 
-use crate::embed::{EmbedError, Embedder};
+use crate::embed::{EmbedError, ModelEmbedder};
 
 /// Why the source could not serve a request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -75,7 +75,7 @@ pub trait RetrievalSource {
     /// embedded).
     ///
     /// The default: no default embedder, and no embedder by any name.
-    fn query_embedder(&self, name: Option<&str>) -> Result<Option<(String, Arc<dyn Embedder>)>, EmbedError> {
+    fn query_embedder(&self, name: Option<&str>) -> Result<Option<ModelEmbedder>, EmbedError> {
         match name {
             None => Ok(None),
             Some(n) => Err(EmbedError::new(format!(
@@ -90,7 +90,7 @@ impl<S: RetrievalSource + ?Sized> RetrievalSource for &S {
         (**self).resolve(at, needs)
     }
 
-    fn query_embedder(&self, name: Option<&str>) -> Result<Option<(String, Arc<dyn Embedder>)>, EmbedError> {
+    fn query_embedder(&self, name: Option<&str>) -> Result<Option<ModelEmbedder>, EmbedError> {
         (**self).query_embedder(name)
     }
 }
@@ -100,7 +100,7 @@ impl<S: RetrievalSource + ?Sized> RetrievalSource for Arc<S> {
         (**self).resolve(at, needs)
     }
 
-    fn query_embedder(&self, name: Option<&str>) -> Result<Option<(String, Arc<dyn Embedder>)>, EmbedError> {
+    fn query_embedder(&self, name: Option<&str>) -> Result<Option<ModelEmbedder>, EmbedError> {
         (**self).query_embedder(name)
     }
 }

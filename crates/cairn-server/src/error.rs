@@ -43,6 +43,9 @@ pub enum ErrorCode {
     Unavailable,
     /// 507: the disk is full; nothing was committed.
     NoSpace,
+    /// 502: the repository's embedder failed while embedding on write (its service or
+    /// model; the message says which and why): nothing was committed.
+    Embedder,
     /// 500: anything else (a storage or corruption failure); the message says what.
     Internal,
 }
@@ -64,6 +67,7 @@ impl ErrorCode {
             ErrorCode::Unavailable => "unavailable",
             ErrorCode::NoSpace => "no_space",
             ErrorCode::Internal => "internal",
+            ErrorCode::Embedder => "embedder",
         }
     }
 
@@ -80,6 +84,7 @@ impl ErrorCode {
             ErrorCode::Timeout | ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::NoSpace => StatusCode::INSUFFICIENT_STORAGE,
             ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::Embedder => StatusCode::BAD_GATEWAY,
         }
     }
 }
@@ -175,6 +180,7 @@ impl From<cairn::Error> for ApiError {
             E::MergeConflicts(_) => ErrorCode::MergeConflicts,
             E::Retrieve(r) => retrieve_code(r),
             E::Store(s) => store_code(s),
+            E::Embedder(_) => ErrorCode::Embedder,
             _ => ErrorCode::Internal,
         };
         ApiError::new(code, e.to_string())

@@ -131,6 +131,10 @@ pub enum Error {
     /// A merge whose conflicts were not resolved.
     #[error("merge has {0} conflict(s); resolve them or choose a strategy")]
     MergeConflicts(usize),
+    /// Embedding on write failed (the embedder could not be built, failed on a text, or
+    /// made vectors of another dimension than the repository's): nothing was committed.
+    #[error(transparent)]
+    Embedder(Box<crate::embedders::EmbedderError>),
 }
 
 impl From<GraphError> for Error {

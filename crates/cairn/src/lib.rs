@@ -61,6 +61,7 @@ mod branch_list;
 mod derived;
 mod diff;
 mod diff_report;
+mod embed_on_write;
 mod embedders;
 mod error;
 mod export;

@@ -8,6 +8,7 @@ use cairn_core::{Commit, CommitId, Edge, EdgeKey, Hash, Node, NodeId, Subject, V
 use cairn_graph::refs::BranchName;
 use cairn_graph::{EdgeTree, NodeTree, PendingWrites, ReverseEdgeTree};
 
+use crate::embed_on_write::OnWrite;
 use crate::error::{Error, Result};
 use crate::repo::Repo;
 use crate::writer::{self, ChangeSet, CommitHeader};
@@ -42,6 +43,8 @@ pub struct Transaction<'r> {
     /// Dimensions already registered in the repo, read once per model.
     known_dims: BTreeMap<String, Option<usize>>,
     author: String,
+    /// Embedding on write (`embed_on_write.rs`): the nodes waiting for vectors.
+    on_write: OnWrite,
 }
 
 /// Checks a `got`-dimensional vector of `model` on node `id` against the model's
@@ -87,6 +90,7 @@ impl<'r> Transaction<'r> {
             dims: BTreeMap::new(),
             known_dims: BTreeMap::new(),
             author: "cairn".into(),
+            on_write: OnWrite::new(),
         })
     }
 
@@ -132,6 +136,10 @@ impl<'r> Transaction<'r> {
     /// # }
     /// ```
     pub fn changes_nothing(&self) -> Result<bool> {
+        // A node waiting for its vectors gains one: a change.
+        if self.on_write.has_waiting() {
+            return Ok(false);
+        }
         let objs = self.repo.objects();
         let nodes = NodeTree::new(self.base_node_root());
         for (id, pending) in &self.nodes {
@@ -204,12 +212,89 @@ impl<'r> Transaction<'r> {
         Ok(tree.get(self.repo.objects(), key)?.is_some())
     }
 
+    /// Turns embedding on write off (or on again) for this transaction: with it on (the
+    /// default), a node put with text gets the vectors of the repository's embedders in
+    /// this commit (see `Repo::set_embedder`; the rules are in the README's "Embedding on
+    /// write"). Nodes already waiting for vectors still get them.
+    pub fn embed_on_write(&mut self, on: bool) {
+        self.on_write.set_enabled(on);
+    }
+
     /// Adds or replaces a node (a put replaces the whole node). `-0.0` is stored as
     /// `+0.0`. Refused with [`Error::Validation`] for NaN/inf, a dimension that differs
     /// from the model's, bad sparse vectors, empty validity, oversize values.
+    ///
+    /// With embedding on write ([`Transaction::embed_on_write`]), a node that needs
+    /// vectors waits for them: [`Transaction::node`] shows it without them until its
+    /// batch is embedded (at the latest by the commit). A batch's embedder failing fails
+    /// this put with [`Error::Embedder`]; the node is then put and waiting, and the
+    /// commit fails the same way unless the embedder recovers.
     pub fn put_node(&mut self, mut node: Node) -> Result<()> {
         node.canonicalize();
         node.validate()?;
+        let repo = self.repo;
+        let root = self.base_node_root();
+        let base = move |id: &NodeId| repo.node_in_root(root, id);
+        match self.on_write.prepare(repo, &base, node)? {
+            Ok(node) => {
+                let id = node.id.clone();
+                self.stage(node)?;
+                // Put again with what it needs: an earlier put's wait is over.
+                self.on_write.forget(&id);
+                Ok(())
+            }
+            Err((node, models)) => {
+                self.stage_waiting(node.clone())?;
+                if self.on_write.wait(node, models) {
+                    self.embed_waiting()?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Embeds the nodes waiting for vectors and stages them. On failure every one of
+    /// them keeps waiting (and the transaction as it was).
+    fn embed_waiting(&mut self) -> Result<()> {
+        let nodes = self.on_write.embed_waiting(self.repo)?;
+        let mut fresh: BTreeMap<String, (usize, NodeId)> = BTreeMap::new();
+        for node in &nodes {
+            for (model, (d, id)) in self.check_dims(node)? {
+                match fresh.get(&model) {
+                    Some((first, _)) => {
+                        check_dimension(&id, &model, Some(*first), d)?;
+                    }
+                    None => {
+                        fresh.insert(model, (d, id));
+                    }
+                }
+            }
+        }
+        self.dims.extend(fresh);
+        for node in nodes {
+            let bytes = encode_node(&node);
+            let hash = hash_object(&bytes);
+            self.unwritten_bytes += bytes.len();
+            self.unwritten.push(node.id.clone());
+            self.nodes.insert(node.id, Some((hash, Some(bytes))));
+        }
+        Ok(())
+    }
+
+    /// A node waiting for vectors, put as it is meanwhile (so it exists for edges and
+    /// reads); never written ahead (its final bytes come with its vectors).
+    fn stage_waiting(&mut self, node: Node) -> Result<()> {
+        let fresh = self.check_dims(&node)?;
+        self.dims.extend(fresh);
+        let bytes = encode_node(&node);
+        let hash = hash_object(&bytes);
+        self.nodes.insert(node.id, Some((hash, Some(bytes))));
+        Ok(())
+    }
+
+    /// The dimension check of every vector of `node`: the models it carries first in
+    /// this transaction, with their dimension (to register on commit).
+    fn check_dims(&mut self, node: &Node) -> Result<Vec<(String, (usize, NodeId))>> {
         let mut fresh = Vec::new();
         for (model, v) in &node.embeddings {
             let expected = match self.dims.get(model) {
@@ -224,10 +309,16 @@ impl<'r> Transaction<'r> {
                 },
             };
             check_dimension(&node.id, model, expected, v.len())?;
-            if !self.dims.contains_key(model) {
+            if !self.dims.contains_key(model) && !fresh.iter().any(|(m, _)| m == model) {
                 fresh.push((model.clone(), (v.len(), node.id.clone())));
             }
         }
+        Ok(fresh)
+    }
+
+    /// Stages a node that is final (needs no more vectors).
+    fn stage(&mut self, node: Node) -> Result<()> {
+        let fresh = self.check_dims(&node)?;
         // Written ahead first: if that fails, the put is refused with the transaction as
         // it was.
         if self.unwritten_bytes >= SPILL_BYTES {
@@ -300,6 +391,7 @@ impl<'r> Transaction<'r> {
             self.edges.insert(key, None);
         }
         self.nodes.insert(id.clone(), None);
+        self.on_write.forget(id);
         Ok(())
     }
 
@@ -354,6 +446,9 @@ impl<'r> Transaction<'r> {
                 });
             }
         }
+        // The nodes still waiting for vectors get them first (no lock is held while an
+        // embedder runs); a failure commits nothing.
+        self.embed_waiting()?;
         // Held until the ref has moved: gc never collects the objects of a commit being
         // published (see gc.rs).
         let publishing = self.repo.inner.gc_lock.read();

@@ -125,7 +125,14 @@ fn a_configured_dimension_must_match_the_registered_one() {
     // Without a configured dimension, the service's answer is checked against it.
     let s = stub(|_, _| vec![1.0, 2.0, 3.0, 4.0]);
     repo.set_embedder("oa", EmbedderConfig::OpenAi(settings(&s))).unwrap();
-    let err = repo.retrieve().text("wings").execute().unwrap_err();
+    // The default embedder failing: the query runs without its dense lane and says why.
+    let result = repo.retrieve().text("wings").execute().unwrap();
+    assert_eq!(result.lanes.len(), 1);
+    let w = &result.warnings[0];
+    assert_eq!(w.code, cairn::retrieve::WarningCode::QueryNotEmbedded);
+    assert!(w.message.contains("dimension"), "{}", w.message);
+    // Named, it is an error.
+    let err = repo.retrieve().text("wings").embedder("oa").execute().unwrap_err();
     assert!(err.to_string().contains("dimension"), "{err}");
 }
 
@@ -355,4 +362,98 @@ fn a_local_minilm_embeds_nodes_and_queries() {
         serde_json::to_string(&again).unwrap()
     );
     assert!(repo.store().list_refs("embed-cache/").unwrap().is_empty());
+}
+
+/// A deterministic service: "wing" texts one way, the rest another, the length tilting
+/// the third component.
+fn fixed(text: &str, _n: usize) -> Vec<f32> {
+    let wing = if text.contains("wing") { 1.0 } else { 0.0 };
+    vec![wing, 1.0 - wing, (text.len() % 7) as f32 * 0.125 + 0.125]
+}
+
+#[test]
+fn a_commit_embeds_the_nodes_it_writes_in_batches() {
+    let s = stub(fixed);
+    let repo = Repo::in_memory().unwrap();
+    repo.set_embedder("oa", EmbedderConfig::OpenAi(settings(&s))).unwrap();
+    let mut tx = repo.transaction().unwrap();
+    for i in 0..40 {
+        tx.put_node(Node::new(id(&format!("n{i:02}"))).with_text(format!("note {i} on a wing")))
+            .unwrap();
+    }
+    // A node giving its own vector keeps it; one without text gets none.
+    tx.put_node(
+        Node::new(id("own"))
+            .with_text("mine")
+            .with_embedding("oa", vec![0.0, 0.0, 1.0]),
+    )
+    .unwrap();
+    tx.put_node(Node::new(id("bare"))).unwrap();
+    // A full batch (32) was embedded while putting; the rest waits for the commit.
+    assert_eq!(s.request_count(), 1);
+    assert!(!tx.changes_nothing().unwrap());
+    let c = tx.commit("forty notes").unwrap();
+    assert_eq!(s.request_count(), 2);
+    for i in 0..40 {
+        let n = repo.node_at(&c, &id(&format!("n{i:02}"))).unwrap().unwrap();
+        assert_eq!(n.embeddings["oa"], fixed(&n.text, 0), "n{i:02}");
+    }
+    assert_eq!(
+        repo.node(&id("own")).unwrap().unwrap().embeddings["oa"],
+        vec![0.0, 0.0, 1.0]
+    );
+    assert!(repo.node(&id("bare")).unwrap().unwrap().embeddings.is_empty());
+    assert_eq!(repo.dense_dim("oa").unwrap(), Some(3));
+
+    // Turned off for one transaction: the node keeps no vector.
+    let mut tx = repo.transaction().unwrap();
+    tx.embed_on_write(false);
+    tx.put_node(Node::new(id("plain")).with_text("wing")).unwrap();
+    tx.commit("plain").unwrap();
+    assert!(repo.node(&id("plain")).unwrap().unwrap().embeddings.is_empty());
+    assert_eq!(s.request_count(), 2);
+}
+
+#[test]
+fn embedding_on_write_replays_byte_identically() {
+    let s = stub(fixed);
+    let commit = || {
+        let repo = Repo::in_memory().unwrap();
+        repo.set_embedder("oa", EmbedderConfig::OpenAi(settings(&s))).unwrap();
+        let mut tx = repo.transaction().unwrap();
+        tx.put_node(Node::new(id("a")).with_text("how wings stall")).unwrap();
+        tx.put_node(Node::new(id("b")).with_text("rocket nozzles")).unwrap();
+        let first = tx.commit_at("two", 1_700_000_000_000).unwrap();
+        let mut tx = repo.transaction().unwrap();
+        let mut b = tx.node(&id("b")).unwrap().unwrap();
+        b.text = "a wing nozzle".into();
+        tx.put_node(b).unwrap();
+        (first, tx.commit_at("patched", 1_700_000_000_001).unwrap(), repo)
+    };
+    let (a1, a2, repo) = commit();
+    let (b1, b2, _) = commit();
+    assert_eq!((a1, a2), (b1, b2));
+    // The text changed while the vector was the old one: embedded again.
+    assert_eq!(
+        repo.node(&id("b")).unwrap().unwrap().embeddings["oa"],
+        fixed("a wing nozzle", 0)
+    );
+}
+
+#[test]
+fn a_failing_embedder_fails_the_commit_and_commits_nothing() {
+    let repo = Repo::in_memory().unwrap();
+    let dead = OpenAiSettings::new("http://127.0.0.1:9", "m")
+        .with_api_key_env("CAIRN_TEST_NO_SUCH_KEY")
+        .with_max_retries(0)
+        .with_timeout_ms(2000);
+    repo.set_embedder("oa", EmbedderConfig::OpenAi(dead)).unwrap();
+    let mut tx = repo.transaction().unwrap();
+    tx.put_node(Node::new(id("a")).with_text("how wings stall")).unwrap();
+    match tx.commit("a") {
+        Err(cairn::Error::Embedder(e)) => assert!(e.to_string().contains("oa"), "{e}"),
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(repo.head().unwrap(), None);
+    assert_eq!(repo.dense_dim("oa").unwrap(), None);
 }

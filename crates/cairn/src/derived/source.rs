@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use cairn_index::IndexNeeds;
-use cairn_retrieve::{EmbedError, Embedder, ResolvedCommit, RetrievalSource, SourceError};
+use cairn_retrieve::{EmbedError, ModelEmbedder, ResolvedCommit, RetrievalSource, SourceError};
 
 use crate::error::Error;
 use crate::repo::Repo;
@@ -51,7 +51,7 @@ impl RetrievalSource for Repo {
     /// default — the first configured embedder, in name order, whose dense model holds
     /// vectors ([`Repo::default_query_embedder`]), or none. Nothing is loaded until a
     /// text is embedded.
-    fn query_embedder(&self, name: Option<&str>) -> Result<Option<(String, Arc<dyn Embedder>)>, EmbedError> {
+    fn query_embedder(&self, name: Option<&str>) -> Result<Option<ModelEmbedder>, EmbedError> {
         let name = match name {
             Some(n) => n.to_string(),
             None => match self.default_query_embedder() {

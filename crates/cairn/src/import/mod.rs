@@ -558,9 +558,13 @@ impl Transaction<'_> {
                 ImportOp::InvalidateEdge(k, t) => self.invalidate_edge(&k, t),
                 ImportOp::Patch(id, patch) => self.patch_node(&id, patch),
             };
-            applied.map_err(|e| Error::Import {
-                line: lineno,
-                detail: e.to_string(),
+            applied.map_err(|e| match e {
+                // Not the line's fault: the embedder's (embedding on write).
+                Error::Embedder(_) => e,
+                e => Error::Import {
+                    line: lineno,
+                    detail: e.to_string(),
+                },
             })?;
             operations += 1;
         }
