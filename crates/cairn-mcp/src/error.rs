@@ -3,6 +3,7 @@
 //! content; the code is stable (it names the kind of failure, not its wording).
 
 use cairn::retrieve::{RetrieveError, SourceError};
+use cairn::ErrorKind;
 
 /// A tool call that failed: bad argument values, or a refusal or failure of the library.
 /// Nothing was committed.
@@ -85,11 +86,9 @@ fn repo_code(e: &cairn::Error) -> &'static str {
         E::InvalidArgument(_) => "invalid_arguments",
         E::InvalidId(_) => "invalid_id",
         E::Retrieve(e) => retrieve_code(e),
-        E::Store(_) => "storage",
-        E::Graph(_) => "graph",
-        E::Index(_) => "index",
-        E::Embedder(_) => "embedder",
-        _ => "internal",
+        // The rest by the library's one classification: `corrupt`, `storage`, `locked`,
+        // `no_space`, `embedder`, `invalid_input`, ...
+        _ => e.kind().as_str(),
     }
 }
 
@@ -98,10 +97,8 @@ fn retrieve_code(e: &RetrieveError) -> &'static str {
         RetrieveError::MalformedSpec { .. } => "malformed_spec",
         RetrieveError::NoLane => "no_lane",
         RetrieveError::InvalidSetting { .. } => "invalid_setting",
-        RetrieveError::Index { .. } => "lane_refused",
+        RetrieveError::Index { .. } if ErrorKind::of_retrieve(e) == ErrorKind::InvalidInput => "lane_refused",
         RetrieveError::Source(SourceError::UnknownRevision { .. }) => "unknown_revision",
-        RetrieveError::Source(_) => "storage",
-        RetrieveError::Embedder { .. } => "embedder",
-        _ => "internal",
+        _ => ErrorKind::of_retrieve(e).as_str(),
     }
 }

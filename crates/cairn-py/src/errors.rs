@@ -1,6 +1,7 @@
 //! The Python exception classes and the one mapping from Cairn's typed errors to them.
 //!
-//! One class per error family, all under [`CairnError`]:
+//! One class per error family, all under [`CairnError`], chosen by [`cairn::Error::kind`]
+//! (the classification the server and MCP map from too):
 //!
 //! | class | raised for |
 //! |---|---|
@@ -9,10 +10,11 @@
 //! | `Conflict` | the branch moved under a transaction, unresolved merge conflicts, a repository, branch or tag that already exists |
 //! | `Corrupt` | a stored object or index that is missing or damaged |
 //! | `StoreError` | the store failed: I/O, a full disk, the repository locked by another process |
-//! | `RetrieveError` | a retrieval that could not run: malformed spec, setting out of range, a lane an index refused |
+//! | `RetrieveError` | a retrieval that could not run: malformed spec, setting out of range, a lane an index refused, an unknown revision, an embedder the spec names failing |
+//! | `CairnError` | anything else, e.g. an embedder failing while a commit embeds on write |
 
 use cairn::retrieve::RetrieveError as RustRetrieveError;
-use cairn::Error;
+use cairn::{Error, ErrorKind};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -73,66 +75,34 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// The Python exception for a Cairn error (the message is the error's `Display`).
+/// The Python exception for a Cairn error (the message is the error's `Display`), by
+/// [`cairn::Error::kind`] — the one classification the server and MCP map from too. A
+/// retrieval's own refusals are `RetrieveError`; damage met on the way is `Corrupt`.
 pub fn to_py(e: Error) -> PyErr {
     let msg = e.to_string();
-    match e {
-        Error::Validation(_)
-        | Error::InvalidArgument(_)
-        | Error::InvalidId(_)
-        | Error::Import { .. }
-        | Error::AmbiguousRevision { .. }
-        | Error::TimestampBeforeParent { .. }
-        | Error::DeleteCurrentBranch(_) => InvalidInput::new_err(msg),
-        Error::NotARepo { .. }
-        | Error::UnknownRevision { .. }
-        | Error::UnknownBranch(_)
-        | Error::UnknownTag(_)
-        | Error::NodeNotFound { .. }
-        | Error::EdgeNotFound { .. } => NotFound::new_err(msg),
-        Error::AlreadyExists { .. }
-        | Error::BranchExists(_)
-        | Error::TagExists(_)
-        | Error::Conflict { .. }
-        | Error::MergeConflicts(_) => Conflict::new_err(msg),
-        Error::Graph(g) => graph(g, msg),
-        Error::Store(s) => store(&s, msg),
-        Error::Index(i) => index(&i, msg),
-        Error::Retrieve(_) => RetrieveError::new_err(msg),
-        Error::Write { .. } => StoreError::new_err(msg),
-        _ => CairnError::new_err(msg),
+    match (&e, e.kind()) {
+        (Error::Retrieve(_), ErrorKind::InvalidInput | ErrorKind::NotFound | ErrorKind::Embedder) => {
+            RetrieveError::new_err(msg)
+        }
+        (_, kind) => by_kind(kind, msg),
     }
 }
 
 /// The Python exception for a retrieval error.
 pub fn retrieve_to_py(e: RustRetrieveError) -> PyErr {
-    RetrieveError::new_err(e.to_string())
-}
-
-fn graph(g: cairn_graph::GraphError, msg: String) -> PyErr {
-    use cairn_graph::GraphError as G;
-    match g {
-        G::NotFound { .. } | G::Corrupt { .. } | G::BadRef { .. } => Corrupt::new_err(msg),
-        G::TooLarge { .. } | G::BadBranchName { .. } => InvalidInput::new_err(msg),
-        G::Store(s) => store(&s, msg),
-        _ => CairnError::new_err(msg),
+    match ErrorKind::of_retrieve(&e) {
+        ErrorKind::InvalidInput | ErrorKind::NotFound | ErrorKind::Embedder => RetrieveError::new_err(e.to_string()),
+        kind => by_kind(kind, e.to_string()),
     }
 }
 
-fn store(s: &cairn_store::StoreError, msg: String) -> PyErr {
-    match s {
-        cairn_store::StoreError::Corrupt { .. } => Corrupt::new_err(msg),
-        _ => StoreError::new_err(msg),
-    }
-}
-
-fn index(i: &cairn_index::error::IndexError, msg: String) -> PyErr {
-    use cairn_index::error::IndexError as I;
-    match i {
-        I::BadStoredIndex(_) | I::Inconsistent(_) => Corrupt::new_err(msg),
-        I::DimensionMismatch { .. } | I::NonFiniteQuery { .. } | I::UnknownModel { .. } | I::BadSparseQuery { .. } => {
-            InvalidInput::new_err(msg)
-        }
+fn by_kind(kind: ErrorKind, msg: String) -> PyErr {
+    match kind {
+        ErrorKind::InvalidInput => InvalidInput::new_err(msg),
+        ErrorKind::NotFound => NotFound::new_err(msg),
+        ErrorKind::AlreadyExists | ErrorKind::Conflict => Conflict::new_err(msg),
+        ErrorKind::Corrupt => Corrupt::new_err(msg),
+        ErrorKind::Locked | ErrorKind::NoSpace | ErrorKind::Storage => StoreError::new_err(msg),
         _ => CairnError::new_err(msg),
     }
 }

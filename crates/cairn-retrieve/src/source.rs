@@ -21,9 +21,13 @@ pub enum SourceError {
         /// Why.
         detail: String,
     },
-    /// Storage failed (I/O, corruption of the data itself). The message names the object.
+    /// Storage failed (I/O, or the source's own failure). The message says what.
     #[error("storage error: {0}")]
     Storage(String),
+    /// Stored data the retrieval needs is damaged (detected, never returned as data).
+    /// The message names what.
+    #[error("damaged data: {0}")]
+    Corrupt(String),
     /// The current branch has no commits yet (a new repository, an agent's empty memory).
     /// A retrieval at the head answers it with no items and a
     /// [`WarningCode::EmptyRepository`](crate::WarningCode::EmptyRepository) warning

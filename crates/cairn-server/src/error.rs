@@ -157,31 +157,12 @@ impl IntoResponse for ApiError {
 }
 
 impl From<cairn::Error> for ApiError {
+    /// By [`cairn::Error::kind`], the one classification every front end maps from (a
+    /// merge's unresolved conflicts keep their own code).
     fn from(e: cairn::Error) -> ApiError {
-        use cairn::Error as E;
         let code = match &e {
-            E::Validation(_)
-            | E::AmbiguousRevision { .. }
-            | E::TimestampBeforeParent { .. }
-            | E::DeleteCurrentBranch(_)
-            | E::Import { .. }
-            | E::InvalidArgument(_)
-            | E::InvalidId(_)
-            | E::Graph(cairn::GraphError::BadBranchName { .. } | cairn::GraphError::TooLarge { .. })
-            | E::Index(_) => ErrorCode::BadRequest,
-            E::NotARepo { .. }
-            | E::UnknownRevision { .. }
-            | E::UnknownBranch(_)
-            | E::UnknownTag(_)
-            | E::NodeNotFound { .. }
-            | E::EdgeNotFound { .. } => ErrorCode::NotFound,
-            E::AlreadyExists { .. } | E::BranchExists(_) | E::TagExists(_) => ErrorCode::AlreadyExists,
-            E::Conflict { .. } => ErrorCode::Conflict,
-            E::MergeConflicts(_) => ErrorCode::MergeConflicts,
-            E::Retrieve(r) => retrieve_code(r),
-            E::Store(s) => store_code(s),
-            E::Embedder(_) => ErrorCode::Embedder,
-            _ => ErrorCode::Internal,
+            cairn::Error::MergeConflicts(_) => ErrorCode::MergeConflicts,
+            _ => kind_code(e.kind()),
         };
         ApiError::new(code, e.to_string())
     }
@@ -189,24 +170,22 @@ impl From<cairn::Error> for ApiError {
 
 impl From<cairn::retrieve::RetrieveError> for ApiError {
     fn from(e: cairn::retrieve::RetrieveError) -> ApiError {
-        ApiError::new(retrieve_code(&e), e.to_string())
+        ApiError::new(kind_code(cairn::ErrorKind::of_retrieve(&e)), e.to_string())
     }
 }
 
-fn retrieve_code(e: &cairn::retrieve::RetrieveError) -> ErrorCode {
-    use cairn::retrieve::{RetrieveError as R, SourceError};
-    match e {
-        R::Source(SourceError::UnknownRevision { .. }) => ErrorCode::NotFound,
-        R::Source(_) => ErrorCode::Internal,
-        _ => ErrorCode::BadRequest,
-    }
-}
-
-fn store_code(e: &cairn_store::StoreError) -> ErrorCode {
-    use cairn_store::StoreError as S;
-    match e {
-        S::NoSpace { .. } => ErrorCode::NoSpace,
-        S::Locked { .. } => ErrorCode::Unavailable,
+/// The HTTP code of an error kind.
+fn kind_code(kind: cairn::ErrorKind) -> ErrorCode {
+    use cairn::ErrorKind as K;
+    match kind {
+        K::InvalidInput => ErrorCode::BadRequest,
+        K::NotFound => ErrorCode::NotFound,
+        K::AlreadyExists => ErrorCode::AlreadyExists,
+        K::Conflict => ErrorCode::Conflict,
+        K::Locked => ErrorCode::Unavailable,
+        K::NoSpace => ErrorCode::NoSpace,
+        K::Embedder => ErrorCode::Embedder,
+        // Damage and other storage failures: the message names what.
         _ => ErrorCode::Internal,
     }
 }

@@ -48,7 +48,7 @@
 //! | embed | [`EmbedderConfig`], [`Repo::embed_nodes`], [`QueryEmbedder`] |
 //! | move data | [`Repo::export_jsonl`] ([`NodeLine`], [`EdgeLine`]), [`Repo::import_jsonl`] |
 //! | look after a repository | [`Repo::build_indexes`] ([`IndexReport`]), [`Repo::indexes`] ([`CommitIndexes`]), [`Repo::fsck`] ([`FsckReport`]), [`Repo::gc`] ([`GcOptions`], [`GcReport`]), [`Repo::stats`] |
-//! | handle errors | [`Error`] (and the types it wraps: [`ValidationError`], [`StoreError`], [`GraphError`], [`IndexError`], [`RetrieveError`], [`ParseIdError`]), [`EmbedderError`] |
+//! | handle errors | [`Error`], classified by [`Error::kind`] as an [`ErrorKind`] (and the types it wraps: [`ValidationError`], [`StoreError`], [`GraphError`], [`IndexError`], [`RetrieveError`], [`ParseIdError`]), [`EmbedderError`] |
 
 #![warn(missing_docs)]
 
@@ -64,6 +64,7 @@ mod diff_report;
 mod embed_on_write;
 mod embedders;
 mod error;
+mod error_kind;
 mod export;
 mod fsck;
 mod gc;
@@ -98,6 +99,7 @@ pub use embedders::{
     MAX_EMBEDDER_NAME,
 };
 pub use error::{Error, Result};
+pub use error_kind::ErrorKind;
 // The error types `Error` wraps, for callers that match on them.
 pub use cairn_core::{ParseIdError, ValidationError};
 pub use cairn_graph::refs::BranchName;

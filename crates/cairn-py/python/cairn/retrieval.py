@@ -32,6 +32,8 @@ class LaneReport:
     name: str
     hits: int
     approximate: bool
+    embedded: bool = False
+    """True if the lane's query vector was embedded from the query text."""
 
 
 @dataclass(frozen=True)

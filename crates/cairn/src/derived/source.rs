@@ -8,6 +8,14 @@ use cairn_retrieve::{EmbedError, ModelEmbedder, ResolvedCommit, RetrievalSource,
 use crate::error::Error;
 use crate::repo::Repo;
 
+/// A repository failure as the retrieval source's: damage stays damage.
+fn storage(e: Error) -> SourceError {
+    match e.kind() {
+        crate::ErrorKind::Corrupt => SourceError::Corrupt(e.to_string()),
+        _ => SourceError::Storage(e.to_string()),
+    }
+}
+
 impl RetrievalSource for Repo {
     fn resolve(&self, at: Option<&str>, needs: &IndexNeeds) -> Result<ResolvedCommit, SourceError> {
         let to_source = |rev: &str, e: Error| match e {
@@ -20,7 +28,7 @@ impl RetrievalSource for Repo {
                 rev: rev.to_string(),
                 detail: format!("unknown branch `{b}`"),
             },
-            other => SourceError::Storage(other.to_string()),
+            other => storage(other),
         };
         let id = match at {
             Some(rev) if rev != "HEAD" => Repo::resolve(self, rev).map_err(|e| to_source(rev, e))?,
@@ -35,9 +43,7 @@ impl RetrievalSource for Repo {
             },
         };
         let c = self.commit(&id).map_err(|e| to_source(&id.to_hex(), e))?;
-        let (indexes, repairs) = self
-            .index_view(&id, needs)
-            .map_err(|e| SourceError::Storage(e.to_string()))?;
+        let (indexes, repairs) = self.index_view(&id, needs).map_err(storage)?;
         Ok(ResolvedCommit {
             commit: id,
             timestamp_ms: c.timestamp_ms,

@@ -558,13 +558,14 @@ impl Transaction<'_> {
                 ImportOp::InvalidateEdge(k, t) => self.invalidate_edge(&k, t),
                 ImportOp::Patch(id, patch) => self.patch_node(&id, patch),
             };
-            applied.map_err(|e| match e {
-                // Not the line's fault: the embedder's (embedding on write).
-                Error::Embedder(_) => e,
-                e => Error::Import {
+            applied.map_err(|e| match e.kind() {
+                // The line's fault: named by its number.
+                crate::ErrorKind::InvalidInput | crate::ErrorKind::NotFound => Error::Import {
                     line: lineno,
                     detail: e.to_string(),
                 },
+                // Not the line's: damage, a full disk, the embedder — as they are.
+                _ => e,
             })?;
             operations += 1;
         }
