@@ -11,8 +11,10 @@ use crate::Ctx;
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Messages are JSON-RPC 2.0, one per line. Tools: remember, invalidate, recall, history, as_of \
-    (`tools/list` gives their JSON Schemas). The repository stays open (locked) for the whole session; \
-    the server exits at the end of standard input."
+    (`tools/list` gives their JSON Schemas). The repository is opened for each tool call and closed after it \
+    (waiting --wait seconds, default 10, for another process that has it open), so other processes use it \
+    between calls; --hold keeps it open for the whole session instead. The server exits at the end of \
+    standard input."
 )]
 pub struct Args {
     /// Author of the commits the tools make when a call names none [default: `cairn`].
@@ -21,7 +23,15 @@ pub struct Args {
     /// Create the repository first if there is none at --repo.
     #[arg(long)]
     init: bool,
+    /// Keep the repository open (locked) for the whole session: recall keeps its index
+    /// parts in memory between calls, but no other process can open the repository.
+    #[arg(long)]
+    hold: bool,
 }
+
+/// How long a tool call waits for a repository another process has open, when `--wait`
+/// is not given.
+const DEFAULT_CALL_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Serves MCP on stdin/stdout until stdin ends.
 pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
@@ -29,7 +39,18 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
         Err(CliError::Cairn(cairn::Error::NotARepo { .. })) if args.init => cairn::Repo::init(&ctx.repo_path)?,
         other => other?,
     };
-    let mut server = cairn_mcp::Server::new(repo);
+    let mut server = if args.hold {
+        cairn_mcp::Server::new(repo)
+    } else {
+        // Checked (and created) above; from here on each tool call opens it.
+        drop(repo);
+        let wait = if ctx.wait.is_zero() {
+            DEFAULT_CALL_WAIT
+        } else {
+            ctx.wait
+        };
+        cairn_mcp::Server::open_per_call(&ctx.repo_path, wait)
+    };
     if let Some(author) = args.author {
         server = server.with_author(author);
     }

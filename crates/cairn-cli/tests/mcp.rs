@@ -165,3 +165,41 @@ fn without_a_repository_it_fails_unless_asked_to_create_one() {
     assert!(status.success(), "{stderr}");
     assert_eq!(s.commit_count(), 0);
 }
+
+#[test]
+fn other_processes_use_the_repository_between_tool_calls() {
+    let s = Sandbox::init();
+    let mut m = Session::start(&s, &[]);
+    m.request(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    let first = m.tool(
+        "remember",
+        json!({"message": "a fact", "nodes": [{"id": "f1", "labels": ["Fact"], "text": "the sky is blue"}]}),
+    );
+    // The session is running; the user's own commands open the repository meanwhile.
+    let log = s.json(&["log", "--json"]);
+    assert_eq!(log[0]["commit"], first["commit"]);
+    let docs = s.file(
+        "more.jsonl",
+        r#"{"node": {"id": "f2", "labels": ["Fact"], "text": "grass is green"}}"#,
+    );
+    s.ok(&["import", &docs]);
+    // ... and the agent's next call sees what they wrote.
+    let recall = m.tool("recall", json!({"text": "grass", "labels_all": ["Fact"]}));
+    assert_eq!(recall["items"][0]["id"], "f2");
+    let (status, _) = m.finish();
+    assert!(status.success());
+
+    // --hold keeps it for the session: another process is refused meanwhile.
+    let mut held = Session::start(&s, &["--hold"]);
+    held.request(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    let err = s.fails_stderr(&["log"], 1);
+    assert!(err.contains("in use by another process"), "{err}");
+    let (status, _) = held.finish();
+    assert!(status.success());
+}

@@ -3,6 +3,8 @@
 //! time.
 
 use std::io::{self, BufRead, Read, Write};
+use std::path::PathBuf;
+use std::time::Duration;
 
 use cairn::Repo;
 use serde_json::{json, Map, Value};
@@ -48,16 +50,57 @@ const INSTRUCTIONS: &str = "Cairn is a versioned graph memory. Store facts as no
 /// # Ok::<(), cairn::Error>(())
 /// ```
 pub struct Server {
-    repo: Repo,
+    repo: Backing,
     author: String,
     protocol_version: Option<String>,
 }
 
+/// Where the repository comes from.
+enum Backing {
+    /// Open for the whole session (other processes cannot open it meanwhile).
+    Held(Repo),
+    /// Opened for each tool call and closed after it, waiting up to `wait` for another
+    /// process that has it open: other processes (the user's `cairn log`, a second agent)
+    /// use it between calls.
+    PerCall { path: PathBuf, wait: Duration },
+}
+
 impl Server {
-    /// A server over `repo`; its commits are authored `cairn` (see [`Server::with_author`]).
+    /// A server over `repo`, held for the whole session; its commits are authored
+    /// `cairn` (see [`Server::with_author`]).
     pub fn new(repo: Repo) -> Server {
         Server {
-            repo,
+            repo: Backing::Held(repo),
+            author: "cairn".into(),
+            protocol_version: None,
+        }
+    }
+
+    /// A server over the repository at `path`, opened for each tool call and closed after
+    /// it (waiting up to `wait` while another process has it open), so other processes
+    /// share it between calls. The protocol messages that are not tool calls never open
+    /// it. A call that cannot open it answers a tool error (`not_a_repository`, `locked`).
+    /// Each call loads the index parts it needs from the repository's store, where a held
+    /// repository ([`Server::new`]) keeps them in memory between calls.
+    ///
+    /// ```
+    /// use cairn_mcp::Server;
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// drop(cairn::Repo::init(dir.path().join("memory"))?);
+    /// let mut server = Server::open_per_call(dir.path().join("memory"), std::time::Duration::from_secs(5));
+    /// let reply = server.handle(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"recall","arguments":{"text":"x"}}}"#).unwrap();
+    /// assert!(reply.contains(r#""isError":false"#));
+    /// // Between calls the repository is free.
+    /// drop(cairn::Repo::open(dir.path().join("memory"))?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_per_call(path: impl Into<PathBuf>, wait: Duration) -> Server {
+        Server {
+            repo: Backing::PerCall {
+                path: path.into(),
+                wait,
+            },
             author: "cairn".into(),
             protocol_version: None,
         }
@@ -69,9 +112,12 @@ impl Server {
         self
     }
 
-    /// The repository served.
-    pub fn repo(&self) -> &Repo {
-        &self.repo
+    /// The repository served, when it is held for the session ([`Server::new`]).
+    pub fn repo(&self) -> Option<&Repo> {
+        match &self.repo {
+            Backing::Held(r) => Some(r),
+            Backing::PerCall { .. } => None,
+        }
     }
 
     /// The protocol version agreed at `initialize` (`None` before it).
@@ -243,8 +289,19 @@ impl Server {
             Some(Value::Object(a)) => a,
             Some(_) => return Err(RpcError::invalid_params("`arguments` must be an object")),
         };
+        let opened;
+        let repo = match &self.repo {
+            Backing::Held(r) => r,
+            Backing::PerCall { path, wait } => match Repo::open_waiting(path, *wait) {
+                Ok(r) => {
+                    opened = r;
+                    &opened
+                }
+                Err(e) => return Ok(self.tool_result(&error_output(&ToolError::Repo(e)), true)),
+            },
+        };
         let ctx = Context {
-            repo: &self.repo,
+            repo,
             author: &self.author,
         };
         Ok(match (tool.run)(&ctx, args) {

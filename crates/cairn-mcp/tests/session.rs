@@ -202,9 +202,9 @@ fn remember_then_recall_finds_it() {
     assert!(stored["parent"].is_null());
     let commit = stored["commit"].as_str().unwrap().to_string();
     assert_eq!(commit.len(), 64);
-    assert_eq!(c.server.repo().head().unwrap().unwrap().to_hex(), commit);
+    assert_eq!(c.server.repo().unwrap().head().unwrap().unwrap().to_hex(), commit);
     assert_eq!(
-        c.server.repo().log(None, None).unwrap().len(),
+        c.server.repo().unwrap().log(None, None).unwrap().len(),
         1,
         "one call, one commit"
     );
@@ -257,7 +257,7 @@ fn remember_then_recall_finds_it() {
         ),
         "conflict"
     );
-    assert_eq!(c.server.repo().log(None, None).unwrap().len(), 2);
+    assert_eq!(c.server.repo().unwrap().log(None, None).unwrap().len(), 2);
 }
 
 #[test]
@@ -278,7 +278,7 @@ fn remembering_what_is_already_stored_makes_no_commit() {
     // A patch that sets what is already there changes nothing either.
     let patch = json!({"message": "m", "ops": [{"patch": {"id": "alice-lives-in-paris", "labels_add": ["Fact"]}}]});
     assert_eq!(c.ok("remember", patch)["changed"], false);
-    assert_eq!(c.server.repo().log(None, None).unwrap().len(), 1, "one commit");
+    assert_eq!(c.server.repo().unwrap().log(None, None).unwrap().len(), 1, "one commit");
 }
 
 #[test]
@@ -326,6 +326,7 @@ fn invalidate_then_recall_and_as_of() {
     let t_first = c
         .server
         .repo()
+        .unwrap()
         .commit(&cairn::CommitId::from_hex(&first).unwrap())
         .unwrap()
         .timestamp_ms;
@@ -340,12 +341,12 @@ fn invalidate_then_recall_and_as_of() {
     );
 
     // Unknown node: a tool error naming it; nothing committed.
-    let commits = c.server.repo().log(None, None).unwrap().len();
+    let commits = c.server.repo().unwrap().log(None, None).unwrap().len();
     let r = c.call("invalidate", json!({"id": "bob-lives-in-rome", "valid_until": 0}));
     assert_eq!(r["isError"], true);
     assert_eq!(r["structuredContent"]["error"]["code"], "node_not_found");
     assert!(r["content"][0]["text"].as_str().unwrap().contains("bob-lives-in-rome"));
-    assert_eq!(c.server.repo().log(None, None).unwrap().len(), commits);
+    assert_eq!(c.server.repo().unwrap().log(None, None).unwrap().len(), commits);
     assert_eq!(
         c.tool_error("as_of", json!({"id": "nobody", "at": first})),
         "node_not_found"
@@ -403,7 +404,7 @@ fn history_lists_versions() {
 fn bad_tool_arguments_are_tool_errors() {
     let mut c = Client::initialized();
     c.ok("remember", alice_facts());
-    let commits = c.server.repo().log(None, None).unwrap().len();
+    let commits = c.server.repo().unwrap().log(None, None).unwrap().len();
     for (tool, args, code) in [
         ("remember", json!({"nodes": [{"id": "a"}]}), "invalid_arguments"), // no message
         ("remember", json!({"message": "m"}), "invalid_arguments"),         // nothing to remember
@@ -469,7 +470,7 @@ fn bad_tool_arguments_are_tool_errors() {
         assert_eq!(c.tool_error(tool, args.clone()), code, "{tool} {args}");
     }
     assert_eq!(
-        c.server.repo().log(None, None).unwrap().len(),
+        c.server.repo().unwrap().log(None, None).unwrap().len(),
         commits,
         "nothing committed"
     );
