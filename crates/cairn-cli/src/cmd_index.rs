@@ -31,6 +31,14 @@ enum Action {
         #[arg(long)]
         json: bool,
     },
+    /// Delete every stored index value (chunks, unit graphs, manifests, time indexes):
+    /// they are a cache of the objects, built again by the next query or `index build`.
+    /// Objects, branches and history are untouched; `cairn gc` then gives the space back.
+    Drop {
+        /// Print `{"deleted": N}`.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Runs the index action.
@@ -74,6 +82,13 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
             for r in &report.repaired {
                 writeln!(ctx.out, "repaired: {r}")?;
             }
+        }
+        Action::Drop { json } => {
+            let deleted = repo.drop_derived()?;
+            if json {
+                return write_json(ctx.out, &serde_json::json!({ "deleted": deleted }));
+            }
+            writeln!(ctx.out, "dropped {deleted} stored index values")?;
         }
     }
     Ok(())

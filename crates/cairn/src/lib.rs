@@ -106,7 +106,7 @@ pub use cairn_graph::refs::BranchName;
 pub use cairn_graph::GraphError;
 pub use cairn_index::IndexError;
 pub use cairn_retrieve::RetrieveError;
-pub use cairn_store::StoreError;
+pub use cairn_store::{StoreError, StoreStats};
 pub use export::{EdgeLine, ExportSummary, NodeLine};
 pub use fsck::FsckReport;
 pub use gc::{GcOptions, GcReport, DEFAULT_GRACE};

@@ -13,6 +13,7 @@
 //! that need the same missing chunks build them once.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use cairn_core::{CommitId, Edge, Hash, Node};
@@ -71,6 +72,11 @@ pub struct IndexStats {
     pub stored_values: usize,
     /// Their bytes.
     pub stored_bytes: u64,
+    /// Index parts this handle read from the store (each chunk part, loaded once into the
+    /// cache).
+    pub parts_loaded: u64,
+    /// Chunks this handle built from their objects (each makes all its parts at once).
+    pub chunks_built: u64,
 }
 
 /// One dense model in an [`IndexReport`].
@@ -218,6 +224,8 @@ impl Repo {
             memory_budget: self.inner.derived.cache.capacity() as u64,
             stored_values,
             stored_bytes,
+            parts_loaded: self.inner.derived.parts_loaded.load(Ordering::Relaxed),
+            chunks_built: self.inner.derived.chunks_built.load(Ordering::Relaxed),
         }
     }
 
@@ -604,6 +612,7 @@ impl Repo {
                             }
                             (p, _) => p,
                         };
+                        self.inner.derived.parts_loaded.fetch_add(1, Ordering::Relaxed);
                         self.remember(ctx, skey, p.clone());
                         return Ok(Found::Part(p));
                     }
@@ -661,6 +670,7 @@ impl Repo {
             split();
             return Ok(());
         }
+        self.inner.derived.chunks_built.fetch_add(1, Ordering::Relaxed);
         match tree {
             TreeKind::Nodes => {
                 let mut nodes: Vec<(Hash, Node)> = Vec::with_capacity(entries.len());

@@ -9,6 +9,7 @@
 //! * [`cache`] — the byte-bounded part cache, and the view and chunk-list caches;
 //! * `build` — resolving a tree's chunks (loading, or building and storing, each part),
 //!   assembling a commit's view for the parts a query needs;
+//! * `drop` — dropping every derived value (`Repo::drop_derived`, `cairn index drop`);
 //! * `source` — the retrieval pipeline's [`RetrievalSource`](cairn_retrieve::RetrievalSource)
 //!   over a repository.
 //!
@@ -20,6 +21,7 @@
 mod build;
 pub(crate) mod cache;
 pub(crate) mod check;
+mod drop;
 pub(crate) mod keys;
 mod list;
 mod live;
@@ -40,6 +42,10 @@ pub(crate) struct Derived {
     pub(crate) cache: cache::DerivedCache,
     /// Derived values and bytes this handle has written (for reports and benchmarks).
     pub(crate) stored: parking_lot::Mutex<(usize, u64)>,
+    /// Index parts this handle read from the store, and chunks it built from their
+    /// objects (for [`IndexStats`]).
+    pub(crate) parts_loaded: std::sync::atomic::AtomicU64,
+    pub(crate) chunks_built: std::sync::atomic::AtomicU64,
     /// The first failure to store derived values since [`Repo::build_indexes_with`] last
     /// looked (queries only note such failures; a build that was asked to store reports it).
     pub(crate) store_failure: parking_lot::Mutex<Option<cairn_store::StoreError>>,
@@ -56,6 +62,8 @@ impl Default for Derived {
             params,
             cache: cache::DerivedCache::default(),
             stored: parking_lot::Mutex::new((0, 0)),
+            parts_loaded: Default::default(),
+            chunks_built: Default::default(),
             store_failure: parking_lot::Mutex::new(None),
             damaged_rows: Default::default(),
         }
