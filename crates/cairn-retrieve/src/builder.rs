@@ -7,12 +7,14 @@ use cairn_core::{CommitId, SparseVector, Value};
 
 use crate::embed::Embedder;
 use crate::error::RetrieveError;
-use crate::execute::{empty_result, resolve_for, run_plan, Plan, Plugins, QueryEmbedding};
+use crate::execute::Plugins;
 use crate::expand::GraphExpand;
 use crate::fusion::Fusion;
+use crate::plan::{resolve_for, Plan, QueryEmbedding};
 use crate::planner::{PlannerMode, QueryPlanner};
 use crate::rerank::Reranker;
 use crate::result::RetrievalResult;
+use crate::run::{empty_result, run_plan};
 use crate::source::{RetrievalSource, SourceError};
 use crate::spec::{RetrieveSpec, SparseQuery, ValidAt, VectorQuery, WhereClause};
 use crate::tokens::TokenEstimator;
