@@ -302,7 +302,10 @@ impl<'r> Transaction<'r> {
                 None => match self.known_dims.get(model) {
                     Some(d) => *d,
                     None => {
-                        let d = self.repo.dense_dim(model)?;
+                        let d = match self.repo.dense_dim(model)? {
+                            Some(d) => Some(d),
+                            None => self.committed_dim(model)?,
+                        };
                         self.known_dims.insert(model.clone(), d);
                         d
                     }
@@ -314,6 +317,18 @@ impl<'r> Transaction<'r> {
             }
         }
         Ok(fresh)
+    }
+
+    /// The dimension of `model`'s vectors in the base commit, for a model the repository
+    /// has no dimension record of: a new model (`None`), or a record that was lost — then
+    /// it is recovered from what was committed (and written again by the commit), never
+    /// re-learned from this write's vectors. Reads the base's index core parts (built or
+    /// loaded as a query would), once per model and transaction, and only for a model
+    /// without a record.
+    fn committed_dim(&self, model: &str) -> Result<Option<usize>> {
+        let Some(base) = self.base else { return Ok(None) };
+        let (view, _) = self.repo.index_view(&base, &cairn_index::IndexNeeds::default())?;
+        Ok(view.dense_models().get(model).copied())
     }
 
     /// Stages a node that is final (needs no more vectors).

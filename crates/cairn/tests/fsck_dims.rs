@@ -127,3 +127,30 @@ fn a_record_no_node_needs_is_named_and_removed() {
     tx.commit("x").unwrap();
     assert_eq!(repo.dense_dim("x").unwrap(), Some(3));
 }
+
+#[test]
+fn a_lost_record_is_recovered_from_the_committed_vectors_not_relearned() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = repo(&dir);
+    let value = repo.store().get_ref(NAME).unwrap().unwrap();
+    repo.store().cas_ref(NAME, Some(&value), None).unwrap();
+    assert_eq!(repo.dense_dim("m").unwrap(), None);
+    // A vector of another length is refused: the dimension comes from the 4-d vectors
+    // committed, not from this write.
+    let mut tx = repo.transaction().unwrap();
+    let err = tx
+        .put_node(Node::new(NodeId::new("bad").unwrap()).with_embedding("m", vec![1.0, 2.0, 3.0]))
+        .unwrap_err();
+    match err {
+        Error::Validation(cairn::ValidationError::DimensionMismatch { expected, got, .. }) => {
+            assert_eq!((expected, got), (4, 3))
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    // One of the right length lands, and its commit writes the record again.
+    tx.put_node(Node::new(NodeId::new("good").unwrap()).with_embedding("m", vec![1.0, 2.0, 3.0, 4.0]))
+        .unwrap();
+    tx.commit("good").unwrap();
+    assert_eq!(repo.store().get_ref(NAME).unwrap().unwrap(), value);
+    assert_eq!(problems(&repo), Vec::<String>::new());
+}
