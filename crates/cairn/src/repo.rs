@@ -257,7 +257,11 @@ impl Repo {
         if !Self::is_initialised(store.as_ref()) {
             return Err(not_a_repo());
         }
-        Ok(Repo::from_store(store, Some(path.to_path_buf())))
+        let repo = Repo::from_store(store, Some(path.to_path_buf()));
+        // A writer that crashed between registering a dimension and moving its branch
+        // left an intent: take the registration back (one listing when there is none).
+        crate::writer::recover_dim_intents(&repo);
+        Ok(repo)
     }
 
     /// [`Repo::open`], waiting up to `timeout` while another process has the repository

@@ -14,6 +14,14 @@
 //! another transaction may have read a registration that is later taken back, every
 //! commit re-registers every dimension its new nodes rely on, not only those it
 //! introduced.
+//!
+//! A crash between a new registration and the swap would leave the registration behind,
+//! so each new one is preceded by an intent record (`meta/dense-dim-intent/<model>`: the
+//! commit, the head it expected, the dimension, the branch), removed once the swap is
+//! decided. Opening the repository ([`recover_dim_intents`]) takes back a registration
+//! whose intent is still there while the branch still holds the head that commit expected
+//! (so the commit never landed); otherwise it keeps the registration (an orphan is named
+//! by `fsck`, removed by `fsck --repair`) and drops the intent.
 
 use std::collections::BTreeMap;
 
@@ -193,14 +201,32 @@ fn move_branch_as(
             let _ = refs.remove_meta_if(key, value);
         }
     };
+    let mut intents: Vec<(String, Vec<u8>)> = Vec::new();
+    let drop_intents = |intents: &[(String, Vec<u8>)]| {
+        for (key, value) in intents {
+            let _ = refs.remove_meta_if(key, value);
+        }
+    };
     for (model, (dim, node)) in dims {
         let key = format!("dense-dim/{model}");
         let value = (*dim as u32).to_le_bytes();
+        // A registration this commit may make: say so first (crash recovery at open).
+        if matches!(refs.meta(&key), Ok(None)) {
+            let intent_key = format!("{DIM_INTENT_PREFIX}{model}");
+            let intent = encode_intent(id, expected, *dim as u32, branch);
+            if refs
+                .register_meta(&intent_key, &intent)
+                .is_ok_and(|prior| prior.is_none())
+            {
+                intents.push((intent_key, intent));
+            }
+        }
         match refs.register_meta(&key, &value) {
             Ok(None) => registered.push((key, value)),
             Ok(Some(stored)) if stored == value => {}
             Ok(Some(stored)) => {
                 undo(&registered);
+                drop_intents(&intents);
                 let stored_dim = <[u8; 4]>::try_from(stored.as_slice()).map_or(0, u32::from_le_bytes) as usize;
                 return Err(ValidationError::DimensionMismatch {
                     subject: Subject::Node(node.clone()),
@@ -212,6 +238,7 @@ fn move_branch_as(
             }
             Err(e) => {
                 undo(&registered);
+                drop_intents(&intents);
                 return Err(e.into());
             }
         }
@@ -225,20 +252,24 @@ fn move_branch_as(
         Err(e) => {
             if matches!(refs.branch(branch), Ok(now) if now == expected) {
                 undo(&registered);
+                drop_intents(&intents);
             }
             return Err(e.into());
         }
     };
+    // The swap is decided: its registrations stand (it landed) or are taken back below.
     match swapped {
         Ok(()) => {
             // The time index is derived data: if recording fails, it is rebuilt from the
             // chain on next use, so the (already durable) commit still stands.
+            drop_intents(&intents);
             let _ = repo.record_head(branch.as_str(), &id, commit);
             reflog::record_move(repo, branch, expected, id, commit, action);
             Ok(id)
         }
         Err(actual) => {
             undo(&registered);
+            drop_intents(&intents);
             Err(Error::Conflict {
                 branch: branch.to_string(),
                 expected: expected.map_or("none".into(), |c| c.to_hex()),
@@ -246,4 +277,56 @@ fn move_branch_as(
             })
         }
     }
+}
+
+/// Meta-key prefix of the dimension registration intents.
+const DIM_INTENT_PREFIX: &str = "dense-dim-intent/";
+
+/// An intent: `commit (32) ‖ expected head (32, zeros for none) ‖ u32le dim ‖ branch`.
+fn encode_intent(commit: CommitId, expected: Option<CommitId>, dim: u32, branch: &BranchName) -> Vec<u8> {
+    let mut v = Vec::with_capacity(68 + branch.as_str().len());
+    v.extend_from_slice(commit.0.as_bytes());
+    v.extend_from_slice(expected.map_or(Hash::ZERO, |c| c.0).as_bytes());
+    v.extend_from_slice(&dim.to_le_bytes());
+    v.extend_from_slice(branch.as_str().as_bytes());
+    v
+}
+
+/// Takes back the dimension registrations of commits that never landed (a writer that
+/// crashed between registering and its swap): for each intent left, if the branch still
+/// holds the head the commit expected, the registration it names is removed; in every
+/// case the intent goes. Returns what was taken back. Best effort: a store error leaves
+/// things as they are (`fsck` names an orphaned registration). Run at open.
+pub(crate) fn recover_dim_intents(repo: &Repo) -> Vec<String> {
+    let refs = repo.refs();
+    let Ok(intents) = refs.meta_list(DIM_INTENT_PREFIX) else {
+        return Vec::new();
+    };
+    let mut taken_back = Vec::new();
+    for (name, value) in intents {
+        let Some(model) = name.strip_prefix(DIM_INTENT_PREFIX).map(str::to_string) else {
+            continue;
+        };
+        let intent_key = format!("{DIM_INTENT_PREFIX}{model}");
+        let parsed = (value.len() >= 68)
+            .then(|| {
+                let expected: [u8; 32] = value[32..64].try_into().ok()?;
+                let dim: [u8; 4] = value[64..68].try_into().ok()?;
+                let branch = BranchName::new(std::str::from_utf8(&value[68..]).ok()?).ok()?;
+                let expected = (expected != [0; 32]).then(|| CommitId(Hash::from_bytes(expected)));
+                Some((expected, dim, branch))
+            })
+            .flatten();
+        if let Some((expected, dim, branch)) = parsed {
+            if matches!(refs.branch(&branch), Ok(now) if now == expected)
+                && refs
+                    .remove_meta_if(&format!("dense-dim/{model}"), &dim)
+                    .unwrap_or(false)
+            {
+                taken_back.push(model.clone());
+            }
+        }
+        let _ = refs.remove_meta_if(&intent_key, &value);
+    }
+    taken_back
 }

@@ -154,3 +154,56 @@ fn a_lost_record_is_recovered_from_the_committed_vectors_not_relearned() {
     assert_eq!(repo.store().get_ref(NAME).unwrap().unwrap(), value);
     assert_eq!(problems(&repo), Vec::<String>::new());
 }
+
+/// The intent a writer leaves before registering a dimension (storage-format.md §6.4).
+fn intent(commit: cairn::Hash, expected: Option<cairn::CommitId>, dim: u32, branch: &str) -> Vec<u8> {
+    let mut v = commit.as_bytes().to_vec();
+    v.extend_from_slice(expected.map_or(cairn::Hash::ZERO, |c| c.0).as_bytes());
+    v.extend_from_slice(&dim.to_le_bytes());
+    v.extend_from_slice(branch.as_bytes());
+    v
+}
+
+#[test]
+fn a_registration_left_by_a_crash_is_taken_back_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("repo");
+    let head = {
+        let repo = Repo::init_with(&path, StoreKind::Segment).unwrap();
+        let mut tx = repo.transaction().unwrap();
+        tx.put_node(Node::new(NodeId::new("a").unwrap()).with_text("no vectors"))
+            .unwrap();
+        let head = tx.commit("text").unwrap();
+        // What a writer that died between registering `m` and moving main leaves.
+        let s = repo.store();
+        s.cas_ref(
+            "meta/dense-dim-intent/m",
+            None,
+            Some(&intent(cairn::Hash::of(b"never landed"), Some(head), 3, "main")),
+        )
+        .unwrap();
+        s.cas_ref("meta/dense-dim/m", None, Some(&3u32.to_le_bytes())).unwrap();
+        // And one whose branch moved on since: the registration is kept.
+        s.cas_ref(
+            "meta/dense-dim-intent/k",
+            None,
+            Some(&intent(cairn::Hash::of(b"other"), None, 2, "main")),
+        )
+        .unwrap();
+        s.cas_ref("meta/dense-dim/k", None, Some(&2u32.to_le_bytes())).unwrap();
+        head
+    };
+    let repo = Repo::open(&path).unwrap();
+    assert_eq!(repo.dense_dim("m").unwrap(), None, "taken back");
+    assert_eq!(repo.dense_dim("k").unwrap(), Some(2), "kept: main moved on");
+    assert!(repo.store().list_refs("meta/dense-dim-intent/").unwrap().is_empty());
+    assert_eq!(repo.head().unwrap(), Some(head));
+    // `m` is free again: a 4-d vector registers 4.
+    let mut tx = repo.transaction().unwrap();
+    tx.put_node(Node::new(NodeId::new("v").unwrap()).with_embedding("m", vec![1.0; 4]))
+        .unwrap();
+    tx.commit("m vectors").unwrap();
+    assert_eq!(repo.dense_dim("m").unwrap(), Some(4));
+    // A commit leaves no intent behind.
+    assert!(repo.store().list_refs("meta/dense-dim-intent/").unwrap().is_empty());
+}
