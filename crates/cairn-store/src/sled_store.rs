@@ -197,6 +197,24 @@ impl fmt::Debug for SledStore {
 }
 
 impl SledStore {
+    /// Visits every ref under `prefix` in name order with its name (`None`: not UTF-8) and
+    /// its unframed value (`Err`: the bytes fail their checksum). A failure of sled itself
+    /// fails the scan.
+    fn scan_refs(
+        &self,
+        prefix: &str,
+        mut visit: impl FnMut(Option<&str>, Result<Vec<u8>, StoreError>),
+    ) -> Result<(), StoreError> {
+        self.check_usable(|| format!("listing refs under `{prefix}`"))?;
+        for entry in self.sled().refs.scan_prefix(prefix.as_bytes()) {
+            let (key, value) = entry.map_err(|e| self.bulk_error(e, &format!("listing refs under `{prefix}`")))?;
+            match std::str::from_utf8(&key) {
+                Ok(name) => visit(Some(name), unframe_ref(name, &value)),
+                Err(_) => visit(None, Err(StoreError::Backend("ref name is not UTF-8".into()))),
+            }
+        }
+        Ok(())
+    }
     /// Opens the database in directory `path`, creating the directory and an empty
     /// database if absent.
     ///
@@ -792,21 +810,26 @@ impl Store for SledStore {
         Ok(true)
     }
 
+    /// A ref whose bytes fail their checksum (or whose name is not UTF-8) is left out and
+    /// named by [`Store::damaged_refs`]: one damaged ref costs that ref, not the listing.
     fn list_refs(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
-        self.check_usable(|| format!("listing refs under `{prefix}`"))?;
-        self.sled()
-            .refs
-            .scan_prefix(prefix.as_bytes())
-            .map(|entry| {
-                let (key, value) = entry.map_err(|e| self.bulk_error(e, &format!("listing refs under `{prefix}`")))?;
-                let name = std::str::from_utf8(&key).map_err(|_| StoreError::Corrupt {
-                    space: "ref",
-                    key: hex(&key),
-                    detail: "ref name is not UTF-8".to_owned(),
-                })?;
-                Ok((name.to_owned(), unframe_ref(name, &value)?))
-            })
-            .collect()
+        let mut out = Vec::new();
+        self.scan_refs(prefix, |name, value| {
+            if let (Some(name), Ok(value)) = (name, value) {
+                out.push((name.to_owned(), value));
+            }
+        })?;
+        Ok(out)
+    }
+
+    fn damaged_refs(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
+        let mut out = Vec::new();
+        self.scan_refs(prefix, |name, value| match (name, value) {
+            (Some(_), Ok(_)) => {}
+            (Some(name), Err(_)) => out.push(name.to_owned()),
+            (None, _) => out.push("(a ref whose name is not UTF-8)".to_owned()),
+        })?;
+        Ok(out)
     }
 
     fn get_derived(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {

@@ -141,7 +141,13 @@ fn damaged_refs_and_derived_values_are_reported_as_corruption() {
         _ => false,
     };
     assert!(is_corrupt(store.get_ref("heads/main").map(drop), "ref", "heads/main"));
-    assert!(is_corrupt(store.list_refs("heads/").map(drop), "ref", "heads/main"));
+    // A listing leaves the damaged ref out and names it; the others stay listed.
+    store.cas_ref("heads/side", None, Some(b"c9")).unwrap();
+    assert_eq!(
+        store.list_refs("heads/").unwrap(),
+        vec![("heads/side".to_string(), b"c9".to_vec())]
+    );
+    assert_eq!(store.damaged_refs("heads/").unwrap(), vec!["heads/main".to_string()]);
     // A CAS against a damaged ref cannot match it, and reports the damage.
     assert!(is_corrupt(
         store.cas_ref("heads/main", Some(b"c1"), Some(b"c2")).map(drop),
