@@ -461,7 +461,7 @@ fn run_batch(ctx: &mut Ctx<'_>, repo: &Repo, file: &Path, args: &Args) -> Result
 }
 
 /// The human-readable form: a header, the items, the warnings.
-fn write_human(out: &mut dyn Write, r: &RetrievalResult) -> Result<(), CliError> {
+pub(crate) fn write_human(out: &mut dyn Write, r: &RetrievalResult) -> Result<(), CliError> {
     let valid_at = r.valid_at.map_or_else(|| "all time".to_string(), format_time_ms);
     let budget = r
         .tokens_budget

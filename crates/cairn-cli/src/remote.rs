@@ -256,7 +256,12 @@ fn retrieve(remote: &Remote, top: &ArgMatches, m: &ArgMatches, ls: bool, out: &m
         }
     };
     let body = remote.send("POST", "/retrieve", &[], Some(spec.as_bytes()))?;
-    write_body(out, &body)
+    if flag(m, "json") {
+        return write_body(out, &body);
+    }
+    // The same human form as the local command, from the same result.
+    let result: cairn::retrieve::RetrievalResult = serde_json::from_slice(&body)?;
+    crate::cmd_retrieve::write_human(out, &result)
 }
 
 /// `--batch FILE`: one spec per line, one result line each; failures on standard error.

@@ -94,6 +94,8 @@ const LOCAL_AND_REMOTE: &[&[&str]] = &[
         "--json",
     ],
     &["ls", "--label", "Concept", "--limit", "3", "--json"],
+    &["retrieve", "--text", "wing stall", "--limit", "5"],
+    &["ls", "--label", "Concept", "--limit", "3"],
     &["log"],
     &["stats"],
 ];
