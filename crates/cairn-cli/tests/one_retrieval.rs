@@ -8,12 +8,12 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 
 use cairn::retrieve::{Retrieval, RetrieveSpec};
 use cairn::Repo;
 use cairn_testkit::embed_stub;
-use common::Sandbox;
+use common::{Sandbox, Served};
 use serde_json::{json, Value};
 
 const DOCS: &str = r#"{"node": {"id": "a", "labels": ["Doc"], "text": "how wings stall at high angles"}}
@@ -74,60 +74,28 @@ fn library(s: &Sandbox, spec: &str) -> String {
     serde_json::to_string(&result).unwrap()
 }
 
-/// A `cairn serve` process on loopback.
-struct Served {
-    child: Child,
-    addr: String,
-}
-
-impl Served {
-    fn start(s: &Sandbox) -> Served {
-        let mut child = s
-            .command()
-            .env_remove("CAIRN_REMOTE")
-            .args(["serve", "--bind", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn cairn serve");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .expect("read the listening line");
-        let url = line.trim().strip_prefix("listening on ").expect("the listening line");
-        let addr = url
-            .strip_prefix("http://")
-            .unwrap_or(url)
-            .trim_end_matches('/')
-            .to_string();
-        Served { child, addr }
-    }
-
-    /// `POST /retrieve` with `body`: (status, body), over a plain HTTP/1.1 connection.
-    fn retrieve(&self, body: &str) -> (u16, String) {
-        let mut stream = TcpStream::connect(&self.addr).unwrap();
-        write!(
-            stream,
-            "POST /retrieve HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            self.addr,
-            body.len()
-        )
-        .unwrap();
-        let mut raw = Vec::new();
-        stream.read_to_end(&mut raw).unwrap();
-        let raw = String::from_utf8(raw).unwrap();
-        let (head, rest) = raw.split_once("\r\n\r\n").expect("an HTTP response");
-        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-        let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
-        (status, if chunked { dechunk(rest) } else { rest.to_string() })
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `POST /retrieve` to `served` with `body`: (status, body), over a plain HTTP/1.1
+/// connection.
+fn post_retrieve(served: &Served, body: &str) -> (u16, String) {
+    let addr = served
+        .url
+        .strip_prefix("http://")
+        .unwrap_or(&served.url)
+        .trim_end_matches('/');
+    let mut stream = TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "POST /retrieve HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let raw = String::from_utf8(raw).unwrap();
+    let (head, rest) = raw.split_once("\r\n\r\n").expect("an HTTP response");
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
+    (status, if chunked { dechunk(rest) } else { rest.to_string() })
 }
 
 /// A chunked HTTP/1.1 body, joined.
@@ -208,11 +176,11 @@ fn same_bytes_everywhere(s: &Sandbox, specs: &[&str]) -> Vec<String> {
     let out = s.ok(&["retrieve", "--batch", &batch]);
     assert_eq!(out.lines().collect::<Vec<_>>(), expected, "--batch");
 
-    let served = Served::start(s);
+    let served = Served::start(s, &[]);
     for (spec, want) in specs.iter().zip(&expected) {
-        assert_eq!(served.retrieve(spec), (200, want.clone()), "server, spec {spec}");
+        assert_eq!(post_retrieve(&served, spec), (200, want.clone()), "server, spec {spec}");
     }
-    let (status, body) = served.retrieve(&format!("[{}]", specs.join(",")));
+    let (status, body) = post_retrieve(&served, &format!("[{}]", specs.join(",")));
     assert_eq!(
         (status, body),
         (200, format!("[{}]", expected.join(","))),
@@ -289,15 +257,15 @@ fn a_named_embedder_that_is_missing_is_an_error_everywhere() {
     assert!(e.to_string().contains("nope"), "{e}");
     // One process at a time holds a repository.
     drop(repo);
-    let served = Served::start(&s);
-    let (status, body) = served.retrieve(spec);
+    let served = Served::start(&s, &[]);
+    let (status, body) = post_retrieve(&served, spec);
     assert!(status >= 400 && body.contains("nope"), "{status} {body}");
     // A named embedder with `"embed": false`, or with a vector, is refused as such.
     for bad in [
         r#"{"text": "wing", "embedder": "oa", "embed": false}"#,
         r#"{"text": "wing", "embedder": "oa", "vector": {"model": "oa", "embedding": [1, 0, 0]}}"#,
     ] {
-        let (status, body) = served.retrieve(bad);
+        let (status, body) = post_retrieve(&served, bad);
         assert_eq!(status, 400, "{bad}: {body}");
         assert!(body.contains("embedder"), "{bad}: {body}");
     }

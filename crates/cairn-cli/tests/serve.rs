@@ -4,57 +4,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Sandbox, CORPUS};
-
-/// A `cairn serve` process and the URL it listens on.
-struct Served {
-    child: Child,
-    url: String,
-}
-
-impl Served {
-    fn start(s: &Sandbox, extra: &[&str]) -> Served {
-        let mut child = s
-            .command()
-            .env_remove("CAIRN_REMOTE")
-            .args(["serve", "--bind", "127.0.0.1:0"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn cairn serve");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .expect("read the listening line");
-        let url = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_string();
-        Served { child, url }
-    }
-
-    /// SIGTERM, and wait for a clean exit.
-    fn stop(mut self) {
-        let pid = self.child.id().to_string();
-        let status = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-        assert!(status.success());
-        let exit = self.child.wait().unwrap();
-        assert!(exit.success(), "cairn serve exited with {exit}");
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use common::{Sandbox, Served, CORPUS};
 
 /// `cairn --remote URL args` with an optional token; (status ok, stdout, stderr).
 fn remote(s: &Sandbox, url: &str, token: Option<&str>, args: &[&str]) -> (bool, String, String) {

@@ -272,13 +272,18 @@ impl<'r> Transaction<'r> {
         }
         self.dims.extend(fresh);
         for node in nodes {
-            let bytes = encode_node(&node);
-            let hash = hash_object(&bytes);
-            self.unwritten_bytes += bytes.len();
-            self.unwritten.push(node.id.clone());
-            self.nodes.insert(node.id, Some((hash, Some(bytes))));
+            self.stage_encoded(node);
         }
         Ok(())
+    }
+
+    /// Encodes a final node and stages it, to be written ahead with the others.
+    fn stage_encoded(&mut self, node: Node) {
+        let bytes = encode_node(&node);
+        let hash = hash_object(&bytes);
+        self.unwritten_bytes += bytes.len();
+        self.unwritten.push(node.id.clone());
+        self.nodes.insert(node.id, Some((hash, Some(bytes))));
     }
 
     /// A node waiting for vectors, put as it is meanwhile (so it exists for edges and
@@ -341,11 +346,7 @@ impl<'r> Transaction<'r> {
         }
         // Only once every model has passed: a refused put leaves the transaction as it was.
         self.dims.extend(fresh);
-        let bytes = encode_node(&node);
-        let hash = hash_object(&bytes);
-        self.unwritten_bytes += bytes.len();
-        self.unwritten.push(node.id.clone());
-        self.nodes.insert(node.id, Some((hash, Some(bytes))));
+        self.stage_encoded(node);
         Ok(())
     }
 

@@ -149,3 +149,51 @@ pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
         }
     }
 }
+
+/// A `cairn serve` process on a loopback port, over the sandbox's repository, and the URL
+/// it listens on.
+pub struct Served {
+    pub child: std::process::Child,
+    pub url: String,
+}
+
+impl Served {
+    pub fn start(s: &Sandbox, extra: &[&str]) -> Served {
+        use std::io::BufRead;
+        let mut child = s
+            .command()
+            .env_remove("CAIRN_REMOTE")
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn cairn serve");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .expect("read the listening line");
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_string();
+        Served { child, url }
+    }
+
+    /// SIGTERM, and wait for a clean exit.
+    pub fn stop(mut self) {
+        let pid = self.child.id().to_string();
+        let status = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        assert!(status.success());
+        let exit = self.child.wait().unwrap();
+        assert!(exit.success(), "cairn serve exited with {exit}");
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
