@@ -114,6 +114,21 @@ impl MiniLm {
         })
     }
 
+    /// The name of the matrix kernel this model runs: `avx512`, `avx2+fma` or
+    /// `portable` (all give the same bits). Chosen at load from the CPU, or forced with
+    /// `CAIRN_EMBED_KERNEL=portable|avx2|avx512`.
+    #[doc(hidden)]
+    pub fn kernel_name(&self) -> &'static str {
+        self.encoder.kernel().name()
+    }
+
+    /// Runs the portable kernel (plain Rust, `f32::mul_add`) from now on: for tests that
+    /// pin its bits and compare them with the SIMD kernels'.
+    #[doc(hidden)]
+    pub fn use_portable_kernel(&mut self) {
+        self.encoder.set_kernel(bert::Kernel::Portable);
+    }
+
     /// The embedding dimension (the model's hidden size; 384 for all-MiniLM-L6-v2).
     pub fn dim(&self) -> usize {
         self.encoder.dim()

@@ -8,6 +8,7 @@
 use rayon::prelude::*;
 
 use super::config::BertConfig;
+use super::kernel::{exp_le0, fma_fn, gelu, gemm, pack_b, sum8, sum_sq8, Kernel};
 use super::linear::Linear;
 use super::weights::Weights;
 use crate::error::ModelError;
@@ -29,20 +30,29 @@ impl LayerNorm {
         })
     }
 
-    /// Normalises every row of `x` in place (rows in parallel; each row sequentially).
-    fn apply(&self, x: &mut [f32]) {
+    /// Normalises every row of `x` in place (rows in parallel; each row by
+    /// [`layer_norm_row`]).
+    fn apply(&self, kern: Kernel, x: &mut [f32]) {
         let h = self.gamma.len();
-        x.par_chunks_mut(h).for_each(|row| {
-            let mean = row.iter().fold(0.0f32, |s, &v| s + v) / h as f32;
-            for v in row.iter_mut() {
-                *v -= mean;
-            }
-            let var = row.iter().fold(0.0f32, |s, &v| s + v * v) / h as f32;
-            let inv = 1.0 / (var + self.eps).sqrt();
-            for ((v, g), b) in row.iter_mut().zip(&self.gamma).zip(&self.beta) {
-                *v = *v * inv * g + b;
-            }
-        });
+        x.par_chunks_mut(h)
+            .for_each(|row| layer_norm_row(kern, row, &self.gamma, &self.beta, self.eps));
+    }
+}
+
+fma_fn! {
+    /// `(x − mean)/√(var + eps)·γ + β` for one row: mean and variance in the fixed
+    /// lanes of [`sum8`], the scaling as `fma(d·inv, γ, β)`.
+    fn layer_norm_row(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
+        let h = row.len() as f32;
+        let mean = sum8(row) / h;
+        for v in row.iter_mut() {
+            *v -= mean;
+        }
+        let var = sum_sq8(row) / h;
+        let inv = 1.0 / (var + eps).sqrt();
+        for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
+            *v = (*v * inv).mul_add(*g, *b);
+        }
     }
 }
 
@@ -68,6 +78,8 @@ pub(crate) struct Encoder {
     type0: Vec<f32>,
     emb_ln: LayerNorm,
     layers: Vec<Layer>,
+    /// Which copy of the kernels runs (all give the same bits).
+    kernel: Kernel,
 }
 
 impl Encoder {
@@ -116,7 +128,18 @@ impl Encoder {
             pos,
             emb_ln,
             layers,
+            kernel: Kernel::from_env(),
         })
+    }
+
+    /// The kernel that runs.
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
+    }
+
+    /// Runs `kernel` from now on (any kernel gives the same bits; for tests).
+    pub fn set_kernel(&mut self, kernel: Kernel) {
+        self.kernel = kernel;
     }
 
     /// The hidden size (= embedding dimension).
@@ -153,25 +176,30 @@ impl Encoder {
                 }
             }
         }
-        self.emb_ln.apply(&mut x);
+        let kern = self.kernel;
+        self.emb_ln.apply(kern, &mut x);
 
         for layer in &self.layers {
-            let qkv = layer.qkv.forward(&x, total);
+            let qkv = layer.qkv.forward(kern, &x, total);
             let ctx = self.attention(&qkv, &spans, total);
-            let mut a = layer.attn_out.forward(&ctx, total);
+            let mut a = layer.attn_out.forward(kern, &ctx, total);
             add_in_place(&mut a, &x);
-            layer.ln1.apply(&mut a);
-            let mut inter = layer.inter.forward(&a, total);
-            gelu_in_place(&mut inter);
-            let mut o = layer.out.forward(&inter, total);
+            layer.ln1.apply(kern, &mut a);
+            let mut inter = layer.inter.forward(kern, &a, total);
+            inter.par_chunks_mut(4096).for_each(|c| gelu_slice(kern, c));
+            let mut o = layer.out.forward(kern, &inter, total);
             add_in_place(&mut o, &a);
-            layer.ln2.apply(&mut o);
+            layer.ln2.apply(kern, &mut o);
             x = o;
         }
 
         spans
             .iter()
-            .map(|&(off, n)| pool(&x[off * h..(off + n) * h], h))
+            .map(|&(off, n)| {
+                let mut v = vec![0.0f32; h];
+                pool(kern, &x[off * h..(off + n) * h], &mut v);
+                v
+            })
             .collect()
     }
 
@@ -185,36 +213,22 @@ impl Encoder {
         let units: Vec<(usize, usize)> = (0..spans.len())
             .flat_map(|s| (0..nh).map(move |head| (s, head)))
             .collect();
+        let kern = self.kernel;
         let parts: Vec<Vec<f32>> = units
             .par_iter()
             .map(|&(s, head)| {
                 let (off, n) = spans[s];
-                let row = |t: usize, which: usize| {
-                    let base = (off + t) * 3 * h + which * h + head * hd;
-                    &qkv[base..base + hd]
-                };
+                let seq = &qkv[off * 3 * h..(off + n) * 3 * h];
+                let col = |which: usize| which * h + head * hd;
+                // Scores S = Q·Kᵀ (n × n): Kᵀ packed in panels of NR keys.
+                let keys = pack_b(hd, n, |d, j| seq[j * 3 * h + col(1) + d]);
+                let mut scores = vec![0.0f32; n * n];
+                gemm(kern, &seq[col(0)..], 3 * h, n, hd, &keys, n, None, &mut scores, n);
+                softmax_rows(kern, &mut scores, n, scale);
+                // Context P·V (n × hd): V packed in panels of NR dimensions.
+                let values = pack_b(n, hd, |j, d| seq[j * 3 * h + col(2) + d]);
                 let mut out = vec![0.0f32; n * hd];
-                let mut p = vec![0.0f32; n];
-                for i in 0..n {
-                    let q = row(i, 0);
-                    for (j, pj) in p.iter_mut().enumerate() {
-                        let k = row(j, 1);
-                        let dot = q.iter().zip(k).fold(0.0f32, |a, (x, y)| a + x * y);
-                        *pj = dot * scale;
-                    }
-                    let max = p.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
-                    for v in p.iter_mut() {
-                        *v = libm::expf(*v - max);
-                    }
-                    let sum = p.iter().fold(0.0f32, |a, &v| a + v);
-                    let o = &mut out[i * hd..(i + 1) * hd];
-                    for (j, &pj) in p.iter().enumerate() {
-                        let w = pj / sum;
-                        for (od, vd) in o.iter_mut().zip(row(j, 2)) {
-                            *od += w * vd;
-                        }
-                    }
-                }
+                gemm(kern, &scores, n, n, n, &values, hd, None, &mut out, hd);
                 out
             })
             .collect();
@@ -237,31 +251,56 @@ fn add_in_place(a: &mut [f32], b: &[f32]) {
     }
 }
 
-/// Exact GELU, `0.5·x·(1 + erf(x/√2))`, element-wise (in parallel chunks).
-fn gelu_in_place(x: &mut [f32]) {
-    x.par_chunks_mut(4096).for_each(|c| {
-        for v in c {
-            let g = libm::erff(*v * std::f32::consts::FRAC_1_SQRT_2) + 1.0;
-            *v = g * *v * 0.5;
+fma_fn! {
+    /// Exact GELU ([`gelu`]) element-wise.
+    fn gelu_slice(x: &mut [f32]) {
+        for v in x.iter_mut() {
+            *v = gelu(*v);
         }
-    });
+    }
 }
 
-/// Mean over the token rows, then L2 normalisation (sequential sums).
-fn pool(rows: &[f32], h: usize) -> Vec<f32> {
-    let n = rows.len() / h;
-    let mut acc = vec![0.0f32; h];
-    for r in rows.chunks_exact(h) {
-        for (a, v) in acc.iter_mut().zip(r) {
-            *a += v;
+fma_fn! {
+    /// Each row of the `n`-column `scores`, times `scale`, through a softmax:
+    /// `e^(s − max) / Σ e^(s − max)`, the sum in the fixed lanes of [`sum8`].
+    fn softmax_rows(scores: &mut [f32], n: usize, scale: f32) {
+        for row in scores.chunks_exact_mut(n) {
+            let mut max = f32::NEG_INFINITY;
+            for v in row.iter_mut() {
+                *v *= scale;
+                if *v > max {
+                    max = *v;
+                }
+            }
+            for v in row.iter_mut() {
+                *v = exp_le0(*v - max);
+            }
+            let sum = sum8(row);
+            for v in row.iter_mut() {
+                *v /= sum;
+            }
         }
     }
-    for a in acc.iter_mut() {
-        *a /= n as f32;
+}
+
+fma_fn! {
+    /// Mean over the token rows (each column summed in row order), then L2
+    /// normalisation (the norm by [`sum_sq8`]) into `out`.
+    fn pool(rows: &[f32], out: &mut [f32]) {
+        let h = out.len();
+        let n = rows.len() / h;
+        out.fill(0.0);
+        for r in rows.chunks_exact(h) {
+            for (a, v) in out.iter_mut().zip(r) {
+                *a += v;
+            }
+        }
+        for a in out.iter_mut() {
+            *a /= n as f32;
+        }
+        let norm = sum_sq8(out).sqrt().max(1e-12);
+        for a in out.iter_mut() {
+            *a /= norm;
+        }
     }
-    let norm = acc.iter().fold(0.0f32, |s, &v| s + v * v).sqrt().max(1e-12);
-    for a in acc.iter_mut() {
-        *a /= norm;
-    }
-    acc
 }
