@@ -8,7 +8,7 @@
 use rayon::prelude::*;
 
 use super::config::BertConfig;
-use super::kernel::{exp_le0, fma_fn, gelu, gemm, pack_b, sum8, sum_sq8, Kernel};
+use super::kernel::{exp_le0, fma_fn, gelu, gemm, pack_b, sum8, sum_sq8, Kernel, Strided};
 use super::linear::Linear;
 use super::weights::Weights;
 use crate::error::ModelError;
@@ -210,36 +210,52 @@ impl Encoder {
         let nh = self.cfg.num_attention_heads;
         let hd = self.cfg.head_dim();
         let scale = 1.0f32 / (hd as f32).sqrt();
-        let units: Vec<(usize, usize)> = (0..spans.len())
-            .flat_map(|s| (0..nh).map(move |head| (s, head)))
-            .collect();
-        let kern = self.kernel;
-        let parts: Vec<Vec<f32>> = units
-            .par_iter()
-            .map(|&(s, head)| {
-                let (off, n) = spans[s];
-                let seq = &qkv[off * 3 * h..(off + n) * 3 * h];
-                let col = |which: usize| which * h + head * hd;
-                // Scores S = Q·Kᵀ (n × n): Kᵀ packed in panels of NR keys.
-                let keys = pack_b(hd, n, |d, j| seq[j * 3 * h + col(1) + d]);
-                let mut scores = vec![0.0f32; n * n];
-                gemm(kern, &seq[col(0)..], 3 * h, n, hd, &keys, n, None, &mut scores, n);
-                softmax_rows(kern, &mut scores, n, scale);
-                // Context P·V (n × hd): V packed in panels of NR dimensions.
-                let values = pack_b(n, hd, |j, d| seq[j * 3 * h + col(2) + d]);
-                let mut out = vec![0.0f32; n * hd];
-                gemm(kern, &scores, n, n, n, &values, hd, None, &mut out, hd);
-                out
-            })
-            .collect();
+        // One task per (sequence, head), each writing its rows' `hd` columns of `ctx`
+        // (disjoint borrows).
         let mut ctx = vec![0.0f32; total * h];
-        for (&(s, head), part) in units.iter().zip(&parts) {
-            let (off, n) = spans[s];
-            for i in 0..n {
-                ctx[(off + i) * h + head * hd..(off + i) * h + (head + 1) * hd]
-                    .copy_from_slice(&part[i * hd..(i + 1) * hd]);
+        let mut units: Vec<(usize, usize, Vec<&mut [f32]>)> = (0..spans.len())
+            .flat_map(|s| (0..nh).map(move |head| (s, head, Vec::with_capacity(spans[s].1))))
+            .collect();
+        let mut s = 0;
+        for (t, row) in ctx.chunks_mut(h).enumerate() {
+            while t >= spans[s].0 + spans[s].1 {
+                s += 1;
+            }
+            for (head, seg) in row.chunks_mut(hd).enumerate() {
+                units[s * nh + head].2.push(seg);
             }
         }
+        let kern = self.kernel;
+        units.into_par_iter().for_each(|(s, head, mut out)| {
+            let (off, n) = spans[s];
+            let seq = &qkv[off * 3 * h..(off + n) * 3 * h];
+            let col = |which: usize| which * h + head * hd;
+            // Scores transposed, Sᵀ = K·Qᵀ (row j: key j; column i: query i), with Qᵀ
+            // packed in panels of NR queries.
+            let queries = pack_b(hd, n, |d, i| seq[i * 3 * h + col(0) + d]);
+            let mut st = vec![0.0f32; n * n];
+            let keys = Strided::rows(&seq[col(1)..], 3 * h);
+            gemm(
+                kern,
+                keys,
+                n,
+                hd,
+                &queries,
+                n,
+                None,
+                &mut st.chunks_mut(n).collect::<Vec<_>>(),
+            );
+            softmax_columns(kern, &mut st, n, scale);
+            // Context P·V (n × hd) into `ctx`: P read column-major out of Pᵀ, V packed in
+            // panels of NR dimensions.
+            let values = pack_b(n, hd, |j, d| seq[j * 3 * h + col(2) + d]);
+            let p = Strided {
+                data: &st,
+                rs: 1,
+                ks: n,
+            };
+            gemm(kern, p, n, n, &values, hd, None, &mut out);
+        });
         ctx
     }
 }
@@ -261,23 +277,28 @@ fma_fn! {
 }
 
 fma_fn! {
-    /// Each row of the `n`-column `scores`, times `scale`, through a softmax:
-    /// `e^(s − max) / Σ e^(s − max)`, the sum in the fixed lanes of [`sum8`].
-    fn softmax_rows(scores: &mut [f32], n: usize, scale: f32) {
-        for row in scores.chunks_exact_mut(n) {
-            let mut max = f32::NEG_INFINITY;
-            for v in row.iter_mut() {
+    /// Softmax over each column of the `n × n` transposed scores `st` (row `j`: key `j`;
+    /// column `i`: query `i`), after scaling by `scale`: `e^(s − max) / Σ e^(s − max)`,
+    /// every column's max and sum taken over the keys in increasing `j` (vectorised
+    /// across the columns).
+    fn softmax_columns(st: &mut [f32], n: usize, scale: f32) {
+        let mut max = vec![f32::NEG_INFINITY; n];
+        for row in st.chunks_exact_mut(n) {
+            for (v, m) in row.iter_mut().zip(max.iter_mut()) {
                 *v *= scale;
-                if *v > max {
-                    max = *v;
-                }
+                *m = if *v > *m { *v } else { *m };
             }
-            for v in row.iter_mut() {
-                *v = exp_le0(*v - max);
+        }
+        let mut sum = vec![0.0f32; n];
+        for row in st.chunks_exact_mut(n) {
+            for ((v, m), s) in row.iter_mut().zip(&max).zip(sum.iter_mut()) {
+                *v = exp_le0(*v - m);
+                *s += *v;
             }
-            let sum = sum8(row);
-            for v in row.iter_mut() {
-                *v /= sum;
+        }
+        for row in st.chunks_exact_mut(n) {
+            for (v, s) in row.iter_mut().zip(&sum) {
+                *v /= s;
             }
         }
     }

@@ -97,6 +97,17 @@ impl Kernel {
         }
     }
 
+    /// Rows per micro-kernel tile (and per tile of packed `a`).
+    pub fn mr(self) -> usize {
+        match self {
+            Kernel::Portable => 6,
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2Fma => 6,
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 => 12,
+        }
+    }
+
     /// Whether the CPU runs AVX2 and FMA (true for every kernel but the portable one).
     #[cfg(target_arch = "x86_64")]
     pub fn has_fma(self) -> bool {
@@ -119,64 +130,155 @@ pub(crate) fn pack_b(k: usize, n: usize, at: impl Fn(usize, usize) -> f32) -> Ve
     panels
 }
 
-/// `c[i·ldc + j] = Σₖ a[i·lda + k]·B[k][j] (+ bias[j])` for `i < m`, `j < n`, with `B`
-/// packed by [`pack_b`] (`k` rows, `n` columns). One thread; every element by the chain
-/// of the module docs.
+/// A matrix read as `data[i·rs + kk·ks]` (row `i`, column `kk`): row-major when
+/// `ks == 1`, column-major (a transposed row-major matrix) when `rs == 1`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Strided<'a> {
+    pub data: &'a [f32],
+    /// Step between rows.
+    pub rs: usize,
+    /// Step between columns.
+    pub ks: usize,
+}
+
+impl Strided<'_> {
+    /// A row-major matrix whose rows start `lda` apart.
+    pub fn rows(data: &[f32], lda: usize) -> Strided<'_> {
+        Strided { data, rs: lda, ks: 1 }
+    }
+}
+
+/// Packs row tiles `first..` of `a` (`m` rows, `k` columns) into `out` (whole tiles):
+/// tile `t` holds rows `t·mr .. t·mr + mr`, `k`-major (`out[kk·mr + r]`), zero rows
+/// past `m`. Pure copies: packing changes no bit.
+pub(crate) fn pack_a(mr: usize, a: Strided<'_>, m: usize, k: usize, first: usize, out: &mut [f32]) {
+    assert!(k > 0 && out.len().is_multiple_of(k * mr));
+    for (t, tile) in out.chunks_exact_mut(k * mr).enumerate() {
+        let i0 = (first + t) * mr;
+        let rows = mr.min(m.saturating_sub(i0));
+        if rows < mr {
+            tile.fill(0.0);
+        }
+        if rows == 0 {
+            continue;
+        }
+        assert!(
+            (i0 + rows - 1) * a.rs + (k - 1) * a.ks < a.data.len(),
+            "pack_a: a is too short"
+        );
+        if a.rs == 1 {
+            for (kk, d) in tile.chunks_exact_mut(mr).enumerate() {
+                d[..rows].copy_from_slice(&a.data[kk * a.ks + i0..kk * a.ks + i0 + rows]);
+            }
+        } else if a.ks == 1 {
+            // Through a 12 × 16 block: contiguous reads, contiguous writes.
+            assert!(mr <= 12);
+            let mut kk0 = 0;
+            while kk0 < k {
+                let w = 16.min(k - kk0);
+                let mut blk = [[0.0f32; 16]; 12];
+                for (r, b) in blk.iter_mut().enumerate().take(rows) {
+                    let at = (i0 + r) * a.rs + kk0;
+                    copy_prefix(b, &a.data[at..at + w], w);
+                }
+                for (j, d) in tile[kk0 * mr..(kk0 + w) * mr].chunks_exact_mut(mr).enumerate() {
+                    for (v, b) in d.iter_mut().zip(&blk).take(rows) {
+                        *v = b[j];
+                    }
+                }
+                kk0 += w;
+            }
+        } else {
+            for (kk, d) in tile.chunks_exact_mut(mr).enumerate() {
+                for (r, v) in d.iter_mut().enumerate().take(rows) {
+                    *v = a.data[(i0 + r) * a.rs + kk * a.ks];
+                }
+            }
+        }
+    }
+}
+
+/// `c[i][j] = Σₖ a[i][k]·B[k][j] (+ bias[j])` for `i < m`, `j < n`, with `B` packed by
+/// [`pack_b`] (`k` rows, `n` columns) and `c` given as its `m` rows (each at least `n`
+/// long). One thread; every element by the chain of the module docs.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn gemm(
     kern: Kernel,
-    a: &[f32],
-    lda: usize,
+    a: Strided<'_>,
     m: usize,
     k: usize,
     b: &[f32],
     n: usize,
     bias: Option<&[f32]>,
-    c: &mut [f32],
-    ldc: usize,
+    c: &mut [&mut [f32]],
+) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    let mr = kern.mr();
+    let mut ap = vec![0.0f32; m.div_ceil(mr) * k * mr];
+    pack_a(mr, a, m, k, 0, &mut ap);
+    gemm_packed(kern, &ap, m, k, b, n, bias, c);
+}
+
+/// [`gemm`] with `a` already packed by [`pack_a`] (with [`Kernel::mr`]): `ap` holds
+/// the tiles of rows `0..m`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn gemm_packed(
+    kern: Kernel,
+    ap: &[f32],
+    m: usize,
+    k: usize,
+    b: &[f32],
+    n: usize,
+    bias: Option<&[f32]>,
+    c: &mut [&mut [f32]],
 ) {
     if m == 0 || n == 0 {
         return;
     }
     assert!(
-        k > 0 && lda >= k && (m - 1) * lda + k <= a.len(),
+        k > 0 && ap.len() >= m.div_ceil(kern.mr()) * k * kern.mr(),
         "gemm: a is too short"
     );
     assert!(b.len() >= n.div_ceil(NR) * k * NR, "gemm: b is too short");
-    assert!(ldc >= n && (m - 1) * ldc + n <= c.len(), "gemm: c is too short");
+    assert!(
+        c.len() >= m && c.iter().all(|row| row.len() >= n),
+        "gemm: c is too short"
+    );
     assert!(bias.is_none_or(|b| b.len() >= n), "gemm: bias is too short");
-    let g = Gemm {
-        a,
-        lda,
-        m,
-        k,
-        b,
-        n,
-        bias,
-    };
+    let g = Gemm { ap, m, k, b, n, bias };
     match kern {
-        Kernel::Portable => g.run::<6>(1, c, ldc, &tile_portable),
+        Kernel::Portable => g.run::<6>(1, c, &tile_portable),
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx2Fma => g.run::<6>(1, c, ldc, &|ap, bp, k, _pw, out| {
+        Kernel::Avx2Fma => g.run::<6>(1, c, &|ap, b0, _b1, kl, first, out| {
             // SAFETY: `Kernel::Avx2Fma` is only made after the CPU reported AVX2 and FMA.
-            unsafe { x86::tile_avx2(ap, bp, k, out) }
+            unsafe { x86::tile_avx2(ap, b0, kl, first, out) }
         }),
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx512 => g.run::<12>(2, c, ldc, &|ap, bp, k, pw, out| {
+        Kernel::Avx512 => g.run::<12>(2, c, &|ap, b0, b1, kl, first, out| {
+            let two = !std::ptr::eq(b0, b1);
             // SAFETY: `Kernel::Avx512` is only made after the CPU reported AVX-512F.
-            unsafe { x86::tile_avx512(ap, bp, k, pw, out) }
+            unsafe { x86::tile_avx512(ap, b0, b1, kl, two, first, out) }
         }),
     }
 }
 
-/// A micro-kernel: `out[r][c] = Σₖ ap[kk·MR + r] · bp[panel c/NR][kk·NR + c%NR]` for the
-/// `pw` panels of `bp` (each `k·NR` long).
-type Tile<'t, const MR: usize> = dyn Fn(&[f32], &[f32], usize, usize, &mut [[f32; 2 * NR]; MR]) + 't;
+/// A micro-kernel over one block of `kl` steps of the sum: for the tile's rows `r` and
+/// columns `c` (panel `b0`, then `b1` when two panels are asked),
+/// `out[r][c] = fma(ap[(kl−1)·MR + r], b[kl−1][c], … fma(ap[r], b[0][c], init) …)`, where
+/// `init` is `+0.0` when `first`, else `out[r][c]` itself (the sum so far).
+type Tile<'t, const MR: usize> = dyn Fn(&[f32], &[f32], &[f32], usize, bool, &mut [[f32; 2 * NR]; MR]) + 't;
 
-/// One product's operands (see [`gemm`]).
+/// Steps of the sum per block (about): a tile of packed `a` (≤ 12 rows) and two weight
+/// panels of a block stay in the L1 cache while the row tiles take their turn. Blocking
+/// only pauses each element's chain (its running sum waits, exactly, in `c`); the order
+/// of the steps is unchanged.
+const KC: usize = 192;
+
+/// One product's operands (see [`gemm_packed`]).
 struct Gemm<'a> {
-    a: &'a [f32],
-    lda: usize,
+    ap: &'a [f32],
     m: usize,
     k: usize,
     b: &'a [f32],
@@ -185,52 +287,80 @@ struct Gemm<'a> {
 }
 
 impl Gemm<'_> {
-    /// Packs `a` in tiles of `MR` rows (`k`-major, zero rows past `m`), then runs the
-    /// micro-kernel over every (panel group of ≤ `pw_max` panels, row tile) and writes
-    /// the valid part of each tile, plus the bias.
-    fn run<const MR: usize>(&self, pw_max: usize, c: &mut [f32], ldc: usize, tile: &Tile<'_, MR>) {
+    /// For every group of ≤ `pw_max` panels, every block of the sum and every row tile:
+    /// the micro-kernel, continuing the sums kept in `c` after the first block; the bias
+    /// is added after the last.
+    fn run<const MR: usize>(&self, pw_max: usize, c: &mut [&mut [f32]], tile: &Tile<'_, MR>) {
         let (m, k, n) = (self.m, self.k, self.n);
         let tiles = m.div_ceil(MR);
-        let mut ap = vec![0.0f32; tiles * k * MR];
-        for i in 0..m {
-            let row = &self.a[i * self.lda..i * self.lda + k];
-            let dst = &mut ap[(i / MR) * k * MR..(i / MR + 1) * k * MR];
-            for (d, &v) in dst.chunks_exact_mut(MR).zip(row) {
-                d[i % MR] = v;
-            }
-        }
+        let kc = k.div_ceil(k.div_ceil(KC));
         let np = n.div_ceil(NR);
         let mut buf = [[0.0f32; 2 * NR]; MR];
         let mut p = 0;
         while p < np {
             let pw = pw_max.min(np - p);
-            let bp = &self.b[p * k * NR..(p + pw) * k * NR];
             let c0 = p * NR;
             let width = (pw * NR).min(n - c0);
-            for (t, at) in ap.chunks_exact(k * MR).enumerate() {
-                tile(at, bp, k, pw, &mut buf);
-                let i0 = t * MR;
-                for (r, acc) in buf.iter().enumerate().take(m - i0) {
-                    let out = &mut c[(i0 + r) * ldc + c0..(i0 + r) * ldc + c0 + width];
-                    match self.bias {
-                        Some(bias) => {
-                            for ((o, &s), &bv) in out.iter_mut().zip(acc).zip(&bias[c0..c0 + width]) {
-                                *o = s + bv;
-                            }
+            let mut k0 = 0;
+            while k0 < k {
+                let kl = kc.min(k - k0);
+                let (first, last) = (k0 == 0, k0 + kl == k);
+                let b0 = &self.b[p * k * NR + k0 * NR..p * k * NR + (k0 + kl) * NR];
+                let b1 = if pw == 2 {
+                    &self.b[(p + 1) * k * NR + k0 * NR..(p + 1) * k * NR + (k0 + kl) * NR]
+                } else {
+                    b0
+                };
+                for t in 0..tiles {
+                    let at = &self.ap[t * k * MR + k0 * MR..t * k * MR + (k0 + kl) * MR];
+                    let i0 = t * MR;
+                    let rows = MR.min(m - i0);
+                    let c_rows = &mut c[i0..i0 + rows];
+                    if !first {
+                        for (acc, row) in buf.iter_mut().zip(c_rows.iter()) {
+                            copy_prefix(&mut acc[..], &row[c0..], width);
                         }
-                        None => out.copy_from_slice(&acc[..width]),
+                    }
+                    tile(at, b0, b1, kl, first, &mut buf);
+                    for (acc, row) in buf.iter().zip(c_rows.iter_mut()) {
+                        let out = &mut row[c0..c0 + width];
+                        match self.bias.filter(|_| last) {
+                            Some(bias) => {
+                                for ((o, &s), &bv) in out.iter_mut().zip(acc).zip(&bias[c0..c0 + width]) {
+                                    *o = s + bv;
+                                }
+                            }
+                            None => copy_prefix(out, acc, width),
+                        }
                     }
                 }
+                k0 += kl;
             }
             p += pw;
         }
     }
 }
 
+/// `dst[..len] = src[..len]`, with fixed-size copies for a tile's usual widths (a
+/// variable-length `copy_from_slice` is a call to `memmove`).
+#[inline(always)]
+fn copy_prefix(dst: &mut [f32], src: &[f32], len: usize) {
+    match len {
+        32 => dst[..32].copy_from_slice(&src[..32]),
+        16 => dst[..16].copy_from_slice(&src[..16]),
+        _ => dst[..len].copy_from_slice(&src[..len]),
+    }
+}
+
 /// The portable micro-kernel: 6 rows × one panel, `f32::mul_add` in increasing `k`.
-fn tile_portable(ap: &[f32], bp: &[f32], k: usize, _pw: usize, out: &mut [[f32; 2 * NR]; 6]) {
+fn tile_portable(ap: &[f32], b0: &[f32], _b1: &[f32], kl: usize, first: bool, out: &mut [[f32; 2 * NR]; 6]) {
     let mut acc = [[0.0f32; NR]; 6];
-    for (ak, bk) in ap.chunks_exact(6).zip(bp.chunks_exact(NR)).take(k) {
+    if !first {
+        for (a, o) in acc.iter_mut().zip(out.iter()) {
+            a.copy_from_slice(&o[..NR]);
+        }
+    }
+    for (ak, bk) in ap.chunks_exact(6).zip(b0.chunks_exact(NR)).take(kl) {
         for (accr, &x) in acc.iter_mut().zip(ak) {
             for (s, &w) in accr.iter_mut().zip(bk) {
                 *s = x.mul_add(w, *s);
@@ -248,15 +378,21 @@ mod x86 {
 
     use super::NR;
 
-    /// 6 rows × 16 columns with 12 accumulators; `acc = fma(a, b, acc)` in increasing `k`.
+    /// 6 rows × 16 columns with 12 accumulators: the contract of [`super::Tile`].
     ///
     /// # Safety
     /// The CPU must support AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn tile_avx2(ap: &[f32], bp: &[f32], k: usize, out: &mut [[f32; 2 * NR]; 6]) {
-        assert!(ap.len() >= 6 * k && bp.len() >= NR * k);
+    pub(super) unsafe fn tile_avx2(ap: &[f32], bp: &[f32], kl: usize, first: bool, out: &mut [[f32; 2 * NR]; 6]) {
+        assert!(ap.len() >= 6 * kl && bp.len() >= NR * kl);
         let mut acc = [[_mm256_setzero_ps(); 2]; 6];
-        for (ak, bk) in ap.chunks_exact(6).zip(bp.chunks_exact(NR)).take(k) {
+        if !first {
+            for (a, o) in acc.iter_mut().zip(out.iter()) {
+                // SAFETY: `o` is 32 floats long: two 8-float loads at 0 and 8 fit.
+                unsafe { *a = [_mm256_loadu_ps(o.as_ptr()), _mm256_loadu_ps(o.as_ptr().add(8))] };
+            }
+        }
+        for (ak, bk) in ap.chunks_exact(6).zip(bp.chunks_exact(NR)).take(kl) {
             // SAFETY: `bk` is NR = 16 floats long: two 8-float loads fit.
             let (b0, b1) = unsafe { (_mm256_loadu_ps(bk.as_ptr()), _mm256_loadu_ps(bk.as_ptr().add(8))) };
             for (accr, &x) in acc.iter_mut().zip(ak) {
@@ -274,32 +410,54 @@ mod x86 {
         }
     }
 
-    /// 12 rows × `pw` (1 or 2) panels of 16 columns; `acc = fma(a, b, acc)` in increasing `k`.
+    /// 12 rows × one (`b0`) or two (`b0`, `b1`) panels of 16 columns, with 12 or 24
+    /// accumulators: the contract of [`super::Tile`].
     ///
     /// # Safety
     /// The CPU must support AVX-512F.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn tile_avx512(ap: &[f32], bp: &[f32], k: usize, pw: usize, out: &mut [[f32; 2 * NR]; 12]) {
-        if pw == 2 {
-            tile_avx512_w::<2>(ap, bp, k, out);
+    pub(super) unsafe fn tile_avx512(
+        ap: &[f32],
+        b0: &[f32],
+        b1: &[f32],
+        kl: usize,
+        two: bool,
+        first: bool,
+        out: &mut [[f32; 2 * NR]; 12],
+    ) {
+        if two {
+            tile_avx512_w::<2>(ap, b0, b1, kl, first, out);
         } else {
-            tile_avx512_w::<1>(ap, bp, k, out);
+            tile_avx512_w::<1>(ap, b0, b0, kl, first, out);
         }
     }
 
     #[inline]
     #[target_feature(enable = "avx512f")]
-    fn tile_avx512_w<const W: usize>(ap: &[f32], bp: &[f32], k: usize, out: &mut [[f32; 2 * NR]; 12]) {
-        assert!(ap.len() >= 12 * k && bp.len() >= W * NR * k);
-        let b0 = &bp[..NR * k];
-        // With one panel, the second stream repeats the first (its loads go unused).
-        let b1 = if W == 2 { &bp[NR * k..2 * NR * k] } else { b0 };
+    fn tile_avx512_w<const W: usize>(
+        ap: &[f32],
+        b0: &[f32],
+        b1: &[f32],
+        kl: usize,
+        first: bool,
+        out: &mut [[f32; 2 * NR]; 12],
+    ) {
+        assert!(ap.len() >= 12 * kl && b0.len() >= NR * kl && b1.len() >= NR * kl);
         let mut acc = [[_mm512_setzero_ps(); W]; 12];
+        if !first {
+            for (a, o) in acc.iter_mut().zip(out.iter()) {
+                for (w, v) in a.iter_mut().enumerate() {
+                    // SAFETY: `o` is 32 floats long and w < 2: a 16-float load at 16·w fits.
+                    *v = unsafe { _mm512_loadu_ps(o.as_ptr().add(w * NR)) };
+                }
+            }
+        }
+        // With one panel, `b1` is `b0` and its loads go unused.
         for ((ak, bk0), bk1) in ap
             .chunks_exact(12)
             .zip(b0.chunks_exact(NR))
             .zip(b1.chunks_exact(NR))
-            .take(k)
+            .take(kl)
         {
             // SAFETY: `bk0` and `bk1` are NR = 16 floats long: one 16-float load each.
             let bv = unsafe { [_mm512_loadu_ps(bk0.as_ptr()), _mm512_loadu_ps(bk1.as_ptr())] };
@@ -365,7 +523,7 @@ pub(crate) fn exp_le0(x: f32) -> f32 {
         .mul_add(r, 8.333_452e-3)
         .mul_add(r, 4.166_579_6e-2)
         .mul_add(r, 1.666_666_5e-1)
-        .mul_add(r, 5.000_000_1e-1);
+        .mul_add(r, 0.5);
     let y = p.mul_add(r * r, r) + 1.0;
     let e = (t.to_bits() as i32 - MAGIC.to_bits() as i32 + 127) as u32;
     y * f32::from_bits(e << 23)
@@ -480,9 +638,22 @@ mod tests {
             }
             for kern in kernels() {
                 let mut c = vec![0.0f32; m * ldc];
-                gemm(kern, &a, lda, m, k, &b, n, Some(&bias), &mut c, ldc);
+                let mut rows: Vec<&mut [f32]> = c.chunks_mut(ldc).collect();
+                gemm(kern, Strided::rows(&a, lda), m, k, &b, n, Some(&bias), &mut rows);
                 let same = c.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());
                 assert!(same, "{} kernel, m={m} k={k} n={n}", kern.name());
+                // The same `a` stored transposed (column-major).
+                let at: Vec<f32> = (0..k * m).map(|x| a[(x % m) * lda + x / m]).collect();
+                let mut c = vec![0.0f32; m * ldc];
+                let mut rows: Vec<&mut [f32]> = c.chunks_mut(ldc).collect();
+                let a_cols = Strided {
+                    data: &at,
+                    rs: 1,
+                    ks: m,
+                };
+                gemm(kern, a_cols, m, k, &b, n, Some(&bias), &mut rows);
+                let same = c.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());
+                assert!(same, "{} kernel, column-major a, m={m} k={k} n={n}", kern.name());
             }
         }
     }
@@ -518,5 +689,42 @@ mod tests {
         }
         assert_eq!(exp_le0(0.0), 1.0);
         assert_eq!(exp_le0(f32::NEG_INFINITY), exp_le0(-87.0));
+    }
+
+    /// Single-thread speed of each kernel (on-CPU time, so a busy machine does not skew
+    /// it): `cargo test -p cairn-embed --release --lib kernel_speed -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "a timing, not a check"]
+    fn kernel_speed() {
+        let cpu_ns = || -> u64 {
+            let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+            s.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0)
+        };
+        let mut rng = Rng(3);
+        for &(m, k, n) in &[(96, 384, 1536), (96, 1536, 384), (200, 32, 200), (200, 200, 32)] {
+            let a: Vec<f32> = (0..m * k).map(|_| rng.next()).collect();
+            let w: Vec<f32> = (0..k * n).map(|_| rng.next()).collect();
+            let b = pack_b(k, n, |kk, j| w[kk * n + j]);
+            let mut c = vec![0.0f32; m * n];
+            for kern in kernels() {
+                let reps = (2e9 / (2 * m * k * n) as f64).ceil() as usize;
+                let mr = kern.mr();
+                let mut ap = vec![0.0f32; m.div_ceil(mr) * k * mr];
+                pack_a(mr, Strided::rows(&a, k), m, k, 0, &mut ap);
+                let (t0, w0) = (cpu_ns(), std::time::Instant::now());
+                let mut rows: Vec<&mut [f32]> = c.chunks_mut(n).collect();
+                for _ in 0..reps {
+                    gemm_packed(kern, &ap, m, k, &b, n, None, &mut rows);
+                }
+                let (cpu, wall) = ((cpu_ns() - t0) as f64 * 1e-9, w0.elapsed().as_secs_f64());
+                let flop = (2 * m * k * n * reps) as f64;
+                println!(
+                    "{:>9} m={m:<4} k={k:<5} n={n:<5} {:6.1} GFLOP/s on-CPU ({:6.1} wall)",
+                    kern.name(),
+                    flop / cpu * 1e-9,
+                    flop / wall * 1e-9
+                );
+            }
+        }
     }
 }

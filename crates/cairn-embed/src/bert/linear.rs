@@ -8,7 +8,7 @@
 
 use rayon::prelude::*;
 
-use super::kernel::{gemm, pack_b, Kernel, NR};
+use super::kernel::{gemm_packed, pack_a, pack_b, Kernel, Strided, NR};
 
 /// Most rows one task takes (a multiple of every kernel's tile height, 6 and 12).
 const MAX_BLOCK_ROWS: usize = 96;
@@ -44,9 +44,9 @@ impl Linear {
         if m == 0 {
             return y;
         }
-        // Tasks: row blocks (equal, multiples of 12) × column groups (whole, even panel
-        // counts), about 8 per thread. The split changes who computes an element,
-        // never how it is computed.
+        // Tasks: row blocks (equal, multiples of 12 = every kernel's tile height) ×
+        // column groups (whole, even panel counts), about 8 per thread, each writing its
+        // own part of `y`. The split changes who computes an element, never how.
         let threads = rayon::current_num_threads().max(1);
         let row_blocks = m.div_ceil(MAX_BLOCK_ROWS);
         let rows = m.div_ceil(row_blocks).div_ceil(12) * 12;
@@ -55,53 +55,36 @@ impl Linear {
         let groups = (8 * threads).div_ceil(row_blocks).clamp(1, np.div_ceil(2));
         let group_panels = np.div_ceil(groups).div_ceil(2) * 2;
         let groups = np.div_ceil(group_panels);
-        if groups == 1 {
-            y.par_chunks_mut(rows * dout)
-                .zip(x.par_chunks(rows * din))
-                .for_each(|(yb, xb)| {
-                    let mb = xb.len() / din;
-                    gemm(kern, xb, din, mb, din, &self.panels, dout, Some(&self.bias), yb, dout);
-                });
-            return y;
-        }
-        // Each task writes its own `rows × width` block; the blocks are then copied into
-        // place, row block by row block in parallel.
-        let tasks: Vec<(usize, usize)> = (0..row_blocks).flat_map(|r| (0..groups).map(move |g| (r, g))).collect();
-        let blocks: Vec<Vec<f32>> = tasks
-            .par_iter()
-            .map(|&(r, g)| {
-                let xb = &x[r * rows * din..((r + 1) * rows).min(m) * din];
-                let mb = xb.len() / din;
-                let c0 = g * group_panels * NR;
-                let width = (group_panels * NR).min(dout - c0);
-                let panels = &self.panels[g * group_panels * din * NR..];
-                let mut out = vec![0.0f32; mb * width];
-                gemm(
-                    kern,
-                    xb,
-                    din,
-                    mb,
-                    din,
-                    panels,
-                    width,
-                    Some(&self.bias[c0..]),
-                    &mut out,
-                    width,
-                );
-                out
-            })
+
+        // `x` packed once, in row tiles (a row block is a whole number of tiles).
+        let mr = kern.mr();
+        let tile = din * mr;
+        let mut ap = vec![0.0f32; m.div_ceil(mr) * tile];
+        ap.par_chunks_mut(rows / mr * tile)
+            .enumerate()
+            .for_each(|(r, out)| pack_a(mr, Strided::rows(x, din), m, din, r * rows / mr, out));
+        let block = |r: usize| {
+            let mb = rows.min(m - r * rows);
+            (&ap[r * rows / mr * tile..], mb)
+        };
+
+        // Each task gets its rows' segments of `y` for its columns (disjoint borrows).
+        let width = group_panels * NR;
+        let mut tasks: Vec<(usize, usize, Vec<&mut [f32]>)> = (0..row_blocks)
+            .flat_map(|r| (0..groups).map(move |g| (r, g, Vec::with_capacity(rows))))
             .collect();
-        y.par_chunks_mut(rows * dout)
-            .zip(blocks.par_chunks(groups))
-            .for_each(|(yb, row_blocks)| {
-                for (g, block) in row_blocks.iter().enumerate() {
-                    let c0 = g * group_panels * NR;
-                    let width = (group_panels * NR).min(dout - c0);
-                    for (yr, br) in yb.chunks_exact_mut(dout).zip(block.chunks_exact(width)) {
-                        yr[c0..c0 + width].copy_from_slice(br);
-                    }
-                }
-            });
+        for (i, row) in y.chunks_mut(dout).enumerate() {
+            for (g, seg) in row.chunks_mut(width).enumerate() {
+                tasks[(i / rows) * groups + g].2.push(seg);
+            }
+        }
+        tasks.into_par_iter().for_each(|(r, g, mut out)| {
+            let (apb, mb) = block(r);
+            let c0 = g * width;
+            let panels = &self.panels[c0 * din..];
+            let bias = &self.bias[c0..];
+            gemm_packed(kern, apb, mb, din, panels, out[0].len(), Some(bias), &mut out);
+        });
         y
     }
 }
