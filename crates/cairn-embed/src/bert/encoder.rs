@@ -8,7 +8,7 @@
 use rayon::prelude::*;
 
 use super::config::BertConfig;
-use super::kernel::{exp_le0, fma_fn, gelu, gemm, pack_b, sum8, sum_sq8, Kernel, Strided};
+use super::kernel::{exp_le0, fma_fn, gelu, gemm, gemm_tiled, pack_b, sum8, sum_sq8, Kernel, Strided, TiledA};
 use super::linear::Linear;
 use super::weights::Weights;
 use crate::error::ModelError;
@@ -179,18 +179,21 @@ impl Encoder {
         let kern = self.kernel;
         self.emb_ln.apply(kern, &mut x);
 
+        // Buffers reused by every layer (no allocation, no zeroing after the first).
+        let (mut ap, mut qkv, mut ctx) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut a, mut inter, mut o) = (Vec::new(), Vec::new(), Vec::new());
         for layer in &self.layers {
-            let qkv = layer.qkv.forward(kern, &x, total);
-            let ctx = self.attention(&qkv, &spans, total);
-            let mut a = layer.attn_out.forward(kern, &ctx, total);
+            layer.qkv.forward_into(kern, &x, total, &mut ap, &mut qkv);
+            self.attention(&qkv, &spans, &mut ctx);
+            layer.attn_out.forward_into(kern, &ctx, total, &mut ap, &mut a);
             add_in_place(&mut a, &x);
             layer.ln1.apply(kern, &mut a);
-            let mut inter = layer.inter.forward(kern, &a, total);
+            layer.inter.forward_into(kern, &a, total, &mut ap, &mut inter);
             inter.par_chunks_mut(4096).for_each(|c| gelu_slice(kern, c));
-            let mut o = layer.out.forward(kern, &inter, total);
+            layer.out.forward_into(kern, &inter, total, &mut ap, &mut o);
             add_in_place(&mut o, &a);
             layer.ln2.apply(kern, &mut o);
-            x = o;
+            std::mem::swap(&mut x, &mut o);
         }
 
         spans
@@ -204,15 +207,15 @@ impl Encoder {
     }
 
     /// Multi-head self-attention of each sequence over its own tokens.
-    /// `qkv` is `[total, 3h]` (`q | k | v`); returns the context `[total, h]`.
-    fn attention(&self, qkv: &[f32], spans: &[(usize, usize)], total: usize) -> Vec<f32> {
+    /// `qkv` is `[total, 3h]` (`q | k | v`); the context `[total, h]` goes to `ctx`.
+    fn attention(&self, qkv: &[f32], spans: &[(usize, usize)], ctx: &mut Vec<f32>) {
         let h = self.cfg.hidden_size;
         let nh = self.cfg.num_attention_heads;
         let hd = self.cfg.head_dim();
         let scale = 1.0f32 / (hd as f32).sqrt();
         // One task per (sequence, head), each writing its rows' `hd` columns of `ctx`
         // (disjoint borrows).
-        let mut ctx = vec![0.0f32; total * h];
+        ctx.resize(qkv.len() / 3, 0.0);
         let mut units: Vec<(usize, usize, Vec<&mut [f32]>)> = (0..spans.len())
             .flat_map(|s| (0..nh).map(move |head| (s, head, Vec::with_capacity(spans[s].1))))
             .collect();
@@ -233,7 +236,10 @@ impl Encoder {
             // Scores transposed, Sᵀ = K·Qᵀ (row j: key j; column i: query i), with Qᵀ
             // packed in panels of NR queries.
             let queries = pack_b(hd, n, |d, i| seq[i * 3 * h + col(0) + d]);
-            let mut st = vec![0.0f32; n * n];
+            // Rows padded to whole row tiles of P, which P·V reads in place.
+            let ld = n.div_ceil(12) * 12;
+            let mut st = SCORES.take();
+            st.resize(n * ld, 0.0);
             let keys = Strided::rows(&seq[col(1)..], 3 * h);
             gemm(
                 kern,
@@ -243,21 +249,28 @@ impl Encoder {
                 &queries,
                 n,
                 None,
-                &mut st.chunks_mut(n).collect::<Vec<_>>(),
+                &mut st.chunks_mut(ld).collect::<Vec<_>>(),
             );
-            softmax_columns(kern, &mut st, n, scale);
+            softmax_columns(kern, &mut st, n, ld, scale);
             // Context P·V (n × hd) into `ctx`: P read column-major out of Pᵀ, V packed in
             // panels of NR dimensions.
             let values = pack_b(n, hd, |j, d| seq[j * 3 * h + col(2) + d]);
-            let p = Strided {
+            let p = TiledA {
                 data: &st,
-                rs: 1,
-                ks: n,
+                tile_step: kern.mr(),
+                ks: ld,
             };
-            gemm(kern, p, n, n, &values, hd, None, &mut out);
+            gemm_tiled(kern, p, n, n, &values, hd, None, &mut out);
+            SCORES.set(st);
         });
-        ctx
     }
+}
+
+thread_local! {
+    /// A thread's buffer for one head's scores (reused: no allocation per head). Its
+    /// padding columns hold whatever an earlier head left: P·V computes rows from them
+    /// that are dropped, and no lane mixes with another.
+    static SCORES: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// `a += b` element-wise.
@@ -277,27 +290,27 @@ fma_fn! {
 }
 
 fma_fn! {
-    /// Softmax over each column of the `n × n` transposed scores `st` (row `j`: key `j`;
-    /// column `i`: query `i`), after scaling by `scale`: `e^(s − max) / Σ e^(s − max)`,
+    /// Softmax over each column of the `n × n` transposed scores `st` (row `j`: key `j`,
+    /// `ld` apart; column `i`: query `i`), after scaling by `scale`: `e^(s − max) / Σ e^(s − max)`,
     /// every column's max and sum taken over the keys in increasing `j` (vectorised
     /// across the columns).
-    fn softmax_columns(st: &mut [f32], n: usize, scale: f32) {
+    fn softmax_columns(st: &mut [f32], n: usize, ld: usize, scale: f32) {
         let mut max = vec![f32::NEG_INFINITY; n];
-        for row in st.chunks_exact_mut(n) {
-            for (v, m) in row.iter_mut().zip(max.iter_mut()) {
+        for row in st.chunks_exact_mut(ld) {
+            for (v, m) in row[..n].iter_mut().zip(max.iter_mut()) {
                 *v *= scale;
                 *m = if *v > *m { *v } else { *m };
             }
         }
         let mut sum = vec![0.0f32; n];
-        for row in st.chunks_exact_mut(n) {
-            for ((v, m), s) in row.iter_mut().zip(&max).zip(sum.iter_mut()) {
+        for row in st.chunks_exact_mut(ld) {
+            for ((v, m), s) in row[..n].iter_mut().zip(&max).zip(sum.iter_mut()) {
                 *v = exp_le0(*v - m);
                 *s += *v;
             }
         }
-        for row in st.chunks_exact_mut(n) {
-            for (v, s) in row.iter_mut().zip(&sum) {
+        for row in st.chunks_exact_mut(ld) {
+            for (v, s) in row[..n].iter_mut().zip(&sum) {
                 *v /= s;
             }
         }

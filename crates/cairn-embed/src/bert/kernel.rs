@@ -218,15 +218,38 @@ pub(crate) fn gemm(
     let mr = kern.mr();
     let mut ap = vec![0.0f32; m.div_ceil(mr) * k * mr];
     pack_a(mr, a, m, k, 0, &mut ap);
-    gemm_packed(kern, &ap, m, k, b, n, bias, c);
+    gemm_tiled(kern, TiledA::packed(&ap, k, mr), m, k, b, n, bias, c);
 }
 
-/// [`gemm`] with `a` already packed by [`pack_a`] (with [`Kernel::mr`]): `ap` holds
-/// the tiles of rows `0..m`.
+/// The left operand as the micro-kernels read it, in tiles of [`Kernel::mr`] rows:
+/// row `t·mr + r`, column `kk` is `data[t·tile_step + kk·ks + r]`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TiledA<'a> {
+    pub data: &'a [f32],
+    /// Step between tiles.
+    pub tile_step: usize,
+    /// Step between columns (at least `mr`).
+    pub ks: usize,
+}
+
+impl TiledA<'_> {
+    /// Tiles packed by [`pack_a`] for `k` columns.
+    pub fn packed(data: &[f32], k: usize, mr: usize) -> TiledA<'_> {
+        TiledA {
+            data,
+            tile_step: k * mr,
+            ks: mr,
+        }
+    }
+}
+
+/// [`gemm`] with `a` already in tiles (packed by [`pack_a`], or a column-major matrix
+/// whose columns are padded to whole tiles: `TiledA { tile_step: mr, ks: ld }`); the
+/// values of the tiles' rows past `m` do not matter (those rows are computed and dropped).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn gemm_packed(
+pub(crate) fn gemm_tiled(
     kern: Kernel,
-    ap: &[f32],
+    a: TiledA<'_>,
     m: usize,
     k: usize,
     b: &[f32],
@@ -237,8 +260,9 @@ pub(crate) fn gemm_packed(
     if m == 0 || n == 0 {
         return;
     }
+    let mr = kern.mr();
     assert!(
-        k > 0 && ap.len() >= m.div_ceil(kern.mr()) * k * kern.mr(),
+        k > 0 && a.ks >= mr && (m.div_ceil(mr) - 1) * a.tile_step + (k - 1) * a.ks + mr <= a.data.len(),
         "gemm: a is too short"
     );
     assert!(b.len() >= n.div_ceil(NR) * k * NR, "gemm: b is too short");
@@ -247,28 +271,75 @@ pub(crate) fn gemm_packed(
         "gemm: c is too short"
     );
     assert!(bias.is_none_or(|b| b.len() >= n), "gemm: bias is too short");
-    let g = Gemm { ap, m, k, b, n, bias };
+    let g = Gemm { a, m, k, b, n, bias };
     match kern {
         Kernel::Portable => g.run::<6>(1, c, &tile_portable),
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx2Fma => g.run::<6>(1, c, &|ap, b0, _b1, kl, first, out| {
+        Kernel::Avx2Fma => g.run::<6>(1, c, &|a, ks, b0, _b1, kl, io| {
             // SAFETY: `Kernel::Avx2Fma` is only made after the CPU reported AVX2 and FMA.
-            unsafe { x86::tile_avx2(ap, b0, kl, first, out) }
+            unsafe { x86::tile_avx2(a, ks, b0, kl, io) }
         }),
         #[cfg(target_arch = "x86_64")]
-        Kernel::Avx512 => g.run::<12>(2, c, &|ap, b0, b1, kl, first, out| {
+        Kernel::Avx512 => g.run::<12>(2, c, &|a, ks, b0, b1, kl, io| {
             let two = !std::ptr::eq(b0, b1);
             // SAFETY: `Kernel::Avx512` is only made after the CPU reported AVX-512F.
-            unsafe { x86::tile_avx512(ap, b0, b1, kl, two, first, out) }
+            unsafe { x86::tile_avx512(a, ks, b0, b1, kl, two, io) }
         }),
     }
 }
 
-/// A micro-kernel over one block of `kl` steps of the sum: for the tile's rows `r` and
-/// columns `c` (panel `b0`, then `b1` when two panels are asked),
-/// `out[r][c] = fma(ap[(kl−1)·MR + r], b[kl−1][c], … fma(ap[r], b[0][c], init) …)`, where
-/// `init` is `+0.0` when `first`, else `out[r][c]` itself (the sum so far).
-type Tile<'t, const MR: usize> = dyn Fn(&[f32], &[f32], &[f32], usize, bool, &mut [[f32; 2 * NR]; MR]) + 't;
+/// A micro-kernel call: one block of `kl` steps of the sum for one tile of `MR` rows
+/// (`a`: column `kk` at `a[kk·ks ..]`) and one (`b0`) or two (`b0`, `b1`) panels. For
+/// each valid element `c[r][c]` of `io`:
+/// `c = fma(a[kl−1][r], b[kl−1][c], … fma(a[0][r], b[0][c], init) …)`, where `init` is
+/// `+0.0` on the first block, else the value in `c` (the sum so far); plus the bias
+/// on the last block.
+type Tile<'t, const MR: usize> = dyn Fn(&[f32], usize, &[f32], &[f32], usize, &mut TileIo<'_, '_>) + 't;
+
+/// Where a micro-kernel call reads and writes its sums: columns `c0 .. c0 + width` of
+/// `rows` (the tile's valid rows).
+pub(crate) struct TileIo<'c, 'r> {
+    rows: &'c mut [&'r mut [f32]],
+    c0: usize,
+    width: usize,
+    /// The first block of the sum: start from `+0.0`, not from `rows`.
+    first: bool,
+    /// On the last block, the bias from column `c0` on.
+    bias: Option<&'c [f32]>,
+}
+
+impl TileIo<'_, '_> {
+    /// Whether the tile is whole: `mr` valid rows, `w` whole panels of columns.
+    #[inline(always)]
+    fn whole(&self, mr: usize, w: usize) -> bool {
+        self.rows.len() == mr && self.width == w * NR
+    }
+
+    /// The sums so far into `buf` (valid rows and columns only).
+    #[inline(always)]
+    fn load<const MR: usize>(&self, buf: &mut [[f32; 2 * NR]; MR]) {
+        for (acc, row) in buf.iter_mut().zip(self.rows.iter()) {
+            copy_prefix(acc, &row[self.c0..], self.width);
+        }
+    }
+
+    /// `buf` (plus the bias, on the last block) into the valid rows and columns.
+    #[inline(always)]
+    fn store<const MR: usize>(&mut self, buf: &[[f32; 2 * NR]; MR]) {
+        let (c0, width) = (self.c0, self.width);
+        for (acc, row) in buf.iter().zip(self.rows.iter_mut()) {
+            let out = &mut row[c0..c0 + width];
+            match self.bias {
+                Some(bias) => {
+                    for ((o, &s), &bv) in out.iter_mut().zip(acc).zip(&bias[..width]) {
+                        *o = s + bv;
+                    }
+                }
+                None => copy_prefix(out, acc, width),
+            }
+        }
+    }
+}
 
 /// Steps of the sum per block (about): a tile of packed `a` (≤ 12 rows) and two weight
 /// panels of a block stay in the L1 cache while the row tiles take their turn. Blocking
@@ -276,9 +347,9 @@ type Tile<'t, const MR: usize> = dyn Fn(&[f32], &[f32], &[f32], usize, bool, &mu
 /// of the steps is unchanged.
 const KC: usize = 192;
 
-/// One product's operands (see [`gemm_packed`]).
+/// One product's operands (see [`gemm_tiled`]).
 struct Gemm<'a> {
-    ap: &'a [f32],
+    a: TiledA<'a>,
     m: usize,
     k: usize,
     b: &'a [f32],
@@ -288,14 +359,13 @@ struct Gemm<'a> {
 
 impl Gemm<'_> {
     /// For every group of ≤ `pw_max` panels, every block of the sum and every row tile:
-    /// the micro-kernel, continuing the sums kept in `c` after the first block; the bias
-    /// is added after the last.
+    /// the micro-kernel, continuing the sums kept in `c` after the first block.
     fn run<const MR: usize>(&self, pw_max: usize, c: &mut [&mut [f32]], tile: &Tile<'_, MR>) {
         let (m, k, n) = (self.m, self.k, self.n);
         let tiles = m.div_ceil(MR);
         let kc = k.div_ceil(k.div_ceil(KC));
         let np = n.div_ceil(NR);
-        let mut buf = [[0.0f32; 2 * NR]; MR];
+        let (data, step, ks) = (self.a.data, self.a.tile_step, self.a.ks);
         let mut p = 0;
         while p < np {
             let pw = pw_max.min(np - p);
@@ -312,27 +382,17 @@ impl Gemm<'_> {
                     b0
                 };
                 for t in 0..tiles {
-                    let at = &self.ap[t * k * MR + k0 * MR..t * k * MR + (k0 + kl) * MR];
                     let i0 = t * MR;
-                    let rows = MR.min(m - i0);
-                    let c_rows = &mut c[i0..i0 + rows];
-                    if !first {
-                        for (acc, row) in buf.iter_mut().zip(c_rows.iter()) {
-                            copy_prefix(&mut acc[..], &row[c0..], width);
-                        }
-                    }
-                    tile(at, b0, b1, kl, first, &mut buf);
-                    for (acc, row) in buf.iter().zip(c_rows.iter_mut()) {
-                        let out = &mut row[c0..c0 + width];
-                        match self.bias.filter(|_| last) {
-                            Some(bias) => {
-                                for ((o, &s), &bv) in out.iter_mut().zip(acc).zip(&bias[c0..c0 + width]) {
-                                    *o = s + bv;
-                                }
-                            }
-                            None => copy_prefix(out, acc, width),
-                        }
-                    }
+                    let at = t * step + k0 * ks;
+                    let a = &data[at..at + (kl - 1) * ks + MR];
+                    let mut io = TileIo {
+                        rows: &mut c[i0..i0 + MR.min(m - i0)],
+                        c0,
+                        width,
+                        first,
+                        bias: self.bias.filter(|_| last).map(|b| &b[c0..]),
+                    };
+                    tile(a, ks, b0, b1, kl, &mut io);
                 }
                 k0 += kl;
             }
@@ -341,72 +401,100 @@ impl Gemm<'_> {
     }
 }
 
-/// `dst[..len] = src[..len]`, with fixed-size copies for a tile's usual widths (a
+/// `dst[..len] = src[..len]`, with fixed-size copies for the usual lengths (a
 /// variable-length `copy_from_slice` is a call to `memmove`).
 #[inline(always)]
 fn copy_prefix(dst: &mut [f32], src: &[f32], len: usize) {
     match len {
         32 => dst[..32].copy_from_slice(&src[..32]),
         16 => dst[..16].copy_from_slice(&src[..16]),
+        12 => dst[..12].copy_from_slice(&src[..12]),
+        6 => dst[..6].copy_from_slice(&src[..6]),
         _ => dst[..len].copy_from_slice(&src[..len]),
     }
 }
 
 /// The portable micro-kernel: 6 rows × one panel, `f32::mul_add` in increasing `k`.
-fn tile_portable(ap: &[f32], b0: &[f32], _b1: &[f32], kl: usize, first: bool, out: &mut [[f32; 2 * NR]; 6]) {
-    let mut acc = [[0.0f32; NR]; 6];
-    if !first {
-        for (a, o) in acc.iter_mut().zip(out.iter()) {
-            a.copy_from_slice(&o[..NR]);
-        }
+fn tile_portable(a: &[f32], ks: usize, b0: &[f32], _b1: &[f32], kl: usize, io: &mut TileIo<'_, '_>) {
+    let mut buf = [[0.0f32; 2 * NR]; 6];
+    if !io.first {
+        io.load(&mut buf);
     }
-    for (ak, bk) in ap.chunks_exact(6).zip(b0.chunks_exact(NR)).take(kl) {
-        for (accr, &x) in acc.iter_mut().zip(ak) {
+    for (kk, bk) in b0.chunks_exact(NR).take(kl).enumerate() {
+        for (accr, &x) in buf.iter_mut().zip(&a[kk * ks..kk * ks + 6]) {
             for (s, &w) in accr.iter_mut().zip(bk) {
                 *s = x.mul_add(w, *s);
             }
         }
     }
-    for (o, a) in out.iter_mut().zip(&acc) {
-        o[..NR].copy_from_slice(a);
-    }
+    io.store(&buf);
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
 
-    use super::NR;
+    use super::{TileIo, NR};
 
     /// 6 rows × 16 columns with 12 accumulators: the contract of [`super::Tile`].
     ///
     /// # Safety
     /// The CPU must support AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn tile_avx2(ap: &[f32], bp: &[f32], kl: usize, first: bool, out: &mut [[f32; 2 * NR]; 6]) {
-        assert!(ap.len() >= 6 * kl && bp.len() >= NR * kl);
+    pub(super) unsafe fn tile_avx2(a: &[f32], ks: usize, bp: &[f32], kl: usize, io: &mut TileIo<'_, '_>) {
+        assert!(kl > 0 && a.len() > (kl - 1) * ks + 5 && bp.len() >= NR * kl);
+        let whole = io.whole(6, 1);
+        let mut buf = [[0.0f32; 2 * NR]; 6];
         let mut acc = [[_mm256_setzero_ps(); 2]; 6];
-        if !first {
-            for (a, o) in acc.iter_mut().zip(out.iter()) {
-                // SAFETY: `o` is 32 floats long: two 8-float loads at 0 and 8 fit.
-                unsafe { *a = [_mm256_loadu_ps(o.as_ptr()), _mm256_loadu_ps(o.as_ptr().add(8))] };
+        if !io.first {
+            if !whole {
+                io.load(&mut buf);
+            }
+            for (r, acc) in acc.iter_mut().enumerate() {
+                let src = if whole {
+                    &io.rows[r][io.c0..io.c0 + NR]
+                } else {
+                    &buf[r][..NR]
+                };
+                // SAFETY: `src` is NR = 16 floats long: two 8-float loads at 0 and 8 fit.
+                unsafe { *acc = [_mm256_loadu_ps(src.as_ptr()), _mm256_loadu_ps(src.as_ptr().add(8))] };
             }
         }
-        for (ak, bk) in ap.chunks_exact(6).zip(bp.chunks_exact(NR)).take(kl) {
+        for (kk, bk) in bp.chunks_exact(NR).take(kl).enumerate() {
             // SAFETY: `bk` is NR = 16 floats long: two 8-float loads fit.
             let (b0, b1) = unsafe { (_mm256_loadu_ps(bk.as_ptr()), _mm256_loadu_ps(bk.as_ptr().add(8))) };
-            for (accr, &x) in acc.iter_mut().zip(ak) {
+            for (accr, &x) in acc.iter_mut().zip(&a[kk * ks..kk * ks + 6]) {
                 let xv = _mm256_set1_ps(x);
                 accr[0] = _mm256_fmadd_ps(xv, b0, accr[0]);
                 accr[1] = _mm256_fmadd_ps(xv, b1, accr[1]);
             }
         }
-        for (o, a) in out.iter_mut().zip(&acc) {
-            // SAFETY: `o` is 32 floats long: two 8-float stores at 0 and 8 fit.
-            unsafe {
-                _mm256_storeu_ps(o.as_mut_ptr(), a[0]);
-                _mm256_storeu_ps(o.as_mut_ptr().add(8), a[1]);
+        if whole {
+            let (c0, bias) = (io.c0, io.bias);
+            for (row, mut v) in io.rows.iter_mut().zip(acc) {
+                if let Some(bias) = bias {
+                    // SAFETY: `bias` holds the tile's 16 columns: two 8-float loads fit.
+                    unsafe {
+                        v[0] = _mm256_add_ps(v[0], _mm256_loadu_ps(bias.as_ptr()));
+                        v[1] = _mm256_add_ps(v[1], _mm256_loadu_ps(bias[8..16].as_ptr()));
+                    }
+                }
+                let dst = &mut row[c0..c0 + NR];
+                // SAFETY: `dst` is 16 floats long: two 8-float stores at 0 and 8 fit.
+                unsafe {
+                    _mm256_storeu_ps(dst.as_mut_ptr(), v[0]);
+                    _mm256_storeu_ps(dst.as_mut_ptr().add(8), v[1]);
+                }
             }
+        } else {
+            for (o, v) in buf.iter_mut().zip(acc) {
+                // SAFETY: `o` is 32 floats long: two 8-float stores at 0 and 8 fit.
+                unsafe {
+                    _mm256_storeu_ps(o.as_mut_ptr(), v[0]);
+                    _mm256_storeu_ps(o.as_mut_ptr().add(8), v[1]);
+                }
+            }
+            io.store(&buf);
         }
     }
 
@@ -417,62 +505,77 @@ mod x86 {
     /// The CPU must support AVX-512F.
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn tile_avx512(
-        ap: &[f32],
+        a: &[f32],
+        ks: usize,
         b0: &[f32],
         b1: &[f32],
         kl: usize,
         two: bool,
-        first: bool,
-        out: &mut [[f32; 2 * NR]; 12],
+        io: &mut TileIo<'_, '_>,
     ) {
         if two {
-            tile_avx512_w::<2>(ap, b0, b1, kl, first, out);
+            tile_avx512_w::<2>(a, ks, b0, b1, kl, io);
         } else {
-            tile_avx512_w::<1>(ap, b0, b0, kl, first, out);
+            tile_avx512_w::<1>(a, ks, b0, b0, kl, io);
         }
     }
 
     #[inline]
     #[target_feature(enable = "avx512f")]
-    fn tile_avx512_w<const W: usize>(
-        ap: &[f32],
-        b0: &[f32],
-        b1: &[f32],
-        kl: usize,
-        first: bool,
-        out: &mut [[f32; 2 * NR]; 12],
-    ) {
-        assert!(ap.len() >= 12 * kl && b0.len() >= NR * kl && b1.len() >= NR * kl);
+    fn tile_avx512_w<const W: usize>(a: &[f32], ks: usize, b0: &[f32], b1: &[f32], kl: usize, io: &mut TileIo<'_, '_>) {
+        assert!(kl > 0 && a.len() > (kl - 1) * ks + 11 && b0.len() >= NR * kl && b1.len() >= NR * kl);
+        let whole = io.whole(12, W);
+        let mut buf = [[0.0f32; 2 * NR]; 12];
         let mut acc = [[_mm512_setzero_ps(); W]; 12];
-        if !first {
-            for (a, o) in acc.iter_mut().zip(out.iter()) {
-                for (w, v) in a.iter_mut().enumerate() {
-                    // SAFETY: `o` is 32 floats long and w < 2: a 16-float load at 16·w fits.
-                    *v = unsafe { _mm512_loadu_ps(o.as_ptr().add(w * NR)) };
+        if !io.first {
+            if !whole {
+                io.load(&mut buf);
+            }
+            for (r, acc) in acc.iter_mut().enumerate() {
+                for (w, v) in acc.iter_mut().enumerate() {
+                    let src = if whole {
+                        &io.rows[r][io.c0 + w * NR..io.c0 + (w + 1) * NR]
+                    } else {
+                        &buf[r][w * NR..(w + 1) * NR]
+                    };
+                    // SAFETY: `src` is 16 floats long: one 16-float load fits.
+                    *v = unsafe { _mm512_loadu_ps(src.as_ptr()) };
                 }
             }
         }
         // With one panel, `b1` is `b0` and its loads go unused.
-        for ((ak, bk0), bk1) in ap
-            .chunks_exact(12)
-            .zip(b0.chunks_exact(NR))
-            .zip(b1.chunks_exact(NR))
-            .take(kl)
-        {
+        for ((kk, bk0), bk1) in (0..kl).zip(b0.chunks_exact(NR)).zip(b1.chunks_exact(NR)) {
             // SAFETY: `bk0` and `bk1` are NR = 16 floats long: one 16-float load each.
             let bv = unsafe { [_mm512_loadu_ps(bk0.as_ptr()), _mm512_loadu_ps(bk1.as_ptr())] };
-            for (accr, &x) in acc.iter_mut().zip(ak) {
+            for (accr, &x) in acc.iter_mut().zip(&a[kk * ks..kk * ks + 12]) {
                 let xv = _mm512_set1_ps(x);
                 for w in 0..W {
                     accr[w] = _mm512_fmadd_ps(xv, bv[w], accr[w]);
                 }
             }
         }
-        for (o, a) in out.iter_mut().zip(&acc) {
-            for (w, v) in a.iter().enumerate() {
-                // SAFETY: `o` is 32 floats long and w < 2: a 16-float store at 16·w fits.
-                unsafe { _mm512_storeu_ps(o.as_mut_ptr().add(w * NR), *v) };
+        if whole {
+            let (c0, bias) = (io.c0, io.bias);
+            for (row, v) in io.rows.iter_mut().zip(acc) {
+                for (w, mut v) in v.into_iter().enumerate() {
+                    if let Some(bias) = bias {
+                        let b = &bias[w * NR..(w + 1) * NR];
+                        // SAFETY: `b` is 16 floats long: one 16-float load fits.
+                        v = _mm512_add_ps(v, unsafe { _mm512_loadu_ps(b.as_ptr()) });
+                    }
+                    let dst = &mut row[c0 + w * NR..c0 + (w + 1) * NR];
+                    // SAFETY: `dst` is 16 floats long: one 16-float store fits.
+                    unsafe { _mm512_storeu_ps(dst.as_mut_ptr(), v) };
+                }
             }
+        } else {
+            for (o, v) in buf.iter_mut().zip(acc) {
+                for (w, v) in v.into_iter().enumerate() {
+                    // SAFETY: `o` is 32 floats long and w < 2: a 16-float store at 16·w fits.
+                    unsafe { _mm512_storeu_ps(o.as_mut_ptr().add(w * NR), v) };
+                }
+            }
+            io.store(&buf);
         }
     }
 }
@@ -654,6 +757,21 @@ mod tests {
                 gemm(kern, a_cols, m, k, &b, n, Some(&bias), &mut rows);
                 let same = c.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());
                 assert!(same, "{} kernel, column-major a, m={m} k={k} n={n}", kern.name());
+                // Read in place as tiles, the columns padded to whole tiles (with junk).
+                let ld = m.div_ceil(12) * 12;
+                let ap: Vec<f32> = (0..k * ld)
+                    .map(|x| if x % ld < m { at[(x / ld) * m + x % ld] } else { 1e30 })
+                    .collect();
+                let mut c = vec![0.0f32; m * ldc];
+                let mut rows: Vec<&mut [f32]> = c.chunks_mut(ldc).collect();
+                let tiled = TiledA {
+                    data: &ap,
+                    tile_step: kern.mr(),
+                    ks: ld,
+                };
+                gemm_tiled(kern, tiled, m, k, &b, n, Some(&bias), &mut rows);
+                let same = c.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits());
+                assert!(same, "{} kernel, tiles in place, m={m} k={k} n={n}", kern.name());
             }
         }
     }
@@ -714,7 +832,7 @@ mod tests {
                 let (t0, w0) = (cpu_ns(), std::time::Instant::now());
                 let mut rows: Vec<&mut [f32]> = c.chunks_mut(n).collect();
                 for _ in 0..reps {
-                    gemm_packed(kern, &ap, m, k, &b, n, None, &mut rows);
+                    gemm_tiled(kern, TiledA::packed(&ap, k, mr), m, k, &b, n, None, &mut rows);
                 }
                 let (cpu, wall) = ((cpu_ns() - t0) as f64 * 1e-9, w0.elapsed().as_secs_f64());
                 let flop = (2 * m * k * n * reps) as f64;

@@ -8,7 +8,7 @@
 
 use rayon::prelude::*;
 
-use super::kernel::{gemm_packed, pack_a, pack_b, Kernel, Strided, NR};
+use super::kernel::{gemm_tiled, pack_a, pack_b, Kernel, Strided, TiledA, NR};
 
 /// Most rows one task takes (a multiple of every kernel's tile height, 6 and 12).
 const MAX_BLOCK_ROWS: usize = 96;
@@ -36,13 +36,14 @@ impl Linear {
         }
     }
 
-    /// `y[m, dout] = x[m, din] · Wᵀ + b`, row-major.
-    pub fn forward(&self, kern: Kernel, x: &[f32], m: usize) -> Vec<f32> {
+    /// `y[m, dout] = x[m, din] · Wᵀ + b`, row-major, into `y` (resized to `m·dout`);
+    /// `ap` is scratch space for the packed `x` (grown as needed, reused across calls).
+    pub fn forward_into(&self, kern: Kernel, x: &[f32], m: usize, ap: &mut Vec<f32>, y: &mut Vec<f32>) {
         let (din, dout) = (self.din, self.dout);
         assert_eq!(x.len(), m * din);
-        let mut y = vec![0.0f32; m * dout];
+        y.resize(m * dout, 0.0);
         if m == 0 {
-            return y;
+            return;
         }
         // Tasks: row blocks (equal, multiples of 12 = every kernel's tile height) ×
         // column groups (whole, even panel counts), about 8 per thread, each writing its
@@ -59,13 +60,18 @@ impl Linear {
         // `x` packed once, in row tiles (a row block is a whole number of tiles).
         let mr = kern.mr();
         let tile = din * mr;
-        let mut ap = vec![0.0f32; m.div_ceil(mr) * tile];
+        let need = m.div_ceil(mr) * tile;
+        if ap.len() < need {
+            ap.resize(need, 0.0);
+        }
+        let ap = &mut ap[..need];
         ap.par_chunks_mut(rows / mr * tile)
             .enumerate()
             .for_each(|(r, out)| pack_a(mr, Strided::rows(x, din), m, din, r * rows / mr, out));
+        let ap = &*ap;
         let block = |r: usize| {
             let mb = rows.min(m - r * rows);
-            (&ap[r * rows / mr * tile..], mb)
+            (TiledA::packed(&ap[r * rows / mr * tile..], din, mr), mb)
         };
 
         // Each task gets its rows' segments of `y` for its columns (disjoint borrows).
@@ -83,8 +89,7 @@ impl Linear {
             let c0 = g * width;
             let panels = &self.panels[c0 * din..];
             let bias = &self.bias[c0..];
-            gemm_packed(kern, apb, mb, din, panels, out[0].len(), Some(bias), &mut out);
+            gemm_tiled(kern, apb, mb, din, panels, out[0].len(), Some(bias), &mut out);
         });
-        y
     }
 }
