@@ -8,7 +8,7 @@
 use rayon::prelude::*;
 
 use super::config::BertConfig;
-use super::kernel::{exp_le0, fma_fn, gelu, gemm, gemm_tiled, pack_b, sum8, sum_sq8, Kernel, Strided, TiledA};
+use super::kernel::{exp_le0, fma_fn, gelu, gemm, gemm_tiled, pack_b_from, sum8, sum_sq8, Kernel, Strided, TiledA};
 use super::linear::Linear;
 use super::weights::Weights;
 use crate::error::ModelError;
@@ -235,7 +235,12 @@ impl Encoder {
             let col = |which: usize| which * h + head * hd;
             // Scores transposed, Sᵀ = K·Qᵀ (row j: key j; column i: query i), with Qᵀ
             // packed in panels of NR queries.
-            let queries = pack_b(hd, n, |d, i| seq[i * 3 * h + col(0) + d]);
+            let q_cols = Strided {
+                data: &seq[col(0)..],
+                rs: 1,
+                ks: 3 * h,
+            };
+            let queries = pack_b_from(q_cols, hd, n);
             // Rows padded to whole row tiles of P, which P·V reads in place.
             let ld = n.div_ceil(12) * 12;
             let mut st = SCORES.take();
@@ -254,7 +259,7 @@ impl Encoder {
             softmax_columns(kern, &mut st, n, ld, scale);
             // Context P·V (n × hd) into `ctx`: P read column-major out of Pᵀ, V packed in
             // panels of NR dimensions.
-            let values = pack_b(n, hd, |j, d| seq[j * 3 * h + col(2) + d]);
+            let values = pack_b_from(Strided::rows(&seq[col(2)..], 3 * h), n, hd);
             let p = TiledA {
                 data: &st,
                 tile_step: kern.mr(),

@@ -130,6 +130,40 @@ pub(crate) fn pack_b(k: usize, n: usize, at: impl Fn(usize, usize) -> f32) -> Ve
     panels
 }
 
+/// [`pack_b`] of the `k × n` matrix `b` (`b.data[kk·rs + j·ks]`), with contiguous
+/// copies when its rows (`ks == 1`) or its columns (`rs == 1`) are contiguous.
+pub(crate) fn pack_b_from(b: Strided<'_>, k: usize, n: usize) -> Vec<f32> {
+    let np = n.div_ceil(NR);
+    let mut panels = vec![0.0f32; np * k * NR];
+    if k == 0 || n == 0 {
+        return panels;
+    }
+    assert!((k - 1) * b.rs + (n - 1) * b.ks < b.data.len(), "pack_b: b is too short");
+    for (p, panel) in panels.chunks_exact_mut(k * NR).enumerate() {
+        let w = NR.min(n - p * NR);
+        if b.ks == 1 {
+            for (kk, row) in panel.chunks_exact_mut(NR).enumerate() {
+                let at = kk * b.rs + p * NR;
+                copy_prefix(row, &b.data[at..at + w], w);
+            }
+        } else if b.rs == 1 {
+            for c in 0..w {
+                let at = (p * NR + c) * b.ks;
+                for (v, &x) in panel[c..].iter_mut().step_by(NR).zip(&b.data[at..at + k]) {
+                    *v = x;
+                }
+            }
+        } else {
+            for (kk, row) in panel.chunks_exact_mut(NR).enumerate() {
+                for (c, v) in row.iter_mut().enumerate().take(w) {
+                    *v = b.data[kk * b.rs + (p * NR + c) * b.ks];
+                }
+            }
+        }
+    }
+    panels
+}
+
 /// A matrix read as `data[i·rs + kk·ks]` (row `i`, column `kk`): row-major when
 /// `ks == 1`, column-major (a transposed row-major matrix) when `rs == 1`.
 #[derive(Clone, Copy, Debug)]
@@ -776,6 +810,38 @@ mod tests {
         }
     }
 
+    #[test]
+    fn pack_b_from_equals_pack_b_in_every_layout() {
+        let mut rng = Rng(9);
+        for &(k, n) in &[(1, 1), (32, 23), (23, 32), (7, 40)] {
+            let w: Vec<f32> = (0..k * n).map(|_| rng.next()).collect();
+            let want = pack_b(k, n, |kk, j| w[kk * n + j]);
+            let wt: Vec<f32> = (0..n * k).map(|x| w[(x % k) * n + x / k]).collect();
+            assert_eq!(pack_b_from(Strided::rows(&w, n), k, n), want);
+            let cols = Strided {
+                data: &wt,
+                rs: 1,
+                ks: k,
+            };
+            assert_eq!(pack_b_from(cols, k, n), want);
+            let padded: Vec<f32> = (0..k * (n + 3))
+                .map(|x| {
+                    if x % (n + 3) < n {
+                        w[(x / (n + 3)) * n + x % (n + 3)]
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            let strided = Strided {
+                data: &padded,
+                rs: n + 3,
+                ks: 1,
+            };
+            assert_eq!(pack_b_from(strided, k, n), want);
+        }
+    }
+
     fma_fn! {
         fn gelu_all(xs: &mut [f32]) {
             for v in xs.iter_mut() {
@@ -809,37 +875,40 @@ mod tests {
         assert_eq!(exp_le0(f32::NEG_INFINITY), exp_le0(-87.0));
     }
 
-    /// Single-thread speed of each kernel (on-CPU time, so a busy machine does not skew
-    /// it): `cargo test -p cairn-embed --release --lib kernel_speed -- --ignored --nocapture`.
+    /// Single-thread speed of each kernel, the best of 7 short runs (a busy machine only
+    /// ever slows a run down): `cargo test -p cairn-embed --release --lib kernel_speed --
+    /// --ignored --nocapture`; `CAIRN_EMBED_SPEED_SHAPES=MxKxN,…` picks the shapes.
     #[test]
     #[ignore = "a timing, not a check"]
     fn kernel_speed() {
-        let cpu_ns = || -> u64 {
-            let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
-            s.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0)
-        };
         let mut rng = Rng(3);
-        for &(m, k, n) in &[(96, 384, 1536), (96, 1536, 384), (200, 32, 200), (200, 200, 32)] {
+        let shapes = std::env::var("CAIRN_EMBED_SPEED_SHAPES")
+            .unwrap_or_else(|_| "96x384x1536,96x1536x384,200x32x200,200x200x32".into());
+        for shape in shapes.split(',') {
+            let dims: Vec<usize> = shape.split('x').map(|v| v.parse().unwrap()).collect();
+            let (m, k, n) = (dims[0], dims[1], dims[2]);
             let a: Vec<f32> = (0..m * k).map(|_| rng.next()).collect();
             let w: Vec<f32> = (0..k * n).map(|_| rng.next()).collect();
             let b = pack_b(k, n, |kk, j| w[kk * n + j]);
             let mut c = vec![0.0f32; m * n];
             for kern in kernels() {
-                let reps = (2e9 / (2 * m * k * n) as f64).ceil() as usize;
+                let reps = (2e8 / (2 * m * k * n) as f64).ceil() as usize;
                 let mr = kern.mr();
                 let mut ap = vec![0.0f32; m.div_ceil(mr) * k * mr];
                 pack_a(mr, Strided::rows(&a, k), m, k, 0, &mut ap);
-                let (t0, w0) = (cpu_ns(), std::time::Instant::now());
                 let mut rows: Vec<&mut [f32]> = c.chunks_mut(n).collect();
-                for _ in 0..reps {
-                    gemm_tiled(kern, TiledA::packed(&ap, k, mr), m, k, &b, n, None, &mut rows);
+                let mut wall = f64::INFINITY;
+                for _ in 0..if kern == Kernel::Portable { 1 } else { 7 } {
+                    let w0 = std::time::Instant::now();
+                    for _ in 0..reps {
+                        gemm_tiled(kern, TiledA::packed(&ap, k, mr), m, k, &b, n, None, &mut rows);
+                    }
+                    wall = wall.min(w0.elapsed().as_secs_f64());
                 }
-                let (cpu, wall) = ((cpu_ns() - t0) as f64 * 1e-9, w0.elapsed().as_secs_f64());
                 let flop = (2 * m * k * n * reps) as f64;
                 println!(
-                    "{:>9} m={m:<4} k={k:<5} n={n:<5} {:6.1} GFLOP/s on-CPU ({:6.1} wall)",
+                    "{:>9} m={m:<4} k={k:<5} n={n:<5} {:6.1} GFLOP/s",
                     kern.name(),
-                    flop / cpu * 1e-9,
                     flop / wall * 1e-9
                 );
             }

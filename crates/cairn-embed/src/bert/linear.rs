@@ -10,8 +10,10 @@ use rayon::prelude::*;
 
 use super::kernel::{gemm_tiled, pack_a, pack_b, Kernel, Strided, TiledA, NR};
 
-/// Most rows one task takes (a multiple of every kernel's tile height, 6 and 12).
-const MAX_BLOCK_ROWS: usize = 96;
+/// Most rows one task takes (a multiple of every kernel's tile height, 6 and 12): each
+/// block of weights a task loads serves up to this many rows, and the task's packed
+/// rows (≤ 192 × 1536 floats) stay in a 2 MB L2 cache.
+const MAX_BLOCK_ROWS: usize = 192;
 
 /// A linear layer with its weight packed once, at load, in column panels for the kernel.
 #[derive(Debug, Clone)]
