@@ -205,22 +205,22 @@ pub(crate) fn pack_a(mr: usize, a: Strided<'_>, m: usize, k: usize, first: usize
                 d[..rows].copy_from_slice(&a.data[kk * a.ks + i0..kk * a.ks + i0 + rows]);
             }
         } else if a.ks == 1 {
-            // Through a 12 × 16 block: contiguous reads, contiguous writes.
-            assert!(mr <= 12);
-            let mut kk0 = 0;
-            while kk0 < k {
-                let w = 16.min(k - kk0);
-                let mut blk = [[0.0f32; 16]; 12];
-                for (r, b) in blk.iter_mut().enumerate().take(rows) {
-                    let at = (i0 + r) * a.rs + kk0;
-                    copy_prefix(b, &a.data[at..at + w], w);
-                }
-                for (j, d) in tile[kk0 * mr..(kk0 + w) * mr].chunks_exact_mut(mr).enumerate() {
-                    for (v, b) in d.iter_mut().zip(&blk).take(rows) {
-                        *v = b[j];
+            // 16 columns at a time: one fixed-size read per row, the writes within a
+            // 16 × mr block.
+            for (r, i) in (i0..i0 + rows).enumerate() {
+                let row = &a.data[i * a.rs..i * a.rs + k];
+                let mut chunks = row.chunks_exact(16);
+                for (c, src) in (&mut chunks).enumerate() {
+                    let src: &[f32; 16] = src.try_into().expect("16 columns");
+                    let dst = &mut tile[c * 16 * mr..(c + 1) * 16 * mr];
+                    for (j, &v) in src.iter().enumerate() {
+                        dst[j * mr + r] = v;
                     }
                 }
-                kk0 += w;
+                let k0 = k - chunks.remainder().len();
+                for (j, &v) in chunks.remainder().iter().enumerate() {
+                    tile[(k0 + j) * mr + r] = v;
+                }
             }
         } else {
             for (kk, d) in tile.chunks_exact_mut(mr).enumerate() {
@@ -344,6 +344,7 @@ pub(crate) struct TileIo<'c, 'r> {
 
 impl TileIo<'_, '_> {
     /// Whether the tile is whole: `mr` valid rows, `w` whole panels of columns.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     #[inline(always)]
     fn whole(&self, mr: usize, w: usize) -> bool {
         self.rows.len() == mr && self.width == w * NR
@@ -478,9 +479,10 @@ mod x86 {
     pub(super) unsafe fn tile_avx2(a: &[f32], ks: usize, bp: &[f32], kl: usize, io: &mut TileIo<'_, '_>) {
         assert!(kl > 0 && a.len() > (kl - 1) * ks + 5 && bp.len() >= NR * kl);
         let whole = io.whole(6, 1);
-        let mut buf = [[0.0f32; 2 * NR]; 6];
         let mut acc = [[_mm256_setzero_ps(); 2]; 6];
         if !io.first {
+            // An edge tile's sums go through a buffer (made only then).
+            let mut buf = [[0.0f32; 2 * NR]; 6];
             if !whole {
                 io.load(&mut buf);
             }
@@ -521,6 +523,7 @@ mod x86 {
                 }
             }
         } else {
+            let mut buf = [[0.0f32; 2 * NR]; 6];
             for (o, v) in buf.iter_mut().zip(acc) {
                 // SAFETY: `o` is 32 floats long: two 8-float stores at 0 and 8 fit.
                 unsafe {
@@ -559,21 +562,24 @@ mod x86 {
     fn tile_avx512_w<const W: usize>(a: &[f32], ks: usize, b0: &[f32], b1: &[f32], kl: usize, io: &mut TileIo<'_, '_>) {
         assert!(kl > 0 && a.len() > (kl - 1) * ks + 11 && b0.len() >= NR * kl && b1.len() >= NR * kl);
         let whole = io.whole(12, W);
-        let mut buf = [[0.0f32; 2 * NR]; 12];
         let mut acc = [[_mm512_setzero_ps(); W]; 12];
-        if !io.first {
-            if !whole {
-                io.load(&mut buf);
-            }
-            for (r, acc) in acc.iter_mut().enumerate() {
+        if !io.first && whole {
+            for (acc, row) in acc.iter_mut().zip(io.rows.iter()) {
                 for (w, v) in acc.iter_mut().enumerate() {
-                    let src = if whole {
-                        &io.rows[r][io.c0 + w * NR..io.c0 + (w + 1) * NR]
-                    } else {
-                        &buf[r][w * NR..(w + 1) * NR]
-                    };
+                    let src = &row[io.c0 + w * NR..io.c0 + (w + 1) * NR];
                     // SAFETY: `src` is 16 floats long: one 16-float load fits.
                     *v = unsafe { _mm512_loadu_ps(src.as_ptr()) };
+                }
+            }
+        } else if !io.first {
+            // An edge tile's sums go through a buffer (made only here and below: zeroing
+            // it costs a `memset` call).
+            let mut buf = [[0.0f32; 2 * NR]; 12];
+            io.load(&mut buf);
+            for (acc, o) in acc.iter_mut().zip(&buf) {
+                for (w, v) in acc.iter_mut().enumerate() {
+                    // SAFETY: `o` is 32 floats long and w < 2: a 16-float load at 16·w fits.
+                    *v = unsafe { _mm512_loadu_ps(o.as_ptr().add(w * NR)) };
                 }
             }
         }
@@ -603,6 +609,7 @@ mod x86 {
                 }
             }
         } else {
+            let mut buf = [[0.0f32; 2 * NR]; 12];
             for (o, v) in buf.iter_mut().zip(acc) {
                 for (w, v) in v.into_iter().enumerate() {
                     // SAFETY: `o` is 32 floats long and w < 2: a 16-float store at 16·w fits.
@@ -730,6 +737,7 @@ mod tests {
         }
     }
 
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     fn kernels() -> Vec<Kernel> {
         let mut v = vec![Kernel::Portable];
         #[cfg(target_arch = "x86_64")]
