@@ -30,7 +30,10 @@ const TOKENS_PER_PASS: usize = 2048;
 /// Determinism: the forward pass is this crate's own (not a BLAS), written so that each
 /// number is summed in a fixed order that depends only on its own text: the same text
 /// gives the same bytes in every process, with any `RAYON_NUM_THREADS`, alone or in any
-/// batch. [`embed_batch`](Embedder::embed_batch) runs the texts as one packed batch
+/// batch, and on every CPU — every product is a chain of fused multiply-adds in a fixed
+/// order, run by an AVX-512 or AVX2+FMA kernel where the CPU has one and by a portable
+/// `f32::mul_add` kernel elsewhere, all with the same bits
+/// (`CAIRN_EMBED_KERNEL=portable|avx2|avx512` forces one). [`embed_batch`](Embedder::embed_batch) runs the texts as one packed batch
 /// (one matrix product per layer for all tokens, attention masked to each text's own
 /// tokens) and equals the one-by-one results bit for bit. Work is spread over the
 /// global rayon pool.
@@ -112,6 +115,21 @@ impl MiniLm {
             encoder,
             max_tokens,
         })
+    }
+
+    /// The name of the matrix kernel this model runs: `avx512`, `avx2+fma` or
+    /// `portable` (all give the same bits). Chosen at load from the CPU, or forced with
+    /// `CAIRN_EMBED_KERNEL=portable|avx2|avx512`.
+    #[doc(hidden)]
+    pub fn kernel_name(&self) -> &'static str {
+        self.encoder.kernel().name()
+    }
+
+    /// Runs the portable kernel (plain Rust, `f32::mul_add`) from now on: for tests that
+    /// pin its bits and compare them with the SIMD kernels'.
+    #[doc(hidden)]
+    pub fn use_portable_kernel(&mut self) {
+        self.encoder.set_kernel(bert::Kernel::Portable);
     }
 
     /// The embedding dimension (the model's hidden size; 384 for all-MiniLM-L6-v2).

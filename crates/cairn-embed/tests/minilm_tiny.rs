@@ -477,20 +477,72 @@ fn identical_bytes_across_processes_and_thread_counts() {
         .flat_map(|t| m.embed(t).unwrap())
         .flat_map(|x| x.to_le_bytes())
         .collect();
-    for threads in ["1", "2", "7"] {
-        let out = tmp.path().join(format!("out-{threads}"));
-        let res = Command::new(std::env::current_exe().unwrap())
-            .args(["--ignored", "--exact", "child_writes_embeddings", "--test-threads=1"])
+    // Every thread count with the kernel this CPU picks, and the portable kernel forced
+    // by the environment variable.
+    let runs = [
+        ("1", None),
+        ("2", None),
+        ("5", None),
+        ("7", None),
+        ("1", Some("portable")),
+        ("5", Some("portable")),
+        ("2", Some("avx2")),
+    ];
+    for (threads, kernel) in runs {
+        let out = tmp.path().join(format!("out-{threads}-{kernel:?}"));
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.args(["--ignored", "--exact", "child_writes_embeddings", "--test-threads=1"])
             .env("RAYON_NUM_THREADS", threads)
-            .env(CHILD, format!("{}|{}", tmp.path().display(), out.display()))
-            .output()
-            .unwrap();
+            .env(CHILD, format!("{}|{}", tmp.path().display(), out.display()));
+        match kernel {
+            Some(k) => cmd.env(KERNEL_ENV, k),
+            None => cmd.env_remove(KERNEL_ENV),
+        };
+        let res = cmd.output().unwrap();
         assert!(res.status.success(), "child: {}", String::from_utf8_lossy(&res.stderr));
         let bytes = std::fs::read(&out).unwrap();
         assert!(
             bytes == here,
-            "RAYON_NUM_THREADS={threads}: other bytes than this process"
+            "RAYON_NUM_THREADS={threads} {KERNEL_ENV}={kernel:?}: other bytes than this process"
         );
+    }
+}
+
+/// The bits of the portable kernel (plain Rust, `f32::mul_add`) for [`GOLDEN_TEXT`]
+/// on the tiny model: they hold on every CPU. Regenerate (only for a deliberate change
+/// of the arithmetic) with `CAIRN_EMBED_PRINT_GOLDEN=1`.
+const GOLDEN_TINY: [u32; HIDDEN] = [
+    0xbd065ce9, 0xbec85d11, 0x3e39fe25, 0xbcac9465, 0xbb14cd29, 0x3c726feb, 0x3dd34e55, 0x3e00ab64, 0xbe249115,
+    0xbe10ed2b, 0x3d5b815e, 0x3bfc9054, 0x3e5b38fa, 0x3d584623, 0xbddb8326, 0xbe27f05f, 0x3e8c8fb7, 0xbeb6440e,
+    0xbdd373ef, 0x3e1391cb, 0x3e0c7cc9, 0x3e21d9d3, 0xbec0d09e, 0x3d8a97f4, 0xbc332990, 0x3e163512, 0xbd1c1a0e,
+    0xbdd8b5fb, 0xbe5b9d3b, 0xbb6fbfe3, 0x3dedbff9, 0x3eba4b41,
+];
+
+const GOLDEN_TEXT: &str = "Flutter of a swept wing, 42 times!";
+
+const KERNEL_ENV: &str = "CAIRN_EMBED_KERNEL";
+
+#[test]
+fn portable_kernel_matches_the_golden_vector_and_the_simd_kernels() {
+    let (_tmp, simd) = tiny();
+    let (_tmp2, mut portable) = tiny();
+    portable.use_portable_kernel();
+    assert_eq!(portable.kernel_name(), "portable");
+    let golden = bits(&portable.embed(GOLDEN_TEXT).unwrap());
+    if std::env::var_os("CAIRN_EMBED_PRINT_GOLDEN").is_some() {
+        println!("GOLDEN_TINY = {:#010x?}", golden);
+    }
+    assert_eq!(golden, GOLDEN_TINY, "the portable kernel's bits changed");
+    // Whatever kernel this CPU picks gives the same bits as the portable one.
+    let owned: Vec<String> = probes()
+        .into_iter()
+        .chain([words(200, 11), GOLDEN_TEXT.into()])
+        .collect();
+    let texts: Vec<&str> = owned.iter().map(String::as_str).collect();
+    let a = portable.embed_batch(&texts).unwrap();
+    let b = simd.embed_batch(&texts).unwrap();
+    for ((t, x), y) in texts.iter().zip(&a).zip(&b) {
+        assert_eq!(bits(x), bits(y), "{} kernel vs portable: {t:?}", simd.kernel_name());
     }
 }
 

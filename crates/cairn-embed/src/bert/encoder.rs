@@ -8,6 +8,7 @@
 use rayon::prelude::*;
 
 use super::config::BertConfig;
+use super::kernel::{exp_le0, fma_fn, gelu, gemm, gemm_tiled, pack_b_from, sum8, sum_sq8, Kernel, Strided, TiledA};
 use super::linear::Linear;
 use super::weights::Weights;
 use crate::error::ModelError;
@@ -29,20 +30,29 @@ impl LayerNorm {
         })
     }
 
-    /// Normalises every row of `x` in place (rows in parallel; each row sequentially).
-    fn apply(&self, x: &mut [f32]) {
+    /// Normalises every row of `x` in place (rows in parallel; each row by
+    /// [`layer_norm_row`]).
+    fn apply(&self, kern: Kernel, x: &mut [f32]) {
         let h = self.gamma.len();
-        x.par_chunks_mut(h).for_each(|row| {
-            let mean = row.iter().fold(0.0f32, |s, &v| s + v) / h as f32;
-            for v in row.iter_mut() {
-                *v -= mean;
-            }
-            let var = row.iter().fold(0.0f32, |s, &v| s + v * v) / h as f32;
-            let inv = 1.0 / (var + self.eps).sqrt();
-            for ((v, g), b) in row.iter_mut().zip(&self.gamma).zip(&self.beta) {
-                *v = *v * inv * g + b;
-            }
-        });
+        x.par_chunks_mut(h)
+            .for_each(|row| layer_norm_row(kern, row, &self.gamma, &self.beta, self.eps));
+    }
+}
+
+fma_fn! {
+    /// `(x − mean)/√(var + eps)·γ + β` for one row: mean and variance in the fixed
+    /// lanes of [`sum8`], the scaling as `fma(d·inv, γ, β)`.
+    fn layer_norm_row(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
+        let h = row.len() as f32;
+        let mean = sum8(row) / h;
+        for v in row.iter_mut() {
+            *v -= mean;
+        }
+        let var = sum_sq8(row) / h;
+        let inv = 1.0 / (var + eps).sqrt();
+        for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
+            *v = (*v * inv).mul_add(*g, *b);
+        }
     }
 }
 
@@ -68,6 +78,8 @@ pub(crate) struct Encoder {
     type0: Vec<f32>,
     emb_ln: LayerNorm,
     layers: Vec<Layer>,
+    /// Which copy of the kernels runs (all give the same bits).
+    kernel: Kernel,
 }
 
 impl Encoder {
@@ -116,7 +128,18 @@ impl Encoder {
             pos,
             emb_ln,
             layers,
+            kernel: Kernel::from_env(),
         })
+    }
+
+    /// The kernel that runs.
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
+    }
+
+    /// Runs `kernel` from now on (any kernel gives the same bits; for tests).
+    pub fn set_kernel(&mut self, kernel: Kernel) {
+        self.kernel = kernel;
     }
 
     /// The hidden size (= embedding dimension).
@@ -153,81 +176,106 @@ impl Encoder {
                 }
             }
         }
-        self.emb_ln.apply(&mut x);
+        let kern = self.kernel;
+        self.emb_ln.apply(kern, &mut x);
 
+        // Buffers reused by every layer (no allocation, no zeroing after the first).
+        let (mut ap, mut qkv, mut ctx) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut a, mut inter, mut o) = (Vec::new(), Vec::new(), Vec::new());
         for layer in &self.layers {
-            let qkv = layer.qkv.forward(&x, total);
-            let ctx = self.attention(&qkv, &spans, total);
-            let mut a = layer.attn_out.forward(&ctx, total);
+            layer.qkv.forward_into(kern, &x, total, &mut ap, &mut qkv);
+            self.attention(&qkv, &spans, &mut ctx);
+            layer.attn_out.forward_into(kern, &ctx, total, &mut ap, &mut a);
             add_in_place(&mut a, &x);
-            layer.ln1.apply(&mut a);
-            let mut inter = layer.inter.forward(&a, total);
-            gelu_in_place(&mut inter);
-            let mut o = layer.out.forward(&inter, total);
+            layer.ln1.apply(kern, &mut a);
+            layer.inter.forward_into(kern, &a, total, &mut ap, &mut inter);
+            inter.par_chunks_mut(4096).for_each(|c| gelu_slice(kern, c));
+            layer.out.forward_into(kern, &inter, total, &mut ap, &mut o);
             add_in_place(&mut o, &a);
-            layer.ln2.apply(&mut o);
-            x = o;
+            layer.ln2.apply(kern, &mut o);
+            std::mem::swap(&mut x, &mut o);
         }
 
         spans
             .iter()
-            .map(|&(off, n)| pool(&x[off * h..(off + n) * h], h))
+            .map(|&(off, n)| {
+                let mut v = vec![0.0f32; h];
+                pool(kern, &x[off * h..(off + n) * h], &mut v);
+                v
+            })
             .collect()
     }
 
     /// Multi-head self-attention of each sequence over its own tokens.
-    /// `qkv` is `[total, 3h]` (`q | k | v`); returns the context `[total, h]`.
-    fn attention(&self, qkv: &[f32], spans: &[(usize, usize)], total: usize) -> Vec<f32> {
+    /// `qkv` is `[total, 3h]` (`q | k | v`); the context `[total, h]` goes to `ctx`.
+    fn attention(&self, qkv: &[f32], spans: &[(usize, usize)], ctx: &mut Vec<f32>) {
         let h = self.cfg.hidden_size;
         let nh = self.cfg.num_attention_heads;
         let hd = self.cfg.head_dim();
         let scale = 1.0f32 / (hd as f32).sqrt();
-        let units: Vec<(usize, usize)> = (0..spans.len())
-            .flat_map(|s| (0..nh).map(move |head| (s, head)))
+        // One task per (sequence, head), each writing its rows' `hd` columns of `ctx`
+        // (disjoint borrows).
+        ctx.resize(qkv.len() / 3, 0.0);
+        let mut units: Vec<(usize, usize, Vec<&mut [f32]>)> = (0..spans.len())
+            .flat_map(|s| (0..nh).map(move |head| (s, head, Vec::with_capacity(spans[s].1))))
             .collect();
-        let parts: Vec<Vec<f32>> = units
-            .par_iter()
-            .map(|&(s, head)| {
-                let (off, n) = spans[s];
-                let row = |t: usize, which: usize| {
-                    let base = (off + t) * 3 * h + which * h + head * hd;
-                    &qkv[base..base + hd]
-                };
-                let mut out = vec![0.0f32; n * hd];
-                let mut p = vec![0.0f32; n];
-                for i in 0..n {
-                    let q = row(i, 0);
-                    for (j, pj) in p.iter_mut().enumerate() {
-                        let k = row(j, 1);
-                        let dot = q.iter().zip(k).fold(0.0f32, |a, (x, y)| a + x * y);
-                        *pj = dot * scale;
-                    }
-                    let max = p.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
-                    for v in p.iter_mut() {
-                        *v = libm::expf(*v - max);
-                    }
-                    let sum = p.iter().fold(0.0f32, |a, &v| a + v);
-                    let o = &mut out[i * hd..(i + 1) * hd];
-                    for (j, &pj) in p.iter().enumerate() {
-                        let w = pj / sum;
-                        for (od, vd) in o.iter_mut().zip(row(j, 2)) {
-                            *od += w * vd;
-                        }
-                    }
-                }
-                out
-            })
-            .collect();
-        let mut ctx = vec![0.0f32; total * h];
-        for (&(s, head), part) in units.iter().zip(&parts) {
-            let (off, n) = spans[s];
-            for i in 0..n {
-                ctx[(off + i) * h + head * hd..(off + i) * h + (head + 1) * hd]
-                    .copy_from_slice(&part[i * hd..(i + 1) * hd]);
+        let mut s = 0;
+        for (t, row) in ctx.chunks_mut(h).enumerate() {
+            while t >= spans[s].0 + spans[s].1 {
+                s += 1;
+            }
+            for (head, seg) in row.chunks_mut(hd).enumerate() {
+                units[s * nh + head].2.push(seg);
             }
         }
-        ctx
+        let kern = self.kernel;
+        units.into_par_iter().for_each(|(s, head, mut out)| {
+            let (off, n) = spans[s];
+            let seq = &qkv[off * 3 * h..(off + n) * 3 * h];
+            let col = |which: usize| which * h + head * hd;
+            // Scores transposed, Sᵀ = K·Qᵀ (row j: key j; column i: query i), with Qᵀ
+            // packed in panels of NR queries.
+            let q_cols = Strided {
+                data: &seq[col(0)..],
+                rs: 1,
+                ks: 3 * h,
+            };
+            let queries = pack_b_from(q_cols, hd, n);
+            // Rows padded to whole row tiles of P, which P·V reads in place.
+            let ld = n.div_ceil(12) * 12;
+            let mut st = SCORES.take();
+            st.resize(n * ld, 0.0);
+            let keys = Strided::rows(&seq[col(1)..], 3 * h);
+            gemm(
+                kern,
+                keys,
+                n,
+                hd,
+                &queries,
+                n,
+                None,
+                &mut st.chunks_mut(ld).collect::<Vec<_>>(),
+            );
+            softmax_columns(kern, &mut st, n, ld, scale);
+            // Context P·V (n × hd) into `ctx`: P read column-major out of Pᵀ, V packed in
+            // panels of NR dimensions.
+            let values = pack_b_from(Strided::rows(&seq[col(2)..], 3 * h), n, hd);
+            let p = TiledA {
+                data: &st,
+                tile_step: kern.mr(),
+                ks: ld,
+            };
+            gemm_tiled(kern, p, n, n, &values, hd, None, &mut out);
+            SCORES.set(st);
+        });
     }
+}
+
+thread_local! {
+    /// A thread's buffer for one head's scores (reused: no allocation per head). Its
+    /// padding columns hold whatever an earlier head left: P·V computes rows from them
+    /// that are dropped, and no lane mixes with another.
+    static SCORES: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// `a += b` element-wise.
@@ -237,31 +285,61 @@ fn add_in_place(a: &mut [f32], b: &[f32]) {
     }
 }
 
-/// Exact GELU, `0.5·x·(1 + erf(x/√2))`, element-wise (in parallel chunks).
-fn gelu_in_place(x: &mut [f32]) {
-    x.par_chunks_mut(4096).for_each(|c| {
-        for v in c {
-            let g = libm::erff(*v * std::f32::consts::FRAC_1_SQRT_2) + 1.0;
-            *v = g * *v * 0.5;
+fma_fn! {
+    /// Exact GELU ([`gelu`]) element-wise.
+    fn gelu_slice(x: &mut [f32]) {
+        for v in x.iter_mut() {
+            *v = gelu(*v);
         }
-    });
+    }
 }
 
-/// Mean over the token rows, then L2 normalisation (sequential sums).
-fn pool(rows: &[f32], h: usize) -> Vec<f32> {
-    let n = rows.len() / h;
-    let mut acc = vec![0.0f32; h];
-    for r in rows.chunks_exact(h) {
-        for (a, v) in acc.iter_mut().zip(r) {
-            *a += v;
+fma_fn! {
+    /// Softmax over each column of the `n × n` transposed scores `st` (row `j`: key `j`,
+    /// `ld` apart; column `i`: query `i`), after scaling by `scale`: `e^(s − max) / Σ e^(s − max)`,
+    /// every column's max and sum taken over the keys in increasing `j` (vectorised
+    /// across the columns).
+    fn softmax_columns(st: &mut [f32], n: usize, ld: usize, scale: f32) {
+        let mut max = vec![f32::NEG_INFINITY; n];
+        for row in st.chunks_exact_mut(ld) {
+            for (v, m) in row[..n].iter_mut().zip(max.iter_mut()) {
+                *v *= scale;
+                *m = if *v > *m { *v } else { *m };
+            }
+        }
+        let mut sum = vec![0.0f32; n];
+        for row in st.chunks_exact_mut(ld) {
+            for ((v, m), s) in row[..n].iter_mut().zip(&max).zip(sum.iter_mut()) {
+                *v = exp_le0(*v - m);
+                *s += *v;
+            }
+        }
+        for row in st.chunks_exact_mut(ld) {
+            for (v, s) in row[..n].iter_mut().zip(&sum) {
+                *v /= s;
+            }
         }
     }
-    for a in acc.iter_mut() {
-        *a /= n as f32;
+}
+
+fma_fn! {
+    /// Mean over the token rows (each column summed in row order), then L2
+    /// normalisation (the norm by [`sum_sq8`]) into `out`.
+    fn pool(rows: &[f32], out: &mut [f32]) {
+        let h = out.len();
+        let n = rows.len() / h;
+        out.fill(0.0);
+        for r in rows.chunks_exact(h) {
+            for (a, v) in out.iter_mut().zip(r) {
+                *a += v;
+            }
+        }
+        for a in out.iter_mut() {
+            *a /= n as f32;
+        }
+        let norm = sum_sq8(out).sqrt().max(1e-12);
+        for a in out.iter_mut() {
+            *a /= norm;
+        }
     }
-    let norm = acc.iter().fold(0.0f32, |s, &v| s + v * v).sqrt().max(1e-12);
-    for a in acc.iter_mut() {
-        *a /= norm;
-    }
-    acc
 }

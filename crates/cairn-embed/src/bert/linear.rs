@@ -1,28 +1,26 @@
 //! A dense layer `y = x·Wᵀ + b` whose every output is summed in one fixed order.
 //!
-//! Each output element is `((x₀w₀ + x₁w₁) + x₂w₂) + … + b`: a strictly sequential sum
-//! over the input dimension, one rounding per multiply and per add (no fused
-//! multiply-add). Vectorisation runs *across* output columns, never along the sum, and
-//! the rows are split between threads, never the sum — so the bits of a row's output
-//! depend on that row alone: not on the other rows in the batch, the thread count, or
-//! whether the AVX or the baseline SSE copy of the kernel ran.
+//! Each output element is `fma(x_{K-1}, w_{K-1}, … fma(x₁, w₁, fma(x₀, w₀, 0)) …) + b`:
+//! the chain of [`kernel`](super::kernel), one fused multiply-add per input in
+//! increasing order. The work is split between threads by blocks of rows and of output
+//! columns, never along the sum — so the bits of a row's output depend on that row
+//! alone: not on the other rows in the batch, the thread count, or which kernel ran.
 
 use rayon::prelude::*;
 
-/// Output columns per packed weight panel (and per kernel tile).
-const NR: usize = 16;
-/// Rows per kernel tile.
-const MR: usize = 4;
-/// Most rows one thread takes at a time (keeps its input rows in cache).
-const MAX_BLOCK_ROWS: usize = 64;
+use super::kernel::{gemm_tiled, pack_a, pack_b, Kernel, Strided, TiledA, NR};
 
-/// A linear layer with its weight packed in column panels for the kernel.
+/// Most rows one task takes (a multiple of every kernel's tile height, 6 and 12): each
+/// block of weights a task loads serves up to this many rows, and the task's packed
+/// rows (≤ 192 × 1536 floats) stay in a 2 MB L2 cache.
+const MAX_BLOCK_ROWS: usize = 192;
+
+/// A linear layer with its weight packed once, at load, in column panels for the kernel.
 #[derive(Debug, Clone)]
 pub(crate) struct Linear {
     din: usize,
     dout: usize,
-    /// `ceil(dout / NR)` panels, each `din × NR` (row `k` holds `W[c][k]` for the
-    /// panel's columns `c`; columns past `dout` are zero).
+    /// `ceil(dout / NR)` panels, each `din × NR` (see [`pack_b`]).
     panels: Vec<f32>,
     bias: Vec<f32>,
 }
@@ -32,112 +30,68 @@ impl Linear {
     pub fn new(weight: &[f32], bias: Vec<f32>, dout: usize, din: usize) -> Linear {
         assert_eq!(weight.len(), dout * din);
         assert_eq!(bias.len(), dout);
-        let npanels = dout.div_ceil(NR);
-        let mut panels = vec![0.0f32; npanels * din * NR];
-        for p in 0..npanels {
-            let panel = &mut panels[p * din * NR..(p + 1) * din * NR];
-            for c in 0..NR {
-                let col = p * NR + c;
-                if col >= dout {
-                    break;
-                }
-                let wrow = &weight[col * din..(col + 1) * din];
-                for (k, &w) in wrow.iter().enumerate() {
-                    panel[k * NR + c] = w;
-                }
-            }
-        }
         Linear {
             din,
             dout,
-            panels,
+            panels: pack_b(din, dout, |k, c| weight[c * din + k]),
             bias,
         }
     }
 
-    /// `y[m, dout] = x[m, din] · Wᵀ + b`, row-major.
-    pub fn forward(&self, x: &[f32], m: usize) -> Vec<f32> {
-        assert_eq!(x.len(), m * self.din);
-        let mut y = vec![0.0f32; m * self.dout];
-        if m == 0 {
-            return y;
-        }
-        // Rows per task: enough tasks for the pool, a multiple of MR, capped. The split
-        // changes who computes a row, never how it is computed.
-        let threads = rayon::current_num_threads().max(1);
-        let per = m.div_ceil(2 * threads).div_ceil(MR) * MR;
-        let block = per.clamp(MR, MAX_BLOCK_ROWS);
-        y.par_chunks_mut(block * self.dout)
-            .zip(x.par_chunks(block * self.din))
-            .for_each(|(yb, xb)| self.block(xb, yb));
-        y
-    }
-
-    /// One block of rows, with the fastest kernel copy this CPU runs.
-    fn block(&self, x: &[f32], y: &mut [f32]) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx") {
-                // SAFETY: the CPU supports AVX (checked just above).
-                unsafe { self.block_avx(x, y) };
-                return;
-            }
-        }
-        self.block_impl(x, y);
-    }
-
-    /// The same code as [`block_impl`](Self::block_impl), compiled for AVX (wider
-    /// registers, no FMA: separate multiply and add, so the same bits).
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx")]
-    unsafe fn block_avx(&self, x: &[f32], y: &mut [f32]) {
-        self.block_impl(x, y);
-    }
-
-    #[inline(always)]
-    fn block_impl(&self, x: &[f32], y: &mut [f32]) {
+    /// `y[m, dout] = x[m, din] · Wᵀ + b`, row-major, into `y` (resized to `m·dout`);
+    /// `ap` is scratch space for the packed `x` (grown as needed, reused across calls).
+    pub fn forward_into(&self, kern: Kernel, x: &[f32], m: usize, ap: &mut Vec<f32>, y: &mut Vec<f32>) {
         let (din, dout) = (self.din, self.dout);
-        let rows = x.len() / din;
-        for (p, panel) in self.panels.chunks_exact(din * NR).enumerate() {
-            let c0 = p * NR;
-            let width = NR.min(dout - c0);
-            let mut r = 0;
-            while r + MR <= rows {
-                let acc = tile::<MR>(&x[r * din..(r + MR) * din], din, panel);
-                for (i, a) in acc.iter().enumerate() {
-                    let out = &mut y[(r + i) * dout + c0..(r + i) * dout + c0 + width];
-                    for c in 0..width {
-                        out[c] = a[c] + self.bias[c0 + c];
-                    }
-                }
-                r += MR;
-            }
-            while r < rows {
-                let acc = tile::<1>(&x[r * din..(r + 1) * din], din, panel);
-                let out = &mut y[r * dout + c0..r * dout + c0 + width];
-                for c in 0..width {
-                    out[c] = acc[0][c] + self.bias[c0 + c];
-                }
-                r += 1;
-            }
+        assert_eq!(x.len(), m * din);
+        y.resize(m * dout, 0.0);
+        if m == 0 {
+            return;
         }
-    }
-}
+        // Tasks: row blocks (equal, multiples of 12 = every kernel's tile height) ×
+        // column groups (whole, even panel counts), about 8 per thread, each writing its
+        // own part of `y`. The split changes who computes an element, never how.
+        let threads = rayon::current_num_threads().max(1);
+        let row_blocks = m.div_ceil(MAX_BLOCK_ROWS);
+        let rows = m.div_ceil(row_blocks).div_ceil(12) * 12;
+        let row_blocks = m.div_ceil(rows);
+        let np = dout.div_ceil(NR);
+        let groups = (8 * threads).div_ceil(row_blocks).clamp(1, np.div_ceil(2));
+        let group_panels = np.div_ceil(groups).div_ceil(2) * 2;
+        let groups = np.div_ceil(group_panels);
 
-/// `R` rows of `x` (each `din` long) times one panel: `acc[r][c] = Σₖ x[r][k]·panel[k][c]`,
-/// summed in increasing `k`.
-#[inline(always)]
-fn tile<const R: usize>(x: &[f32], din: usize, panel: &[f32]) -> [[f32; NR]; R] {
-    let mut acc = [[0.0f32; NR]; R];
-    let rows: [&[f32]; R] = std::array::from_fn(|r| &x[r * din..(r + 1) * din]);
-    for (k, w) in panel.chunks_exact(NR).enumerate() {
-        let w: &[f32; NR] = w.try_into().expect("panel row");
-        for r in 0..R {
-            let xv = rows[r][k];
-            for c in 0..NR {
-                acc[r][c] += xv * w[c];
+        // `x` packed once, in row tiles (a row block is a whole number of tiles).
+        let mr = kern.mr();
+        let tile = din * mr;
+        let need = m.div_ceil(mr) * tile;
+        if ap.len() < need {
+            ap.resize(need, 0.0);
+        }
+        let ap = &mut ap[..need];
+        ap.par_chunks_mut(rows / mr * tile)
+            .enumerate()
+            .for_each(|(r, out)| pack_a(mr, Strided::rows(x, din), m, din, r * rows / mr, out));
+        let ap = &*ap;
+        let block = |r: usize| {
+            let mb = rows.min(m - r * rows);
+            (TiledA::packed(&ap[r * rows / mr * tile..], din, mr), mb)
+        };
+
+        // Each task gets its rows' segments of `y` for its columns (disjoint borrows).
+        let width = group_panels * NR;
+        let mut tasks: Vec<(usize, usize, Vec<&mut [f32]>)> = (0..row_blocks)
+            .flat_map(|r| (0..groups).map(move |g| (r, g, Vec::with_capacity(rows))))
+            .collect();
+        for (i, row) in y.chunks_mut(dout).enumerate() {
+            for (g, seg) in row.chunks_mut(width).enumerate() {
+                tasks[(i / rows) * groups + g].2.push(seg);
             }
         }
+        tasks.into_par_iter().for_each(|(r, g, mut out)| {
+            let (apb, mb) = block(r);
+            let c0 = g * width;
+            let panels = &self.panels[c0 * din..];
+            let bias = &self.bias[c0..];
+            gemm_tiled(kern, apb, mb, din, panels, out[0].len(), Some(bias), &mut out);
+        });
     }
-    acc
 }

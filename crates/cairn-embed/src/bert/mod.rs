@@ -3,10 +3,13 @@
 //! Every floating-point reduction (matrix products, attention, layer norms, pooling)
 //! runs in a fixed order that depends only on the data of one token row or one
 //! sequence — never on the batch it is in, the thread count, or the CPU's vector width.
-//! `exp` and `erf` come from `libm` (pure Rust), so they give the same bits everywhere.
+//! Products are chains of fused multiply-adds, and `exp`, `erf` are this crate's own
+//! polynomials of fused multiply-adds (see `kernel`): every path (AVX-512, AVX2+FMA,
+//! portable `mul_add`) gives the same bits.
 
 pub(crate) mod config;
 mod encoder;
+mod kernel;
 mod linear;
 mod weights;
 
@@ -16,6 +19,7 @@ use std::path::Path;
 
 pub(crate) use config::BertConfig;
 pub(crate) use encoder::Encoder;
+pub(crate) use kernel::Kernel;
 
 use crate::error::ModelError;
 
