@@ -35,24 +35,34 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     if args.json {
         return write_json(ctx.out, &shown);
     }
+    // The text form counts the edges even without --edges.
+    let edges = match &shown.edges {
+        Some(edges) => edges.clone(),
+        None => NodeEdges::read(&repo, &shown.commit, &shown.node.id)?,
+    };
+    write_human(ctx.out, shown, edges, args.edges)
+}
+
+/// The text form of a shown node with its edges (listed with `list_edges`, counted
+/// always): the local command's, and `cairn --remote`'s from the server's answer.
+pub(crate) fn write_human(
+    out: &mut dyn std::io::Write,
+    shown: ShownNode,
+    edges: NodeEdges,
+    list_edges: bool,
+) -> Result<(), CliError> {
     let ShownNode {
         commit: at,
         node,
         valid_at,
-        edges,
         ..
     } = shown;
-    // The text form counts the edges even without --edges.
     let NodeEdges {
         out: out_edges,
         incoming: in_edges,
         ..
-    } = match edges {
-        Some(edges) => edges,
-        None => NodeEdges::read(&repo, &at, &node.id)?,
-    };
+    } = edges;
 
-    let out = &mut *ctx.out;
     write_field(out, "node", [node.id.as_str()])?;
     write_field(out, "commit", [at.short()])?;
     write_field(
@@ -80,7 +90,7 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
         "edges",
         [format!("{} out, {} in", out_edges.len(), in_edges.len())],
     )?;
-    if args.edges {
+    if list_edges {
         let line = |e: &cairn::Edge, other: &NodeId, arrow: &str| {
             let weight = if e.weight == 1.0 {
                 String::new()

@@ -399,10 +399,21 @@ fn show(remote: &Remote, m: &ArgMatches, out: &mut dyn Write) -> Result<(), CliE
     if let Some(t) = opt::<i64>(m, "valid_at") {
         query.push(("valid_at", t.to_string()));
     }
-    if flag(m, "edges") {
+    let json = flag(m, "json");
+    // The text form counts the edges even without --edges.
+    if flag(m, "edges") || !json {
         query.push(("edges", "true".into()));
     }
-    write_body(out, &remote.get(&format!("/nodes/{}", segment(&id)), &query)?)
+    let body = remote.get(&format!("/nodes/{}", segment(&id)), &query)?;
+    if json {
+        return write_body(out, &body);
+    }
+    let shown: cairn::ShownNode = serde_json::from_slice(&body)?;
+    let edges = shown
+        .edges
+        .clone()
+        .ok_or_else(|| CliError::Refused("the server's answer has no edges".into()))?;
+    crate::cmd_show::write_human(out, shown, edges, flag(m, "edges"))
 }
 
 fn stats(remote: &Remote, m: &ArgMatches, out: &mut dyn Write) -> Result<(), CliError> {

@@ -48,6 +48,8 @@ const LOCAL_AND_REMOTE: &[&[&str]] = &[
     ],
     &["ls", "--label", "Concept", "--limit", "3", "--json"],
     &["retrieve", "--text", "wing stall", "--limit", "5"],
+    &["show", "concept-lift"],
+    &["show", "concept-lift", "--edges", "--valid-at", "2024-01-01"],
     &["ls", "--label", "Concept", "--limit", "3"],
     &["log"],
     &["stats"],

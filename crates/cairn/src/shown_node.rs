@@ -2,7 +2,7 @@
 //! `GET /nodes/{id}`), and a node's edges (`show --edges`, `GET /nodes/{id}/edges`).
 
 use cairn_core::{CommitId, Edge, Node, NodeId};
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::{Error, Result};
 use crate::export::{EdgeLine, NodeLine};
@@ -26,6 +26,7 @@ use crate::repo::Repo;
 /// assert_eq!(shown.commit, c);
 /// let json = serde_json::to_string(&shown)?;
 /// assert_eq!(json, format!(r#"{{"commit":"{}","id":"a","text":"lift"}}"#, c.to_hex()));
+/// assert_eq!(serde_json::from_str::<ShownNode>(&json)?, shown);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
@@ -42,7 +43,7 @@ pub struct ShownNode {
 }
 
 /// Whether a node is valid at a time (`show --valid-at`): `{"time_ms", "valid"}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ValidAtCheck {
     /// The time asked about (valid time, ms since the epoch).
@@ -143,5 +144,55 @@ impl Serialize for NodeEdges {
             incoming: self.incoming.iter().map(EdgeLine::of).collect(),
         }
         .serialize(serializer)
+    }
+}
+
+/// The inverse of [`ShownNode`]'s serialization (what `GET /nodes/{id}` answers, for a
+/// client that prints it as the local command does): the node and its edges are read as
+/// import lines, with the import format's checks.
+impl<'de> Deserialize<'de> for ShownNode {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let mut fields = serde_json::Map::<String, serde_json::Value>::deserialize(d)?;
+        let take = |fields: &mut serde_json::Map<String, serde_json::Value>, key: &str| fields.remove(key);
+        let commit: CommitId =
+            serde_json::from_value(take(&mut fields, "commit").ok_or_else(|| D::Error::missing_field("commit"))?)
+                .map_err(D::Error::custom)?;
+        let valid_at = take(&mut fields, "valid_at")
+            .map(serde_json::from_value::<ValidAtCheck>)
+            .transpose()
+            .map_err(D::Error::custom)?;
+        let edge = |v: serde_json::Value| match crate::import::parse_line(&serde_json::json!({ "edge": v }).to_string())
+        {
+            Ok(crate::import::ImportOp::PutEdge(e)) => Ok(e),
+            Ok(_) => Err(D::Error::custom("an edge line that is not an edge")),
+            Err(e) => Err(D::Error::custom(e)),
+        };
+        let edges = match take(&mut fields, "edges") {
+            None => None,
+            Some(mut v) => {
+                let mut list = |key: &str| -> std::result::Result<Vec<Edge>, D::Error> {
+                    match v.get_mut(key).map(serde_json::Value::take) {
+                        Some(serde_json::Value::Array(items)) => items.into_iter().map(edge).collect(),
+                        _ => Err(D::Error::missing_field("edges.out / edges.in")),
+                    }
+                };
+                let out = list("out")?;
+                let incoming = list("in")?;
+                Some(NodeEdges { out, incoming })
+            }
+        };
+        let line = serde_json::json!({ "node": fields }).to_string();
+        let node = match crate::import::parse_line(&line) {
+            Ok(crate::import::ImportOp::PutNode(n)) => n,
+            Ok(_) => return Err(D::Error::custom("a node line that is not a node")),
+            Err(e) => return Err(D::Error::custom(e)),
+        };
+        Ok(ShownNode {
+            commit,
+            node,
+            valid_at,
+            edges,
+        })
     }
 }
