@@ -1,6 +1,8 @@
 //! `cairn diff [FROM] TO`: nodes and edges that differ between two revisions, and for a
 //! changed one the fields that changed.
 
+use std::io::Write;
+
 use cairn::FieldChange;
 use cairn::{ChangeKind, DiffReport};
 
@@ -28,28 +30,34 @@ pub struct Args {
 pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let repo = ctx.open()?;
     let report = DiffReport::for_revisions(&repo, &args.from, args.to.as_deref())?;
-    let (from, to) = (report.from, report.to);
     if args.json {
         return write_json(ctx.out, &report);
     }
+    write_human(ctx.out, &report)
+}
+
+/// The text form of a diff: the local command's, and `cairn --remote`'s from the
+/// server's answer.
+pub(crate) fn write_human(out: &mut dyn Write, report: &DiffReport) -> Result<(), CliError> {
+    let (from, to) = (report.from, report.to);
     if report.is_empty() {
-        writeln!(ctx.out, "no changes between {} and {}", from.short(), to.short())?;
+        writeln!(out, "no changes between {} and {}", from.short(), to.short())?;
         return Ok(());
     }
     for n in &report.nodes {
-        writeln!(ctx.out, "{} node {}", sign(n.change.kind), n.change.id)?;
-        write_fields(ctx, &n.fields)?;
+        writeln!(out, "{} node {}", sign(n.change.kind), n.change.id)?;
+        write_fields(out, &n.fields)?;
     }
     for e in &report.edges {
-        writeln!(ctx.out, "{} edge {}", sign(e.change.kind), e.change.key)?;
-        write_fields(ctx, &e.fields)?;
+        writeln!(out, "{} edge {}", sign(e.change.kind), e.change.key)?;
+        write_fields(out, &e.fields)?;
     }
     Ok(())
 }
 
-fn write_fields(ctx: &mut Ctx<'_>, fields: &[FieldChange]) -> Result<(), CliError> {
+fn write_fields(out: &mut dyn Write, fields: &[FieldChange]) -> Result<(), CliError> {
     for f in fields {
-        writeln!(ctx.out, "    {}: {} -> {}", f.field, f.before, f.after)?;
+        writeln!(out, "    {}: {} -> {}", f.field, f.before, f.after)?;
     }
     Ok(())
 }

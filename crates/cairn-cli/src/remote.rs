@@ -474,7 +474,12 @@ fn diff(remote: &Remote, m: &ArgMatches, out: &mut dyn Write) -> Result<(), CliE
     if let Some(to) = opt::<String>(m, "to") {
         query.push(("to", to));
     }
-    write_body(out, &remote.get("/diff", &query)?)
+    let body = remote.get("/diff", &query)?;
+    if flag(m, "json") {
+        return write_body(out, &body);
+    }
+    let report: cairn::DiffReport = serde_json::from_slice(&body)?;
+    crate::cmd_diff::write_human(out, &report)
 }
 
 fn fsck(remote: &Remote, m: &ArgMatches, out: &mut dyn Write) -> Result<(), CliError> {

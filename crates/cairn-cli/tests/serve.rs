@@ -49,6 +49,8 @@ const LOCAL_AND_REMOTE: &[&[&str]] = &[
     &["ls", "--label", "Concept", "--limit", "3", "--json"],
     &["retrieve", "--text", "wing stall", "--limit", "5"],
     &["show", "concept-lift"],
+    &["diff", "HEAD~1", "HEAD"],
+    &["diff", "HEAD~1", "HEAD", "--json"],
     &["show", "concept-lift", "--edges", "--valid-at", "2024-01-01"],
     &["ls", "--label", "Concept", "--limit", "3"],
     &["log"],

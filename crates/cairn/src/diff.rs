@@ -4,7 +4,7 @@ use cairn_core::{CommitId, Edge, EdgeKey, Hash, Node, NodeId, SparseVector, Vali
 use serde::Serialize;
 
 /// How one node or edge differs between two commits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ChangeKind {
     /// Present only in the second commit.

@@ -2,7 +2,7 @@
 //! the server's `GET /diff`).
 
 use cairn_core::{CommitId, EdgeKey};
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::diff::{edge_field_changes, node_field_changes, ChangeKind, EdgeChange, FieldChange, NodeChange};
 use crate::error::{Error, Result};
@@ -30,6 +30,8 @@ use crate::repo::Repo;
 /// let c2 = tx.commit("edit")?;
 /// let report = DiffReport::read(&repo, &c1, &c2)?;
 /// assert_eq!(report.nodes[0].fields[0].field, "text");
+/// let json = serde_json::to_string(&report)?;
+/// assert_eq!(serde_json::from_str::<DiffReport>(&json)?, report);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -254,5 +256,103 @@ impl<'a> FieldOut<'a> {
             before: &f.before,
             field: &f.field,
         }
+    }
+}
+
+// The inverse, for a client printing a server's `GET /diff` as the local command does.
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReportIn {
+    edges: Vec<EdgeIn>,
+    from: CommitId,
+    nodes: Vec<NodeIn>,
+    to: CommitId,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NodeIn {
+    after: Option<cairn_core::Hash>,
+    before: Option<cairn_core::Hash>,
+    fields: Vec<FieldIn>,
+    id: cairn_core::NodeId,
+    kind: ChangeKind,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EdgeIn {
+    after: Option<cairn_core::Hash>,
+    before: Option<cairn_core::Hash>,
+    fields: Vec<FieldIn>,
+    key: KeyIn,
+    kind: ChangeKind,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyIn {
+    kind: String,
+    source: cairn_core::NodeId,
+    target: cairn_core::NodeId,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FieldIn {
+    after: String,
+    before: String,
+    field: String,
+}
+
+impl From<FieldIn> for FieldChange {
+    fn from(f: FieldIn) -> FieldChange {
+        FieldChange {
+            field: f.field,
+            before: f.before,
+            after: f.after,
+        }
+    }
+}
+
+/// The inverse of [`DiffReport`]'s serialization (what `GET /diff` answers).
+impl<'de> Deserialize<'de> for DiffReport {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let r = ReportIn::deserialize(d)?;
+        Ok(DiffReport {
+            from: r.from,
+            to: r.to,
+            nodes: r
+                .nodes
+                .into_iter()
+                .map(|n| NodeDiff {
+                    change: NodeChange {
+                        id: n.id,
+                        kind: n.kind,
+                        before: n.before,
+                        after: n.after,
+                    },
+                    fields: n.fields.into_iter().map(FieldChange::from).collect(),
+                })
+                .collect(),
+            edges: r
+                .edges
+                .into_iter()
+                .map(|e| EdgeDiff {
+                    change: EdgeChange {
+                        key: EdgeKey {
+                            source: e.key.source,
+                            kind: e.key.kind,
+                            target: e.key.target,
+                        },
+                        kind: e.kind,
+                        before: e.before,
+                        after: e.after,
+                    },
+                    fields: e.fields.into_iter().map(FieldChange::from).collect(),
+                })
+                .collect(),
+        })
     }
 }
