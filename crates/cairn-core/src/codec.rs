@@ -37,10 +37,13 @@ pub const TAG_COMMIT: u8 = 0x41;
 
 type Cfg = Configuration<LittleEndian, Fixint, Limit<MAX_OBJECT_BYTES>>;
 
-const CONFIG: Cfg = config::standard()
-    .with_little_endian()
-    .with_fixed_int_encoding()
-    .with_limit::<MAX_OBJECT_BYTES>();
+/// The one bincode configuration of every stored byte Cairn writes through bincode
+/// (objects, derived values, reflog records): fixed-width integers, little-endian. Each
+/// use adds its own size limit (`STORED.with_limit::<N>()`).
+pub const STORED: Configuration<LittleEndian, Fixint> =
+    config::standard().with_little_endian().with_fixed_int_encoding();
+
+const CONFIG: Cfg = STORED.with_limit::<MAX_OBJECT_BYTES>();
 
 /// Why bytes could not be decoded as an object.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -683,9 +686,8 @@ pub fn decode_commit(bytes: &[u8]) -> Result<Commit, DecodeError> {
 /// Encodes a derived-data value through its serde implementation (for third-party types
 /// such as instant-distance's HNSW graph), same configuration, behind a tag byte.
 pub fn encode_derived_serde<T: serde::Serialize>(tag: u8, value: &T) -> Result<Vec<u8>, String> {
-    let cfg = config::standard().with_little_endian().with_fixed_int_encoding();
     let mut out = vec![tag];
-    out.extend(bincode::serde::encode_to_vec(value, cfg).map_err(|e| e.to_string())?);
+    out.extend(bincode::serde::encode_to_vec(value, STORED).map_err(|e| e.to_string())?);
     Ok(out)
 }
 

@@ -134,13 +134,10 @@ struct Wire {
     message: String,
 }
 
-/// The bincode configuration of `cairn_core::codec` (fixed-width, little-endian), with
-/// the store's record limit.
+/// The bincode configuration of `cairn_core::codec` ([`codec::STORED`]), with the
+/// store's record limit.
 fn config() -> impl codec::bincode::config::Config {
-    codec::bincode::config::standard()
-        .with_little_endian()
-        .with_fixed_int_encoding()
-        .with_limit::<{ cairn_store::MAX_REF_LOG_RECORD }>()
+    codec::STORED.with_limit::<{ cairn_store::MAX_REF_LOG_RECORD }>()
 }
 
 impl RefLogEntry {
