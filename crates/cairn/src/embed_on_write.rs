@@ -130,8 +130,8 @@ impl OnWrite {
     }
 
     /// Embeds every waiting node, model by model in name order, a batch of texts per
-    /// call, and returns them in id order with their vectors. On failure nothing is
-    /// returned and every node keeps waiting.
+    /// call, and returns them in id order with their vectors. They keep waiting until the
+    /// transaction has staged them ([`OnWrite::staged`]); on failure nothing is returned.
     pub(crate) fn embed_waiting(&mut self, repo: &Repo) -> Result<Vec<Node>> {
         if self.waiting.is_empty() {
             return Ok(Vec::new());
@@ -170,8 +170,13 @@ impl OnWrite {
         }
         let meter = self.meter.get_or_insert_with(|| repo.meter(Step::Embed, None));
         meter.add(nodes.len() as u64);
-        self.waiting.clear();
         Ok(nodes.into_iter().map(|(n, _)| n).collect())
+    }
+
+    /// The nodes [`OnWrite::embed_waiting`] returned are staged with their vectors: they
+    /// wait no more.
+    pub(crate) fn staged(&mut self) {
+        self.waiting.clear();
     }
 
     fn embedders(&mut self, repo: &Repo) -> Result<&[Configured]> {

@@ -274,6 +274,7 @@ impl<'r> Transaction<'r> {
         for node in nodes {
             self.stage_encoded(node);
         }
+        self.on_write.staged();
         Ok(())
     }
 

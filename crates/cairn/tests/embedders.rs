@@ -457,3 +457,24 @@ fn a_failing_embedder_fails_the_commit_and_commits_nothing() {
     assert_eq!(repo.head().unwrap(), None);
     assert_eq!(repo.dense_dim("oa").unwrap(), None);
 }
+
+#[test]
+fn after_an_embedder_error_the_transaction_never_commits_nodes_without_vectors() {
+    // The repository's `oa` vectors have 3 dimensions; the service answers 4.
+    let repo = repo_with_vectors();
+    let s = stub(|_, _| vec![1.0, 0.0, 0.0, 0.0]);
+    repo.set_embedder("oa", EmbedderConfig::OpenAi(settings(&s))).unwrap();
+    let head = repo.head().unwrap();
+    let mut tx = repo.transaction().unwrap();
+    let mut failed = None;
+    for i in 0..32 {
+        if let Err(e) = tx.put_node(Node::new(id(&format!("w{i:02}"))).with_text("a wing")) {
+            failed = Some(e);
+        }
+    }
+    // The 32nd put filled a batch, whose embedding failed.
+    assert!(matches!(failed, Some(cairn::Error::Embedder(_))), "{failed:?}");
+    // Committing anyway embeds again, fails again, and commits nothing.
+    assert!(matches!(tx.commit("anyway"), Err(cairn::Error::Embedder(_))));
+    assert_eq!(repo.head().unwrap(), head);
+}
