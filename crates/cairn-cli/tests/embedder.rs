@@ -29,18 +29,7 @@ const DOCS: &str = r#"{"node": {"id": "a", "labels": ["Doc"], "text": "how wings
 fn set_import_embed_then_retrieve_text_uses_the_dense_lane() {
     let (url, requests) = stub();
     let s = Sandbox::init();
-    s.ok(&[
-        "embedder",
-        "set",
-        "oa",
-        "--openai",
-        &url,
-        "stub-model",
-        "--api-key-env",
-        "CAIRN_TEST_NO_SUCH_KEY",
-        "--retries",
-        "0",
-    ]);
+    set_stub(&s, &url);
     let list = s.ok(&["embedder", "list"]);
     assert!(
         list.contains("oa") && list.contains("stub-model") && list.contains("no vectors yet"),
@@ -146,6 +135,8 @@ fn fixed(text: &str, _request: usize) -> Vec<f32> {
     vec![wing, 1.0 - wing, (text.len() % 7) as f32 * 0.125 + 0.125]
 }
 
+/// `cairn embedder set oa` on the OpenAI-compatible service at `url`: no key, no retry,
+/// 2 s per request.
 fn set_stub(s: &Sandbox, url: &str) {
     s.ok(&[
         "embedder",
@@ -158,6 +149,8 @@ fn set_stub(s: &Sandbox, url: &str) {
         "CAIRN_TEST_NO_SUCH_KEY",
         "--retries",
         "0",
+        "--timeout-ms",
+        "2000",
     ]);
 }
 
@@ -270,20 +263,7 @@ fn every_writer_embeds_on_write_in_the_same_commit() {
 fn a_failing_embedder_commits_nothing() {
     let s = Sandbox::init();
     // Nothing listens on port 9: every request fails.
-    s.ok(&[
-        "embedder",
-        "set",
-        "oa",
-        "--openai",
-        "http://127.0.0.1:9",
-        "m",
-        "--api-key-env",
-        "CAIRN_TEST_NO_SUCH_KEY",
-        "--retries",
-        "0",
-        "--timeout-ms",
-        "2000",
-    ]);
+    set_stub(&s, "http://127.0.0.1:9");
     let docs = s.file("docs.jsonl", DOCS);
     let err = s.fails_stderr(&["import", &docs], 1);
     assert!(err.contains("embedder `oa`"), "{err}");
