@@ -330,3 +330,25 @@ pub(crate) fn recover_dim_intents(repo: &Repo) -> Vec<String> {
     }
     taken_back
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The intent's bytes are storage-format.md's layout: commit ‖ expected head (zeros:
+    /// none) ‖ u32le dimension ‖ branch name.
+    #[test]
+    fn an_intent_is_laid_out_as_documented() {
+        let commit = CommitId(Hash::of(b"commit"));
+        let expected = CommitId(Hash::of(b"parent"));
+        let branch = BranchName::new("main").unwrap();
+        let mut want = commit.0.as_bytes().to_vec();
+        want.extend_from_slice(expected.0.as_bytes());
+        want.extend_from_slice(&[3, 0, 0, 0]);
+        want.extend_from_slice(b"main");
+        assert_eq!(encode_intent(commit, Some(expected), 3, &branch), want);
+        let first = encode_intent(commit, None, 384, &branch);
+        assert_eq!(&first[32..64], &[0u8; 32]);
+        assert_eq!(&first[64..68], &384u32.to_le_bytes());
+    }
+}
