@@ -77,11 +77,72 @@ pub fn execute_spec(
     spec: &RetrieveSpec,
     plugins: &Plugins,
 ) -> Result<RetrievalResult, RetrieveError> {
-    let plan = Plan::new(spec, QueryEmbedding::explicit(plugins))?;
+    // The same embedder policy as a retrieval over a source, with no source embedder:
+    // the builder's own (unless `"embed": false`), and a named one is an error.
+    let plan = Plan::new(spec, QueryEmbedding::choose(&NoSource, spec, plugins)?)?;
     if !resolved.indexes.satisfies(&plan.needs()) {
         return Err(RetrieveError::Source(SourceError::Storage(
             "the resolved commit's index view lacks parts this spec reads".into(),
         )));
     }
     run_plan(resolved, &plan, plugins)
+}
+
+/// A source with nothing behind it, for [`execute_spec`]'s embedder policy (the commit is
+/// already resolved, and there is no query embedder but the builder's).
+struct NoSource;
+
+impl crate::source::RetrievalSource for NoSource {
+    fn resolve(&self, _at: Option<&str>, _needs: &cairn_index::IndexNeeds) -> Result<ResolvedCommit, SourceError> {
+        Err(SourceError::Storage("execute_spec resolves nothing".into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cairn_core::{CommitId, Hash, Node, NodeId};
+    use cairn_index::{CommitIndexes, IndexParams};
+
+    struct Fixed;
+
+    impl Embedder for Fixed {
+        fn embed(&self, _text: &str) -> Result<Vec<f32>, crate::embed::EmbedError> {
+            Ok(vec![1.0, 0.0])
+        }
+    }
+
+    fn lanes(spec: &str) -> Result<Vec<String>, RetrieveError> {
+        let node = Node::new(NodeId::new("a").unwrap())
+            .with_text("how wings stall")
+            .with_embedding("m", vec![1.0, 0.0]);
+        let commit = ResolvedCommit {
+            commit: CommitId(Hash::of(b"c")),
+            timestamp_ms: 0,
+            indexes: Arc::new(CommitIndexes::build(
+                Hash::of(b"k"),
+                &IndexParams::default(),
+                &[(Hash::of(b"a"), node)],
+                &[],
+            )),
+            repairs: Vec::new(),
+        };
+        let plugins = Plugins {
+            embedder: Some(("m".into(), Arc::new(Fixed))),
+            ..Plugins::default()
+        };
+        let r = execute_spec(&commit, &RetrieveSpec::from_json(spec)?, &plugins)?;
+        Ok(r.lanes.into_iter().map(|l| l.name).collect())
+    }
+
+    #[test]
+    fn execute_spec_follows_the_embedder_policy() {
+        assert_eq!(lanes(r#"{"text": "stall"}"#).unwrap(), ["dense:m", "text"]);
+        assert_eq!(lanes(r#"{"text": "stall", "embed": false}"#).unwrap(), ["text"]);
+        // No source: a named embedder cannot be had.
+        assert!(matches!(
+            lanes(r#"{"text": "stall", "embedder": "m"}"#),
+            Err(RetrieveError::Embedder { .. })
+        ));
+    }
 }
