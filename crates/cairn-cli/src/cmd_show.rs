@@ -31,13 +31,13 @@ pub struct Args {
 pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let repo = ctx.open()?;
     let rev = args.at.as_deref().unwrap_or("HEAD");
-    let shown = ShownNode::read(&repo, rev, &args.id, args.valid_at, args.edges)?;
+    let mut shown = ShownNode::read(&repo, rev, &args.id, args.valid_at, args.edges)?;
     if args.json {
         return write_json(ctx.out, &shown);
     }
     // The text form counts the edges even without --edges.
-    let edges = match &shown.edges {
-        Some(edges) => edges.clone(),
+    let edges = match shown.edges.take() {
+        Some(edges) => edges,
         None => NodeEdges::read(&repo, &shown.commit, &shown.node.id)?,
     };
     write_human(ctx.out, shown, edges, args.edges)

@@ -408,10 +408,10 @@ fn show(remote: &Remote, m: &ArgMatches, out: &mut dyn Write) -> Result<(), CliE
     if json {
         return write_body(out, &body);
     }
-    let shown: cairn::ShownNode = serde_json::from_slice(&body)?;
+    let mut shown: cairn::ShownNode = serde_json::from_slice(&body)?;
     let edges = shown
         .edges
-        .clone()
+        .take()
         .ok_or_else(|| CliError::Refused("the server's answer has no edges".into()))?;
     crate::cmd_show::write_human(out, shown, edges, flag(m, "edges"))
 }

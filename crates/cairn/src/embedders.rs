@@ -463,6 +463,11 @@ impl Repo {
         let config = self
             .embedder(name)?
             .ok_or_else(|| EmbedderError::Unknown(name.into()))?;
+        Ok(self.query_embedder_with(name, config))
+    }
+
+    /// [`Repo::query_embedder`] of a configuration already read.
+    pub(crate) fn query_embedder_with(&self, name: &str, config: EmbedderConfig) -> QueryEmbedder {
         // One built embedder per (name, configuration) and repository handle.
         let built = {
             let mut cache = self.inner.built_embedders.lock();
@@ -475,21 +480,26 @@ impl Repo {
                 }
             }
         };
-        Ok(QueryEmbedder {
+        QueryEmbedder {
             repo: self.clone(),
             name: name.into(),
             config,
             built,
             warnings: Arc::default(),
-        })
+        }
     }
 
     /// The embedder [`Repo::retrieve`] uses by itself: the first configured name (in name
     /// order) whose dense model has a registered dimension (vectors were committed).
     pub fn default_query_embedder(&self) -> Result<Option<String>, EmbedderError> {
-        for (name, _) in self.embedders()? {
+        Ok(self.default_embedder()?.map(|(name, _)| name))
+    }
+
+    /// [`Repo::default_query_embedder`] with its configuration (one read of them all).
+    pub(crate) fn default_embedder(&self) -> Result<Option<(String, EmbedderConfig)>, EmbedderError> {
+        for (name, config) in self.embedders()? {
             if self.dense_dim(&name)?.is_some() {
-                return Ok(Some(name));
+                return Ok(Some((name, config)));
             }
         }
         Ok(None)

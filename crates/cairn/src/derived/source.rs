@@ -58,10 +58,16 @@ impl RetrievalSource for Repo {
     /// vectors ([`Repo::default_query_embedder`]), or none. Nothing is loaded until a
     /// text is embedded.
     fn query_embedder(&self, name: Option<&str>) -> Result<Option<ModelEmbedder>, EmbedError> {
-        let name = match name {
-            Some(n) => n.to_string(),
-            None => match self.default_query_embedder() {
-                Ok(Some(n)) => n,
+        let (name, e) = match name {
+            Some(n) => {
+                let e = Repo::query_embedder(self, n).map_err(|e| EmbedError::new(e.to_string()))?;
+                (n.to_string(), e)
+            }
+            None => match self.default_embedder() {
+                Ok(Some((n, config))) => {
+                    let e = self.query_embedder_with(&n, config);
+                    (n, e)
+                }
                 Ok(None) => return Ok(None),
                 Err(e) => {
                     return Err(EmbedError::new(format!(
@@ -70,7 +76,6 @@ impl RetrievalSource for Repo {
                 }
             },
         };
-        let e = Repo::query_embedder(self, &name).map_err(|e| EmbedError::new(e.to_string()))?;
         Ok(Some((name, Arc::new(e))))
     }
 }
