@@ -148,15 +148,17 @@ fn a_damaged_record_header_is_reported_and_the_rest_is_read() {
     let dir = tempfile::tempdir().unwrap();
     let expected = populated(dir.path());
     // Flip a byte of the first record's header in the newest object segment, and remove
-    // its hint (written at close) so the open scans it. (With a hint, the open takes the
-    // record list from the hint, and the damage is named by the read of that record:
-    // `check_objects` below, and the byte-flip test, cover that path.)
+    // its hint and the index snapshot (written at close) so the open scans it. (With a
+    // hint or a snapshot, the open takes the record list from it, and the damage is named
+    // by the read of that record: `check_objects` below, the byte-flip test and
+    // `index_snapshot.rs` cover that path.)
     let newest = files(dir.path())
         .into_iter()
         .rfind(|p| p.starts_with("objects") && p.extension().is_some_and(|e| e == "seg"))
         .unwrap();
     let path = dir.path().join(&newest);
     fs::remove_file(path.with_extension("hint")).unwrap();
+    let _ = fs::remove_file(dir.path().join("objects/index.crx"));
     let mut bytes = fs::read(&path).unwrap();
     bytes[6] ^= 0x01;
     fs::write(&path, bytes).unwrap();

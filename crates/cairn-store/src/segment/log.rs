@@ -29,7 +29,9 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 
 use super::hint;
+use super::index::{Index, Loc};
 use super::record::{self, Found, Kind, HEADER};
+use super::snapshot::{self, Snapshot};
 use super::{FileChange, FileStep, FileStepHook};
 use crate::error::{hex, StoreError};
 
@@ -86,18 +88,6 @@ impl LogKey for Box<[u8]> {
     }
 }
 
-/// Where a live record is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Loc {
-    segment: u32,
-    /// The record's first byte.
-    offset: u64,
-    /// The record's length.
-    len: u32,
-    /// Its value's length.
-    value_len: u32,
-}
-
 /// One segment file.
 struct Segment {
     file: Arc<File>,
@@ -109,7 +99,7 @@ struct Segment {
 
 /// What readers share.
 struct State<K> {
-    index: BTreeMap<K, Loc>,
+    index: Index<K>,
     segments: BTreeMap<u32, Segment>,
 }
 
@@ -127,7 +117,7 @@ struct Active {
 }
 
 /// An append-only log of records in `dir/NNNNNNNN.seg` files.
-pub(super) struct Log<K> {
+pub(super) struct Log<K: LogKey> {
     dir: PathBuf,
     /// What the log holds, for messages ("object", "derived").
     space: &'static str,
@@ -143,13 +133,10 @@ pub(super) struct Log<K> {
     hook: RwLock<Option<FileStepHook>>,
 }
 
-/// The index of `records` (in log order; `None` a tombstone): each key's last record, if it
-/// is a put. Adds each indexed record's bytes to its segment's live bytes. Sorted once and
-/// built in bulk — at a million records, a fraction of inserting them one by one.
-fn latest_records<K: LogKey>(
-    records: Vec<(K, Option<Loc>)>,
-    segments: &mut BTreeMap<u32, Segment>,
-) -> BTreeMap<K, Loc> {
+/// Each key's last record among `records` (in log order; `None` a tombstone), in key
+/// order. Sorted once and built in bulk — at a million records, a fraction of inserting
+/// them one by one.
+fn latest_records<K: LogKey>(records: Vec<(K, Option<Loc>)>) -> BTreeMap<K, Option<Loc>> {
     // Sort positions, not records: by the key's first 8 bytes (most keys differ there),
     // then the whole key, then log order, so the last record of each key's run wins.
     let mut order: Vec<(u64, u32)> = records
@@ -163,7 +150,7 @@ fn latest_records<K: LogKey>(
             .then(a.1.cmp(&b.1))
     });
     let mut records: Vec<Option<(K, Option<Loc>)>> = records.into_iter().map(Some).collect();
-    let mut latest: Vec<(K, Loc)> = Vec::with_capacity(order.len());
+    let mut latest: Vec<(K, Option<Loc>)> = Vec::with_capacity(order.len());
     for (n, &(_, i)) in order.iter().enumerate() {
         let next_same = order.get(n + 1).is_some_and(|&(p, j)| {
             p == order[n].0 && records[j as usize].as_ref().map(|r| &r.0) == records[i as usize].as_ref().map(|r| &r.0)
@@ -171,14 +158,45 @@ fn latest_records<K: LogKey>(
         if next_same {
             continue;
         }
-        if let Some((key, Some(loc))) = records[i as usize].take() {
-            if let Some(s) = segments.get_mut(&loc.segment) {
-                s.live += u64::from(loc.len);
-            }
-            latest.push((key, loc));
+        if let Some(last) = records[i as usize].take() {
+            latest.push(last);
         }
     }
     latest.into_iter().collect()
+}
+
+/// The index of the records read at open under `base`: each key's last record decides
+/// (with no snapshot, a tombstone leaves no trace). Sets each segment's live bytes.
+fn open_index<K: LogKey>(
+    base: Option<Snapshot>,
+    records: Vec<(K, Option<Loc>)>,
+    segments: &mut BTreeMap<u32, Segment>,
+) -> Index<K> {
+    let mut map = latest_records(records);
+    if let Some(b) = &base {
+        for c in b.covered().values() {
+            if let Some(s) = segments.get_mut(&c.id) {
+                s.total += c.total;
+                s.live += c.live;
+            }
+        }
+        // A later record of a key the snapshot has supersedes its entry.
+        for k in map.keys() {
+            if let Some(old) = b.get(k.bytes()) {
+                if let Some(s) = segments.get_mut(&old.segment) {
+                    s.live -= u64::from(old.len);
+                }
+            }
+        }
+    } else {
+        map.retain(|_, l| l.is_some());
+    }
+    for loc in map.values().flatten() {
+        if let Some(s) = segments.get_mut(&loc.segment) {
+            s.live += u64::from(loc.len);
+        }
+    }
+    Index::new(base, map)
 }
 
 /// A key's first 8 bytes as a big-endian number (zero-padded): ordered as the keys are
@@ -226,13 +244,9 @@ impl<K: LogKey> Log<K> {
             }
         }
         ids.sort_unstable();
-        // Every record in log order (segments, then offsets): `None` for a tombstone.
-        let mut records: Vec<(K, Option<Loc>)> = Vec::new();
-        let mut segments: BTreeMap<u32, Segment> = BTreeMap::new();
-        let mut problems = Vec::new();
-        let mut active = None;
         let last = ids.last().copied();
-        for id in ids {
+        let mut files: BTreeMap<u32, (Arc<File>, u64)> = BTreeMap::new();
+        for &id in &ids {
             let path = segment_path(dir, id);
             let is_last = Some(id) == last;
             let file = OpenOptions::new()
@@ -245,26 +259,53 @@ impl<K: LogKey> Log<K> {
                     _ => Err(e),
                 })
                 .map_err(|e| err(&format!("opening {}", path.display()), e))?;
-            let file = Arc::new(file);
+            let len = file.metadata().map_err(|e| err("reading a segment's length", e))?.len();
+            files.insert(id, (Arc::new(file), len));
+        }
+        // The snapshot, if it describes these files: its segments are not read.
+        let base = Snapshot::read(dir).filter(|s| s.matches(&files.iter().map(|(id, f)| (*id, f.1)).collect()));
+        // Every record in log order (segments, then offsets): `None` for a tombstone.
+        let mut records: Vec<(K, Option<Loc>)> = Vec::new();
+        let mut segments: BTreeMap<u32, Segment> = BTreeMap::new();
+        let mut problems = Vec::new();
+        let mut active = None;
+        for (id, (file, len)) in files {
+            let path = segment_path(dir, id);
+            let is_last = Some(id) == last;
             let mut segment = Segment {
                 file: Arc::clone(&file),
                 total: 0,
                 live: 0,
             };
+            // The bytes the snapshot covers (their totals come from it: `open_index`).
+            let from = base.as_ref().and_then(|b| b.covered().get(&id)).map_or(0, |c| c.len);
+            if from > 0 && from == len {
+                if is_last {
+                    active = Some(Active {
+                        id,
+                        file: Arc::clone(&file),
+                        len,
+                        dirty: false,
+                        needs_hint: false,
+                    });
+                }
+                segments.insert(id, segment);
+                continue;
+            }
             // A hint is used only if its length matches the segment's: for the active
             // segment that means nothing was appended since the hint was written (at the
             // last clean close).
             let entries = hint::read(dir, id, &file);
             let hinted = entries.is_some();
             let (entries, end) = match entries {
-                Some(entries) => {
-                    let len = file.metadata().map_err(|e| err("reading a segment's length", e))?.len();
+                Some(mut entries) => {
+                    entries.retain(|e| e.offset >= from);
                     (entries, len)
                 }
                 None => {
                     let mut entries = Vec::new();
                     let problems_before = problems.len();
-                    let scanned = record::scan(&file, |found| match found {
+                    let scanned = record::scan_from(&file, from, |found| match found {
                         Found::Record {
                             offset,
                             kind,
@@ -291,7 +332,7 @@ impl<K: LogKey> Log<K> {
                             scanned.file_len
                         ));
                     }
-                    if !is_last && problems.len() == problems_before {
+                    if !is_last && from == 0 && problems.len() == problems_before {
                         // A sound sealed segment: remember its records for next time.
                         let _ = hint::write(dir, id, scanned.file_len, &entries);
                     }
@@ -329,7 +370,7 @@ impl<K: LogKey> Log<K> {
             }
             segments.insert(id, segment);
         }
-        let index = latest_records(records, &mut segments);
+        let index = open_index(base, records, &mut segments);
         Ok(Log {
             dir: dir.to_path_buf(),
             space,
@@ -368,7 +409,7 @@ impl<K: LogKey> Log<K> {
     /// Where `key`'s record is, and its segment's file (read outside the lock).
     fn locate(&self, key: &K) -> Option<(Loc, Arc<File>)> {
         let state = self.state.read();
-        let loc = state.index.get(key).copied()?;
+        let loc = state.index.get(key)?;
         Some((loc, Arc::clone(&state.segments[&loc.segment].file)))
     }
 
@@ -454,24 +495,28 @@ impl<K: LogKey> Log<K> {
 
     /// True if `key` has a value (not checked).
     pub(super) fn contains(&self, key: &K) -> bool {
-        self.state.read().index.contains_key(key)
+        self.state.read().index.contains(key)
     }
 
     /// Keys in `range`, in order.
     pub(super) fn keys(&self, range: impl RangeBounds<K>) -> Vec<K> {
-        self.state.read().index.range(range).map(|(k, _)| k.clone()).collect()
+        self.state
+            .read()
+            .index
+            .entries(range)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect()
     }
 
     /// The last key in `range`.
     pub(super) fn last_key(&self, range: impl RangeBounds<K>) -> Option<K> {
-        self.state.read().index.range(range).next_back().map(|(k, _)| k.clone())
+        self.state.read().index.last_key(range)
     }
 
     /// Number of keys and the sum of their value lengths.
     pub(super) fn count(&self) -> (u64, u64) {
-        let state = self.state.read();
-        let bytes = state.index.values().map(|l| u64::from(l.value_len)).sum();
-        (state.index.len() as u64, bytes)
+        self.state.read().index.count()
     }
 
     /// Stores values: `skip_present` leaves keys that have a value as they are (objects,
@@ -754,7 +799,7 @@ impl<K: LogKey> Log<K> {
                 None => self.records(id)?,
             };
             let is_live = |k: &K, offset: u64| {
-                let live = self.state.read().index.get(k).copied();
+                let live = self.state.read().index.get(k);
                 live.is_some_and(|l| l.segment == id && l.offset == offset)
             };
             // A damaged live record stops the compaction before anything of its segment is
@@ -881,22 +926,59 @@ impl<K: LogKey> Batch<K> {
     }
 }
 
-impl<K> Log<K> {
+impl<K: LogKey> Log<K> {
     /// At close: syncs the active segment and writes its hint if it has none that holds,
     /// so the next open reads the hint instead of scanning the segment (a cache: any
     /// failure is ignored, and a later append makes the hint stale by its length).
     fn close(&self) {
         let mut active = self.active.lock();
         let Some(a) = active.as_mut() else { return };
-        if !a.needs_hint || a.len == 0 {
-            return;
-        }
-        if a.file.sync_data().is_ok() {
+        if a.needs_hint && a.len > 0 && a.file.sync_data().is_ok() {
             a.dirty = false;
             if self.write_hint(a.id, a.len).is_ok() {
                 a.needs_hint = false;
             }
         }
+        let _ = self.write_snapshot(a.id, a.len);
+    }
+
+    /// Writes a snapshot of every segment (the active one, `active`, up to `active_len`)
+    /// if the index's own is stale — it names a segment compaction removed — or at least
+    /// a quarter segment and an eighth of what it covers was written since: so each
+    /// snapshot costs a constant share of the bytes written since the last. A cache: the
+    /// caller ignores a failure.
+    fn write_snapshot(&self, active: u32, active_len: u64) -> io::Result<()> {
+        let state = self.state.read();
+        let covered = state.index.base().map(Snapshot::covered);
+        let stale = covered.is_some_and(|c| c.keys().any(|id| !state.segments.contains_key(id)));
+        let inside: u64 = covered.map_or(0, |c| c.values().map(|c| c.total).sum());
+        let outside = state
+            .segments
+            .values()
+            .map(|s| s.total)
+            .sum::<u64>()
+            .saturating_sub(inside);
+        if !(stale || (outside > 0 && outside >= self.segment_bytes / 4 && outside.saturating_mul(8) >= inside)) {
+            return Ok(());
+        }
+        let segments: Vec<(u32, u64, u64)> = state
+            .segments
+            .iter()
+            .map(|(&id, s)| {
+                let len = if id == active {
+                    active_len
+                } else {
+                    s.file.metadata()?.len()
+                };
+                Ok((id, len, s.total))
+            })
+            .collect::<io::Result<_>>()?;
+        if segments.is_empty() {
+            snapshot::remove(&self.dir);
+            return Ok(());
+        }
+        let entries = state.index.entries(..);
+        snapshot::write(&self.dir, &segments, entries.iter().map(|(k, l)| (k.bytes(), *l)))
     }
 
     /// Writes the hint of segment `id` (of `len` bytes) from a scan of it: a sealed
@@ -927,7 +1009,7 @@ impl<K> Log<K> {
     }
 }
 
-impl<K> Drop for Log<K> {
+impl<K: LogKey> Drop for Log<K> {
     fn drop(&mut self) {
         self.close();
     }
@@ -971,8 +1053,9 @@ mod tests {
             (k("d"), None),
             (k("d"), put(2, 7, 3)), // put again after its tombstone
         ];
-        let index = latest_records(records, &mut segments);
-        let got: Vec<(&[u8], u32, u64)> = index.iter().map(|(k, l)| (&k[..], l.segment, l.offset)).collect();
+        let index: Index<Box<[u8]>> = open_index(None, records, &mut segments);
+        let entries = index.entries(..);
+        let got: Vec<(&[u8], u32, u64)> = entries.iter().map(|(k, l)| (&k[..], l.segment, l.offset)).collect();
         assert_eq!(
             got,
             vec![

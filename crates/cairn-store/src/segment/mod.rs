@@ -1,10 +1,12 @@
 //! [`SegmentStore`]: Cairn's own on-disk [`Store`] (documented on the type).
 
 mod hint;
+mod index;
 mod log;
 mod record;
 mod reflog;
 mod refs;
+mod snapshot;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};

@@ -189,7 +189,12 @@ impl<'f> Window<'f> {
 
 /// Reads every record of `file` in order, calling `found` for each record and each
 /// damaged range. Values are skipped, not read (they are checked when read back).
-pub(super) fn scan(file: &File, mut found: impl FnMut(Found)) -> io::Result<ScanEnd> {
+pub(super) fn scan(file: &File, found: impl FnMut(Found)) -> io::Result<ScanEnd> {
+    scan_from(file, 0, found)
+}
+
+/// [`scan`] from byte `start` (the end of a record) on.
+pub(super) fn scan_from(file: &File, start: u64, mut found: impl FnMut(Found)) -> io::Result<ScanEnd> {
     let len = file.metadata()?.len();
     let mut window = Window {
         file,
@@ -197,8 +202,8 @@ pub(super) fn scan(file: &File, mut found: impl FnMut(Found)) -> io::Result<Scan
         start: 0,
         bytes: Vec::new(),
     };
-    let mut offset = 0u64;
-    let mut good_end = 0u64;
+    let mut offset = start;
+    let mut good_end = start;
     while offset < len {
         if let Some((header, key)) = sound_header(&mut window, offset)? {
             let end = offset + record_len(header.key_len, header.value_len);

@@ -1,0 +1,224 @@
+//! [`Index`]: where each live key's record is. Two layers: the log's
+//! [`Snapshot`](super::snapshot) of its sealed segments as read at open (absent when
+//! there was none that held), and an in-memory map of every record written or read
+//! since — the records of the segments the snapshot does not cover, then this process's
+//! writes. The map decides for every key it holds (a `None` hides the snapshot's entry:
+//! the key was deleted since), the snapshot for the rest.
+//!
+//! A snapshot entry naming a segment that compaction has removed is always hidden: a
+//! compaction copies every live record of a segment before removing it, and the copy's
+//! location goes into the map.
+
+use std::collections::BTreeMap;
+use std::ops::{Bound, RangeBounds};
+
+use super::log::LogKey;
+use super::snapshot::Snapshot;
+
+/// Where a live record is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Loc {
+    pub segment: u32,
+    /// The record's first byte.
+    pub offset: u64,
+    /// The record's length.
+    pub len: u32,
+    /// Its value's length.
+    pub value_len: u32,
+}
+
+/// Where each live key's record is (module docs).
+pub(super) struct Index<K> {
+    base: Option<Snapshot>,
+    /// Without a snapshot: every live key. With one: what changed since it.
+    map: BTreeMap<K, Option<Loc>>,
+    /// Live keys, and the sum of their value lengths.
+    count: u64,
+    value_bytes: u64,
+}
+
+impl<K: LogKey> Index<K> {
+    /// The index of `base` under `map` (with no base, `map` holds no `None`).
+    pub(super) fn new(base: Option<Snapshot>, map: BTreeMap<K, Option<Loc>>) -> Index<K> {
+        let (mut count, mut value_bytes) = base.as_ref().map_or((0, 0), Snapshot::count);
+        for (k, loc) in &map {
+            if let Some(old) = base.as_ref().and_then(|b| b.get(k.bytes())) {
+                count -= 1;
+                value_bytes -= u64::from(old.value_len);
+            }
+            if let Some(l) = loc {
+                count += 1;
+                value_bytes += u64::from(l.value_len);
+            }
+        }
+        Index {
+            base,
+            map,
+            count,
+            value_bytes,
+        }
+    }
+
+    /// The snapshot under the map, if any.
+    pub(super) fn base(&self) -> Option<&Snapshot> {
+        self.base.as_ref()
+    }
+
+    /// Where `key`'s record is.
+    pub(super) fn get(&self, key: &K) -> Option<Loc> {
+        match self.map.get(key) {
+            Some(loc) => *loc,
+            None => self.base.as_ref()?.get(key.bytes()),
+        }
+    }
+
+    /// True if `key` has a record.
+    pub(super) fn contains(&self, key: &K) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// Points `key` at `loc`; the location it had, if any.
+    pub(super) fn insert(&mut self, key: K, loc: Loc) -> Option<Loc> {
+        let old = self.get(&key);
+        self.account(old, Some(loc));
+        self.map.insert(key, Some(loc));
+        old
+    }
+
+    /// Removes `key`; the location it had, if any.
+    pub(super) fn remove(&mut self, key: &K) -> Option<Loc> {
+        let old = self.get(key);
+        self.account(old, None);
+        match &self.base {
+            Some(b) if b.get(key.bytes()).is_some() => {
+                self.map.insert(key.clone(), None);
+            }
+            _ => {
+                self.map.remove(key);
+            }
+        }
+        old
+    }
+
+    fn account(&mut self, old: Option<Loc>, new: Option<Loc>) {
+        if let Some(o) = old {
+            self.count -= 1;
+            self.value_bytes -= u64::from(o.value_len);
+        }
+        if let Some(n) = new {
+            self.count += 1;
+            self.value_bytes += u64::from(n.value_len);
+        }
+    }
+
+    /// Live keys, and the sum of their value lengths.
+    pub(super) fn count(&self) -> (u64, u64) {
+        (self.count, self.value_bytes)
+    }
+
+    /// Every live key in `range` with its location, in key order.
+    pub(super) fn entries(&self, range: impl RangeBounds<K>) -> Vec<(K, Loc)> {
+        let mut out = Vec::new();
+        self.merge(&range, |k, l| {
+            out.push((k, l));
+            true
+        });
+        out
+    }
+
+    /// The last live key in `range`.
+    pub(super) fn last_key(&self, range: impl RangeBounds<K>) -> Option<K> {
+        let from_map = self
+            .map
+            .range((range.start_bound(), range.end_bound()))
+            .rev()
+            .find(|(_, l)| l.is_some())
+            .map(|(k, _)| k.clone());
+        let from_base = self.base.as_ref().and_then(|b| {
+            let r = b.range(bytes_bound(range.start_bound()), bytes_bound(range.end_bound()));
+            r.rev()
+                .filter_map(|i| K::from_bytes(b.key(i)))
+                .find(|k| !self.map.contains_key(k))
+        });
+        from_map.max(from_base)
+    }
+
+    /// Calls `f` with every live key in `range` and its location, in key order, until it
+    /// returns false.
+    fn merge(&self, range: &impl RangeBounds<K>, mut f: impl FnMut(K, Loc) -> bool) {
+        let mut map = self
+            .map
+            .range((range.start_bound(), range.end_bound()))
+            .filter_map(|(k, l)| l.map(|l| (k, l)))
+            .peekable();
+        if let Some(b) = &self.base {
+            for i in b.range(bytes_bound(range.start_bound()), bytes_bound(range.end_bound())) {
+                let Some(key) = K::from_bytes(b.key(i)) else { continue };
+                while let Some((k, l)) = map.next_if(|(k, _)| **k < key) {
+                    if !f(k.clone(), l) {
+                        return;
+                    }
+                }
+                if !self.map.contains_key(&key) && !f(key, b.loc(i)) {
+                    return;
+                }
+            }
+        }
+        for (k, l) in map {
+            if !f(k.clone(), l) {
+                return;
+            }
+        }
+    }
+}
+
+fn bytes_bound<K: LogKey>(b: Bound<&K>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.bytes()),
+        Bound::Excluded(k) => Bound::Excluded(k.bytes()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::snapshot;
+    use super::*;
+
+    fn loc(segment: u32, offset: u64) -> Loc {
+        Loc {
+            segment,
+            offset,
+            len: 20,
+            value_len: 5,
+        }
+    }
+
+    #[test]
+    fn the_map_decides_over_the_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let base: Vec<(&[u8], Loc)> = vec![(b"a", loc(1, 0)), (b"c", loc(1, 20)), (b"e", loc(1, 40))];
+        snapshot::write(dir.path(), &[(1, 100, 60)], base.into_iter()).unwrap();
+        let snap = Snapshot::read(dir.path()).unwrap();
+        let k = |s: &str| -> Box<[u8]> { s.as_bytes().into() };
+        let mut index: Index<Box<[u8]>> = Index::new(Some(snap), BTreeMap::from([(k("b"), Some(loc(2, 0)))]));
+        assert_eq!(index.count(), (4, 20));
+        assert_eq!(index.remove(&k("c")), Some(loc(1, 20)));
+        assert_eq!(index.remove(&k("zz")), None);
+        assert_eq!(index.insert(k("e"), loc(2, 20)), Some(loc(1, 40)));
+        assert_eq!(index.insert(k("d"), loc(2, 40)), None);
+        assert_eq!(index.get(&k("c")), None);
+        assert_eq!(index.get(&k("a")), Some(loc(1, 0)));
+        assert_eq!(index.count(), (4, 20));
+        let all: Vec<_> = index.entries(..).into_iter().map(|(k, l)| (k, l.segment)).collect();
+        assert_eq!(all, vec![(k("a"), 1), (k("b"), 2), (k("d"), 2), (k("e"), 2)]);
+        let some: Vec<_> = index.entries(k("b")..k("e")).into_iter().map(|e| e.0).collect();
+        assert_eq!(some, vec![k("b"), k("d")]);
+        assert_eq!(index.last_key(..k("d")), Some(k("b")));
+        assert_eq!(index.last_key(..), Some(k("e")));
+        assert_eq!(index.remove(&k("e")), Some(loc(2, 20)));
+        assert_eq!(index.last_key(..), Some(k("d")));
+        assert_eq!(index.remove(&k("b")), Some(loc(2, 0)));
+        assert_eq!(index.get(&k("b")), None, "a key only the map had is gone");
+    }
+}
