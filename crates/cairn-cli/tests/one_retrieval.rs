@@ -67,7 +67,20 @@ fn cli(s: &Sandbox, args: &[&str]) -> String {
 
 /// The library's bytes for `spec` (a fresh handle, as another process would have).
 fn library(s: &Sandbox, spec: &str) -> String {
-    let repo = Repo::open(s.repo()).unwrap();
+    // The other tests of this binary spawn `cairn` processes meanwhile: a child between
+    // its fork and its exec still holds a copy of every descriptor, the lock file's of a
+    // handle this thread just dropped included, so an open can briefly find the store
+    // locked. That window closes within milliseconds.
+    let mut tries = 0;
+    let repo = loop {
+        match Repo::open(s.repo()) {
+            Err(cairn::Error::Store(cairn::StoreError::Locked { .. })) if tries < 50 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => break other.unwrap(),
+        }
+    };
     let result = Retrieval::from_spec(&repo, RetrieveSpec::from_json(spec).unwrap())
         .execute()
         .unwrap();

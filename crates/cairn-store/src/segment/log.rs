@@ -1,14 +1,17 @@
-//! [`Log`]: an append-only key-value log in numbered segment files, with its whole index
-//! in memory. The engine under both spaces of a [`SegmentStore`](super::SegmentStore):
-//! objects (keys are hashes) and derived data (keys are byte strings).
+//! [`Log`]: an append-only key-value log in numbered segment files, with its index
+//! ([`Index`]: the snapshot read at open under an in-memory map). The engine under both
+//! spaces of a [`SegmentStore`](super::SegmentStore): objects (keys are hashes) and
+//! derived data (keys are byte strings).
 //!
 //! - **Writes** append records ([`record`](super::record)) to the newest segment at its
 //!   known end, by positional writes; a write that fails (a full disk) is cut off again,
 //!   so the file is as it was. The index learns of a record only after it is written.
 //! - **Reads** look the key up in the index and read the one record with a positional
 //!   read, checking both of its checksums and that it holds the key.
-//! - **Open** reads each segment's hint file (the list of its records, written when the
-//!   segment was sealed) or, without a sound hint, scans the segment. A damaged record
+//! - **Open** reads the log's index snapshot ([`snapshot`](super::snapshot): every live
+//!   key's place, sorted, written at a clean close) if it describes the files, and for the
+//!   records it does not cover each segment's hint file (the list of its records,
+//!   written when the segment was sealed) or, without a sound hint, scans the segment. A damaged record
 //!   header costs only that record: the scan skips to the next sound header and reports
 //!   the skipped bytes, which [`Log::problems`] lists.
 //! - **Deletes** append tombstones. A sealed segment that has become mostly dead is

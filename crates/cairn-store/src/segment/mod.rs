@@ -130,14 +130,17 @@ fn read_marker(bytes: &[u8]) -> Result<(), Option<String>> {
 /// ```text
 /// CAIRN-STORE        "cairn segment store 1\n": what this directory is
 /// lock               locked (flock) by the process that has the store open
-/// objects/           the object log: NNNNNNNN.seg segments, NNNNNNNN.hint hints
+/// objects/           the object log: NNNNNNNN.seg segments, NNNNNNNN.hint hints,
+///                    index.crx the index snapshot
 /// derived/           the derived-data log, same format, separate files
 /// refs/              one file per ref
 /// reflog             the ref log: append-only checksummed records (absent: empty)
 /// ```
 ///
 /// Objects and derived data are two logs: append-only segment files of checksummed
-/// records with an in-memory index, rebuilt at open from hint files or by scanning. A
+/// records with an index, read at open from the log's index snapshot (one sorted,
+/// checked file written at a clean close) and, for the records it does not cover, from
+/// hint files or by scanning. A
 /// damaged byte costs the record it is in — reported by [`Store::damage`] and `fsck`, the
 /// rest readable — never the store. Derived data lives in its own files, so damage to it
 /// can never reach the objects; a derived log that cannot be opened at all is set aside
