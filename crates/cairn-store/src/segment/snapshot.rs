@@ -277,31 +277,27 @@ impl Snapshot {
         lo
     }
 
+    /// The first entry whose key is above `key`.
+    fn upper(&self, key: &[u8]) -> usize {
+        let i = self.lower(key);
+        if i < self.count && self.key(i) == key {
+            i + 1
+        } else {
+            i
+        }
+    }
+
     /// The entries (as indexes) whose keys lie within the bounds.
     pub(super) fn range(&self, start: Bound<&[u8]>, end: Bound<&[u8]>) -> std::ops::Range<usize> {
         let from = match start {
             Bound::Unbounded => 0,
             Bound::Included(k) => self.lower(k),
-            Bound::Excluded(k) => {
-                let i = self.lower(k);
-                if i < self.count && self.key(i) == k {
-                    i + 1
-                } else {
-                    i
-                }
-            }
+            Bound::Excluded(k) => self.upper(k),
         };
         let to = match end {
             Bound::Unbounded => self.count,
             Bound::Excluded(k) => self.lower(k),
-            Bound::Included(k) => {
-                let i = self.lower(k);
-                if i < self.count && self.key(i) == k {
-                    i + 1
-                } else {
-                    i
-                }
-            }
+            Bound::Included(k) => self.upper(k),
         };
         from..to.max(from)
     }
