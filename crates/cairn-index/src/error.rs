@@ -46,6 +46,10 @@ pub enum IndexError {
     /// node object (the data itself is damaged or missing).
     #[error("a dense row cannot be read: {0}")]
     UnreadableRow(String),
+    /// A node text left on disk could neither be read from its stored core part nor
+    /// from its node object (the data itself is damaged or missing).
+    #[error("a node text cannot be read: {0}")]
+    UnreadableText(String),
     /// Parts that do not fit together (a bug in the caller).
     #[error("index parts are inconsistent: {0}")]
     Inconsistent(String),

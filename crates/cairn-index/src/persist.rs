@@ -92,8 +92,14 @@ pub fn encode_node_core(key: &Hash, c: &NodeChunk) -> Vec<u8> {
             w.value(v);
         }
     }
+    // Built chunks hold their texts; a loaded part with its texts on disk (met only by
+    // `CommitIndexes::digest`) reads them back, and a text that can be read from neither
+    // its part nor its node object is encoded empty — such a view's digest differs.
     for l in 0..c.ids.len() {
-        w.str(c.text(l as Local));
+        match c.text(l as Local) {
+            Ok(t) => w.str(&t),
+            Err(_) => w.str(""),
+        }
     }
     w.u64(c.dense_models.len() as u64);
     for (m, (dim, rows)) in &c.dense_models {
@@ -280,6 +286,26 @@ fn open<'a>(bytes: &'a [u8], tag: u8, key: &Hash) -> Result<Reader<'a>, IndexErr
 
 /// Decodes a node chunk's core part stored under `key`.
 pub fn decode_node_core(bytes: &[u8], key: &Hash) -> Result<NodeChunk, IndexError> {
+    decode_core(bytes, key, None)
+}
+
+/// [`decode_node_core`], leaving the node texts in the stored value `skey` (whose bytes
+/// `bytes` are), read through `source` when an item is rendered: the part keeps each
+/// text's length, character count and crc32 (`chunk/node.rs`, `StoredTexts`).
+pub fn decode_node_core_texts_stored(
+    bytes: &[u8],
+    key: &Hash,
+    source: std::sync::Arc<dyn crate::RowSource>,
+    skey: &[u8],
+) -> Result<NodeChunk, IndexError> {
+    decode_core(bytes, key, Some((source, skey)))
+}
+
+fn decode_core(
+    bytes: &[u8],
+    key: &Hash,
+    stored: Option<(std::sync::Arc<dyn crate::RowSource>, &[u8])>,
+) -> Result<NodeChunk, IndexError> {
     let mut r = open(bytes, TAG_NODE_CORE, key)?;
     let n = r.count32(8 + 1 + 32 + 16 + 8)?;
     if n == 0 || n > MAX_CHUNK_KEYS {
@@ -343,14 +369,38 @@ pub fn decode_node_core(bytes: &[u8], key: &Hash) -> Result<NodeChunk, IndexErro
         ahead.take(len)?;
         text_bytes += len;
     }
-    c.text.reserve_exact(text_bytes);
-    for _ in 0..n {
-        let len = r.count64(1)?;
-        let s = std::str::from_utf8(r.take(len)?).map_err(|_| bad("text is not UTF-8"))?;
-        if c.text.len().saturating_add(s.len()) > u32::MAX as usize {
-            return Err(bad("chunk text over 4 GiB"));
+    if text_bytes > u32::MAX as usize {
+        return Err(bad("chunk text over 4 GiB"));
+    }
+    match stored {
+        None => {
+            c.text.reserve_exact(text_bytes);
+            for _ in 0..n {
+                let len = r.count64(1)?;
+                let s = std::str::from_utf8(r.take(len)?).map_err(|_| bad("text is not UTF-8"))?;
+                c.push_text(s);
+            }
         }
-        c.push_text(s);
+        Some((source, skey)) => {
+            let section = r.at as u64;
+            let mut crcs = Vec::with_capacity(n);
+            let mut end = 0u32;
+            for _ in 0..n {
+                let len = r.count64(1)?;
+                let b = r.take(len)?;
+                let s = std::str::from_utf8(b).map_err(|_| bad("text is not UTF-8"))?;
+                end += len as u32;
+                c.text_end.push(end);
+                c.text_chars.push(s.chars().count() as u32);
+                crcs.push(crc32fast::hash(b));
+            }
+            c.stored_text = Some(crate::chunk::node::StoredTexts {
+                source,
+                key: skey.into(),
+                section,
+                crcs: crcs.into(),
+            });
+        }
     }
     let models = r.count64(8 + 8)?;
     for _ in 0..models {

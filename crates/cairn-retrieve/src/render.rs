@@ -33,17 +33,23 @@ pub(crate) fn render_node(node: &Node, props: &[String], text_cap_chars: usize) 
     )
 }
 
-/// Renders the node at `ordinal` from the view's columns (no vector is read).
-pub(crate) fn render_item(view: &CommitIndexes, ordinal: Ordinal, props: &[String], text_cap_chars: usize) -> String {
+/// Renders the node at `ordinal` from the view's columns (no vector is read). Errors: its
+/// text cannot be read ([`CommitIndexes::text`]).
+pub(crate) fn render_item(
+    view: &CommitIndexes,
+    ordinal: Ordinal,
+    props: &[String],
+    text_cap_chars: usize,
+) -> Result<String, cairn_index::IndexError> {
     let labels = view.labels_of(ordinal);
-    render_parts(
+    Ok(render_parts(
         view.id(ordinal).as_str(),
         &labels,
         |k| view.prop(ordinal, k),
-        view.text(ordinal),
+        &view.text(ordinal)?,
         props,
         text_cap_chars,
-    )
+    ))
 }
 
 /// The fewest characters the rendering of an item with this id and text can have: its

@@ -308,7 +308,12 @@ pub(crate) fn run_plan(
 
     // Rerank the top N.
     if let Some(reranker) = &plugins.reranker {
-        if let Err(e) = rerank_head(reranker.as_ref(), plan, &mut ranked, indexes) {
+        let n = plan.rerank_top_n.min(ranked.len());
+        let nodes: Vec<Node> = ranked[..n]
+            .iter()
+            .map(|r| node_from_columns(indexes, r.ordinal))
+            .collect::<Result<_, _>>()?;
+        if let Err(e) = rerank_head(reranker.as_ref(), plan, &mut ranked, &nodes) {
             warnings.push(Warning::new(
                 WarningCode::RerankFailed,
                 format!("the reranker failed, the retrieval order stands: {e}"),
@@ -322,7 +327,7 @@ pub(crate) fn run_plan(
     }
 
     // Pack.
-    let packed = pack_ranked(indexes, plan, plugins, &ranked, &mut warnings);
+    let packed = pack_ranked(indexes, plan, plugins, &ranked, &mut warnings)?;
 
     let lane_names: Vec<&str> = reports.iter().map(|r| r.name.as_str()).collect();
     let explainer = plan.explain.then(|| explain::Context {
@@ -344,7 +349,7 @@ pub(crate) fn run_plan(
         .map(|(i, p)| {
             let r = &ranked[p.position];
             let (from, until) = indexes.validity(r.ordinal);
-            RetrievedItem {
+            Ok(RetrievedItem {
                 id: indexes.id(r.ordinal).clone(),
                 rank: i + 1,
                 score: r.score,
@@ -370,7 +375,7 @@ pub(crate) fn run_plan(
                 tokens: p.tokens,
                 labels: indexes.labels_of(r.ordinal).into_iter().map(str::to_owned).collect(),
                 props: indexes.props_of(r.ordinal),
-                node_text: indexes.text(r.ordinal).to_owned(),
+                node_text: node_text(indexes, r.ordinal)?,
                 valid_from_ms: (from != i64::MIN).then_some(from),
                 valid_until_ms: (until != i64::MAX).then_some(until),
                 explain: explainer.as_ref().map(|x| {
@@ -381,9 +386,9 @@ pub(crate) fn run_plan(
                         r.path.as_deref(),
                     )
                 }),
-            }
+            })
         })
-        .collect();
+        .collect::<Result<_, RetrieveError>>()?;
 
     Ok(RetrievalResult {
         commit: Some(resolved.commit),
@@ -439,7 +444,7 @@ fn pack_ranked(
     plugins: &Plugins,
     ranked: &[Ranked],
     warnings: &mut Vec<Warning>,
-) -> Packed {
+) -> Result<Packed, RetrieveError> {
     let default_estimator = CharRatioEstimator::default();
     let estimator: &dyn TokenEstimator = match &plugins.token_estimator {
         Some(e) => e.as_ref(),
@@ -459,16 +464,8 @@ fn pack_ranked(
         plan.token_budget,
         estimator,
         min_tokens,
-        |i| {
-            Ok::<_, std::convert::Infallible>(render_item(
-                indexes,
-                ranked[i].ordinal,
-                &plan.render_props,
-                plan.text_cap,
-            ))
-        },
-    )
-    .unwrap_or_else(|e| match e {});
+        |i| render_item(indexes, ranked[i].ordinal, &plan.render_props, plan.text_cap).map_err(unreadable),
+    )?;
     if packed.dropped > 0 {
         warnings.push(Warning::new(
             WarningCode::BudgetDropped,
@@ -479,7 +476,7 @@ fn pack_ranked(
             ),
         ));
     }
-    packed
+    Ok(packed)
 }
 
 /// What the lanes stage hands the fusion, in lane order: each lane's hits (none for a lane
@@ -748,19 +745,15 @@ fn rerank_head(
     reranker: &dyn Reranker,
     plan: &Plan,
     ranked: &mut Vec<Ranked>,
-    indexes: &CommitIndexes,
+    nodes: &[Node],
 ) -> Result<(), RerankError> {
-    let n = plan.rerank_top_n.min(ranked.len());
+    let n = nodes.len();
     if n == 0 {
         return Ok(());
     }
-    let nodes: Vec<Node> = ranked[..n]
-        .iter()
-        .map(|r| node_from_columns(indexes, r.ordinal))
-        .collect();
     let candidates: Vec<RerankCandidate<'_>> = ranked[..n]
         .iter()
-        .zip(&nodes)
+        .zip(nodes)
         .map(|(r, node)| RerankCandidate {
             id: &node.id,
             node,
@@ -779,16 +772,27 @@ fn rerank_head(
     Ok(())
 }
 
+/// A node text that could not be read (from its stored part nor its node object): damaged
+/// data, never rendered as some other text.
+fn unreadable(e: cairn_index::IndexError) -> RetrieveError {
+    RetrieveError::Source(crate::SourceError::Corrupt(e.to_string()))
+}
+
+/// The text of the node at `ordinal`.
+fn node_text(indexes: &CommitIndexes, ordinal: Ordinal) -> Result<String, RetrieveError> {
+    indexes.text(ordinal).map(|t| t.into_owned()).map_err(unreadable)
+}
+
 /// The node at `ordinal` as the index's columns hold it.
-fn node_from_columns(indexes: &CommitIndexes, ordinal: Ordinal) -> Node {
+fn node_from_columns(indexes: &CommitIndexes, ordinal: Ordinal) -> Result<Node, RetrieveError> {
     let (from, until) = indexes.validity(ordinal);
-    let mut node = Node::new(indexes.id(ordinal).clone()).with_text(indexes.text(ordinal));
+    let mut node = Node::new(indexes.id(ordinal).clone()).with_text(node_text(indexes, ordinal)?);
     for l in indexes.labels_of(ordinal) {
         node = node.with_label(l);
     }
     node.props = indexes.props_of(ordinal);
     node.validity = cairn_core::Validity::new((from != i64::MIN).then_some(from), (until != i64::MAX).then_some(until));
-    node
+    Ok(node)
 }
 
 fn quote_list(xs: &[String]) -> String {

@@ -147,9 +147,10 @@ fn of_index(e: &IndexError) -> ErrorKind {
         | IndexError::NonFiniteQuery { .. }
         | IndexError::UnknownModel { .. }
         | IndexError::BadSparseQuery { .. } => ErrorKind::InvalidInput,
-        IndexError::BadStoredIndex(_) | IndexError::UnreadableRow(_) | IndexError::Inconsistent(_) => {
-            ErrorKind::Corrupt
-        }
+        IndexError::BadStoredIndex(_)
+        | IndexError::UnreadableRow(_)
+        | IndexError::UnreadableText(_)
+        | IndexError::Inconsistent(_) => ErrorKind::Corrupt,
         _ => ErrorKind::Storage,
     }
 }

@@ -270,3 +270,83 @@ fn a_damaged_stored_head_is_never_served_and_its_part_is_rebuilt() {
     assert_eq!(after, dense, "rebuilt to the original bytes");
     same(&json(&queries(&cold)), &expected);
 }
+
+/// Every stored core part, `(key, value)` in key order.
+fn core_parts(store: &MemoryStore) -> Vec<(Vec<u8>, Vec<u8>)> {
+    store
+        .scan_derived(b"ck/")
+        .unwrap()
+        .into_iter()
+        .filter(|(_, v)| v.first() == Some(&cairn_index::persist::TAG_NODE_CORE))
+        .collect()
+}
+
+#[test]
+fn texts_on_disk_are_read_per_item_and_a_damaged_one_comes_from_its_node() {
+    let (memory, _) = repo(false);
+    let expected = json(&queries(&memory));
+    let (disk, store) = repo(true);
+    same(&json(&queries(&disk)), &expected);
+    // The small budget leaves the texts in the stored core parts, as the rows.
+    let ix = disk.indexes("HEAD").unwrap();
+    assert!(ix.chunks().len() > 10 && ix.chunks().iter().all(|c| !c.texts_in_memory()));
+    assert!(memory
+        .indexes("HEAD")
+        .unwrap()
+        .chunks()
+        .iter()
+        .all(|c| c.texts_in_memory()));
+    drop(ix);
+    // Damage the text of query 0's top hit, n02890 ("flow stall"), in its stored core part
+    // (every copy of that text there): the store cannot see it, the text's crc must.
+    let cores = core_parts(&store);
+    let text = b"flow stall";
+    let mut needle = (text.len() as u64).to_le_bytes().to_vec();
+    needle.extend_from_slice(text);
+    let (key, mut value) = cores
+        .iter()
+        .find(|(k, v)| {
+            let chunk = Hash::from_bytes(k[3..35].try_into().unwrap());
+            let core = cairn_index::persist::decode_node_core(v, &chunk).unwrap();
+            core.ids().iter().any(|id| id.as_str() == "n02890")
+        })
+        .cloned()
+        .expect("the top hit's core part");
+    let mut flipped = 0;
+    for at in 0..value.len() - needle.len() {
+        if value[at..at + needle.len()] == needle[..] {
+            value[at + 8] ^= 0x20;
+            flipped += 1;
+        }
+    }
+    assert!(flipped > 0);
+    store.put_derived(&[(key, value)]).unwrap();
+    // The same answer: the damaged text is read from its node object.
+    let first = disk
+        .retrieve()
+        .vector("m", &vector(10_000, 3))
+        .limit(25)
+        .valid_at(T)
+        .execute()
+        .unwrap();
+    assert_eq!(first.items[0].id.as_str(), "n02890");
+    assert_eq!(serde_json::to_string(&first).unwrap(), expected[0]);
+    // The next assembly deletes and rebuilds the damaged part and says so.
+    let next = disk
+        .retrieve()
+        .label("Doc")
+        .vector("m", &vector(10_000, 3))
+        .limit(25)
+        .valid_at(T)
+        .execute()
+        .unwrap();
+    let rebuilt = rebuilt_notes(&next);
+    assert!(
+        rebuilt
+            .iter()
+            .any(|m| m.contains("core part of chunk") && m.contains("fails its checksum")),
+        "{rebuilt:?}"
+    );
+    assert_eq!(core_parts(&store), cores, "rebuilt from the data");
+    same(&json(&queries(&disk)), &expected);
+}

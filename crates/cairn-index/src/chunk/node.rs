@@ -1,12 +1,15 @@
 //! The core part of a node chunk: ids, object hashes, labels, validity, properties and
 //! the text column — everything gates and rendering read, and no vector.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::fmt;
 use std::sync::Arc;
 
 use cairn_core::{Hash, Node, NodeId, Value};
 use roaring::RoaringBitmap;
 
+use crate::dense::rows::RowSource;
 use crate::props::PropertyPredicate;
 use crate::validity::{bounds_contain, validity_bounds};
 
@@ -16,6 +19,8 @@ pub type Local = u32;
 /// The core columns of one chunk's nodes, by local ordinal (id order).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct NodeChunk {
+    /// Where the texts are read from when they are not held in `text` (then empty).
+    pub(crate) stored_text: Option<StoredTexts>,
     pub(crate) ids: Vec<NodeId>,
     pub(crate) hashes: Vec<Hash>,
     /// Label → local ordinals.
@@ -35,6 +40,38 @@ pub struct NodeChunk {
     pub(crate) dense_models: BTreeMap<String, (u32, u32)>,
     /// Sparse models with vectors in this chunk: model → rows.
     pub(crate) sparse_models: BTreeMap<String, u32>,
+}
+
+/// The texts of a core part left in its stored value (storage-format §7.3.1: the texts
+/// follow one another, each after its `u64le` length), read one at a time when an item
+/// is rendered. Each carries the crc32 of its bytes, computed when the part was read
+/// whole and checked; a text that cannot be read, or fails it, is read from its node
+/// object instead and the source told, so the stored part is rebuilt.
+#[derive(Clone)]
+pub(crate) struct StoredTexts {
+    pub(crate) source: Arc<dyn RowSource>,
+    /// The part's store key.
+    pub(crate) key: Box<[u8]>,
+    /// Byte offset of the first text's length in the stored value.
+    pub(crate) section: u64,
+    /// crc32 of each text's bytes.
+    pub(crate) crcs: Box<[u32]>,
+}
+
+impl fmt::Debug for StoredTexts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoredTexts")
+            .field("section", &self.section)
+            .field("texts", &self.crcs.len())
+            .finish()
+    }
+}
+
+/// The same stored texts (the source is not compared).
+impl PartialEq for StoredTexts {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key && self.section == other.section && self.crcs == other.crcs
+    }
 }
 
 impl NodeChunk {
@@ -112,14 +149,42 @@ impl NodeChunk {
         self.ids.binary_search(id).ok().map(|i| i as Local)
     }
 
-    /// The text of node `local`.
-    pub fn text(&self, local: Local) -> &str {
+    /// The text of node `local`: from memory, or read from the stored part (checked by
+    /// its crc32), or — when that fails — from the node object, the source told of the
+    /// damaged part. `Err` says why neither could be read.
+    pub fn text(&self, local: Local) -> Result<Cow<'_, str>, String> {
         let end = self.text_end[local as usize] as usize;
         let start = match local {
             0 => 0,
             l => self.text_end[l as usize - 1] as usize,
         };
-        &self.text[start..end]
+        let Some(st) = &self.stored_text else {
+            return Ok(Cow::Borrowed(&self.text[start..end]));
+        };
+        // Text `i` starts after `i + 1` length fields and the texts before it.
+        let at = st.section + 8 * (u64::from(local) + 1) + start as u64;
+        let mut bytes = vec![0u8; end - start];
+        let why = match st.source.read_at(&st.key, at, &mut bytes) {
+            Ok(true) if crc32fast::hash(&bytes) == st.crcs[local as usize] => match String::from_utf8(bytes) {
+                Ok(t) => return Ok(Cow::Owned(t)),
+                Err(_) => "is not UTF-8".to_string(),
+            },
+            Ok(true) => "fails its checksum".to_string(),
+            Ok(false) => "is missing from the stored part".to_string(),
+            Err(e) => format!("could not be read ({e})"),
+        };
+        st.source
+            .damaged(&st.key, format!("the text of node {} {why}", self.ids[local as usize]));
+        let hash = &self.hashes[local as usize];
+        st.source
+            .node_text(hash)
+            .map(Cow::Owned)
+            .map_err(|e| format!("node {}: {e}", self.ids[local as usize]))
+    }
+
+    /// True if the texts are held in memory (not left in the stored part).
+    pub fn texts_in_memory(&self) -> bool {
+        self.stored_text.is_none()
     }
 
     /// The labels of node `local`, in label order.
@@ -215,6 +280,7 @@ impl NodeChunk {
             + props
             + self.text.len()
             + self.text_end.len() * 4
+            + self.stored_text.as_ref().map_or(0, |t| t.crcs.len() * 4 + t.key.len())
             + 256
     }
 }

@@ -1,4 +1,4 @@
-//! Dense rows left on disk: a part whose exact `f32` rows are read from its stored value,
+//! Dense rows (and node texts, `chunk/node.rs`) left on disk: a part whose exact `f32` rows are read from its stored value,
 //! one row at a time, when rescoring needs them (the int8 codes that the scan and the graph
 //! walks read stay in memory).
 //!
@@ -23,6 +23,10 @@ pub trait RowSource: Send + Sync {
     /// The vector of dense `model` held by node object `node`, read from the data: what
     /// a row that cannot be read from its part is scored with.
     fn node_vector(&self, node: &Hash, model: &str) -> Result<Vec<f32>, String>;
+
+    /// The text of node object `node`, read from the data: what a text left on disk
+    /// that cannot be read from its core part is rendered with.
+    fn node_text(&self, node: &Hash) -> Result<String, String>;
 
     /// Told that the stored value `key` has a row that cannot be read (`detail` says
     /// why), so that it is rebuilt from the data.

@@ -305,10 +305,12 @@ impl CommitIndexes {
         self.chunks.iter().flat_map(|c| c.ids().iter())
     }
 
-    /// The text of the node at `ordinal`.
-    pub fn text(&self, ordinal: Ordinal) -> &str {
+    /// The text of the node at `ordinal` (read from the store when the view leaves texts
+    /// on disk). Errors: [`IndexError::UnreadableText`] if it can be read neither from
+    /// its stored part nor from its node object.
+    pub fn text(&self, ordinal: Ordinal) -> Result<std::borrow::Cow<'_, str>, IndexError> {
         let (c, l) = self.locate(ordinal);
-        self.chunks[c].text(l)
+        self.chunks[c].text(l).map_err(IndexError::UnreadableText)
     }
 
     /// The length in characters of the text of the node at `ordinal`.

@@ -105,6 +105,9 @@ pub(super) struct Ctx {
     /// The dense models whose rows this assembly leaves on disk, with their row source
     /// (`rows.rs`): their parts are put on disk as they are built or loaded.
     rows_on_disk: std::collections::BTreeMap<String, Arc<dyn cairn_index::RowSource>>,
+    /// Where this assembly's core parts read their node texts from, when they leave them
+    /// on disk ([`Repo::texts_on_disk`]).
+    texts_on_disk: Option<Arc<dyn cairn_index::RowSource>>,
     /// Parts this assembly deleted itself (rows found damaged): their absence is no news.
     dropped: BTreeSet<Vec<u8>>,
     /// Every part built or loaded by this assembly, by store key: the assembly reads them
@@ -160,9 +163,19 @@ pub(super) enum Found {
     Split,
 }
 
-fn decode_part(tag: u8, bytes: &[u8], key: &Hash) -> std::result::Result<Part, IndexError> {
+/// Decodes a stored part; a core part leaves its texts in the stored value `texts.1`, read
+/// through `texts.0`, when given.
+fn decode_part(
+    tag: u8,
+    bytes: &[u8],
+    key: &Hash,
+    texts: Option<(&Arc<dyn cairn_index::RowSource>, &[u8])>,
+) -> std::result::Result<Part, IndexError> {
     Ok(match tag {
-        TAG_NODE_CORE => Part::Core(Arc::new(persist::decode_node_core(bytes, key)?)),
+        TAG_NODE_CORE => Part::Core(Arc::new(match texts {
+            Some((source, skey)) => persist::decode_node_core_texts_stored(bytes, key, Arc::clone(source), skey)?,
+            None => persist::decode_node_core(bytes, key)?,
+        })),
         TAG_TEXT => Part::Text(Arc::new(persist::decode_text(bytes, key)?)),
         TAG_SPARSE => Part::Sparse(Arc::new(persist::decode_sparse(bytes, key)?.1)),
         TAG_DENSE => Part::Dense(Arc::new(persist::decode_dense(bytes, key)?.2)),
@@ -238,6 +251,7 @@ impl Repo {
             notes: Mutex::new(Vec::new()),
             pending: Mutex::new(Vec::new()),
             rows_on_disk: Default::default(),
+            texts_on_disk: None,
             dropped: BTreeSet::new(),
             manifests: Mutex::new(BTreeSet::new()),
             stored_values: Mutex::new((0, 0)),
@@ -267,6 +281,7 @@ impl Repo {
         }
         let mut ctx = self.ctx();
         ctx.rows_on_disk = self.rows_on_disk(ctx.persistent, c.node_count);
+        ctx.texts_on_disk = self.texts_on_disk(ctx.persistent, c.node_count);
         ctx.notes.lock().extend(repaired);
         ctx.dropped = dropped.into_iter().collect();
         self.check_manifest(&ctx, TreeKind::Nodes, c.node_root);
@@ -599,7 +614,10 @@ impl Repo {
                 None => {
                     let mut decoded = None;
                     self.store()
-                        .with_derived(&skey, &mut |bytes| decoded = Some(decode_part(tag, bytes, &ch.key)))
+                        .with_derived(&skey, &mut |bytes| {
+                            let texts = ctx.texts_on_disk.as_ref().map(|s| (s, skey.as_slice()));
+                            decoded = Some(decode_part(tag, bytes, &ch.key, texts))
+                        })
                         .map(|found| decoded.filter(|_| found))
                 }
             };
@@ -699,7 +717,22 @@ impl Repo {
                 let n = parts.core.len() as u32;
                 let key = &ch.key;
                 let core_key = part_store_key(key, TAG_NODE_CORE, None);
-                ctx.persist(core_key.clone(), || persist::encode_node_core(key, &parts.core));
+                // Texts left on disk: the part as a load would give it, from the value
+                // queued for the store (written before any query reads a text, and read
+                // from the node objects if it never is).
+                let core = match (&ctx.texts_on_disk, ctx.persistent) {
+                    (Some(source), true) => {
+                        let value = persist::encode_node_core(key, &parts.core);
+                        let stored = persist::decode_node_core_texts_stored(&value, key, Arc::clone(source), &core_key)
+                            .map_err(inconsistent)?;
+                        ctx.persist(core_key.clone(), || value);
+                        stored
+                    }
+                    _ => {
+                        ctx.persist(core_key.clone(), || persist::encode_node_core(key, &parts.core));
+                        parts.core
+                    }
+                };
                 let text_key = part_store_key(key, TAG_TEXT, None);
                 ctx.persist(text_key.clone(), || persist::encode_text(key, &parts.text));
                 for (m, s) in parts.sparse {
@@ -719,7 +752,7 @@ impl Repo {
                     self.remember(ctx, k, Part::Dense(Arc::new(d)));
                 }
                 self.remember(ctx, text_key, Part::Text(Arc::new(parts.text)));
-                self.remember(ctx, core_key, Part::Core(Arc::new(parts.core)));
+                self.remember(ctx, core_key, Part::Core(Arc::new(core)));
             }
             TreeKind::Edges | TreeKind::EdgesIn => {
                 let mut edges: Vec<Edge> = Vec::with_capacity(entries.len());

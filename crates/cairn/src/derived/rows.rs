@@ -24,6 +24,10 @@ use parking_lot::Mutex;
 
 use crate::repo::Repo;
 
+/// The text bytes per node the rule for leaving texts on disk assumes
+/// ([`Repo::texts_on_disk`]).
+const TEXT_BYTES_GUESS: u64 = 512;
+
 /// Stored parts whose rows could not be read, with why: shared by a repository handle
 /// and every part of its views that reads rows from the store.
 pub(crate) type DamagedRows = Arc<Mutex<Vec<(Vec<u8>, String)>>>;
@@ -47,6 +51,13 @@ impl RowSource for StoreRows {
             .get(model)
             .cloned()
             .ok_or_else(|| format!("node {} has no `{model}` vector", node.short()))
+    }
+
+    fn node_text(&self, node: &Hash) -> Result<String, String> {
+        let n = Objects::new(Arc::clone(&self.store))
+            .node(node)
+            .map_err(|e| e.to_string())?;
+        Ok(n.text)
     }
 
     fn damaged(&self, key: &[u8], detail: String) {
@@ -87,6 +98,25 @@ impl Repo {
         out
     }
 
+    /// Where the core parts of a view of a commit of `node_count` nodes read their node
+    /// texts from, if they leave them on disk: when `node_count ·` [`TEXT_BYTES_GUESS`]
+    /// exceeds a quarter of the memory budget (524,288 nodes at the 1 GiB default), on a
+    /// store that reads value ranges. Texts are only read to render an item, a few per
+    /// query; held in memory they are most of a core part (at 1M nodes of ~450-byte texts,
+    /// 450 of its 660 MiB).
+    pub(super) fn texts_on_disk(&self, persistent: bool, node_count: u64) -> Option<Arc<dyn RowSource>> {
+        if !persistent || !self.store().reads_derived_ranges() {
+            return None;
+        }
+        let quarter = self.inner.derived.cache.capacity() as u64 / 4;
+        (node_count.saturating_mul(TEXT_BYTES_GUESS) > quarter).then(|| {
+            Arc::new(StoreRows {
+                store: Arc::clone(self.store()),
+                damaged: Arc::clone(&self.inner.derived.damaged_rows),
+            }) as Arc<dyn RowSource>
+        })
+    }
+
     /// Deletes the stored parts whose rows could not be read since the last assembly and
     /// empties the cache, so they are rebuilt from the data: one note each, and their keys
     /// (whose absence the assembly then expects).
@@ -105,23 +135,21 @@ impl Repo {
         self.inner.derived.cache.clear();
         let notes = damaged
             .into_iter()
-            .map(|(k, why)| {
-                format!(
-                    "the stored {} has a damaged row ({why}); rebuilt{deleted}",
-                    part_name(&k)
-                )
-            })
+            .map(|(k, why)| format!("the stored {} is damaged ({why}); rebuilt{deleted}", part_name(&k)))
             .collect();
         (notes, keys)
     }
 }
 
-/// `dense:MODEL part of chunk SHORT`, read off a dense part's store key (`ck/ ‖ chunk ‖
-/// tag ‖ model`, storage-format §7.1).
+/// `dense:MODEL part of chunk SHORT` or `core part of chunk SHORT`, read off a part's
+/// store key (`ck/ ‖ chunk ‖ tag [‖ model]`, storage-format §7.1).
 fn part_name(key: &[u8]) -> String {
     let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
-    match (key.get(3..9), key.get(36..)) {
-        (Some(chunk), Some(model)) => format!("dense:{} part of chunk {}", String::from_utf8_lossy(model), hex(chunk)),
-        _ => format!("dense part {}", hex(key)),
+    match (key.get(3..9), key.get(35), key.get(36..)) {
+        (Some(chunk), Some(&crate::derived::keys::TAG_NODE_CORE), _) => format!("core part of chunk {}", hex(chunk)),
+        (Some(chunk), _, Some(model)) if !model.is_empty() => {
+            format!("dense:{} part of chunk {}", String::from_utf8_lossy(model), hex(chunk))
+        }
+        _ => format!("part {}", hex(key)),
     }
 }
