@@ -16,13 +16,16 @@
 //!
 //! Both phases run over chunks in parallel (rayon); the candidate set and the final
 //! `(score, ordinal)` order do not depend on scheduling, so neither does the result. Small
-//! searches (at most [`EXACT_SCAN_ROWS`] rows in the filter) skip the estimate.
+//! searches (at most [`EXACT_SCAN_ROWS`] rows in the filter, with the rows in memory) skip
+//! the estimate.
 //!
 //! # Approximate ([`CommitIndexes::dense_search_ann`])
 //!
 //! Each unit (a content-defined run of chunks, `unit.rs`) has an HNSW graph over its
 //! vectors; the search asks every unit's graph for its `ef = max(k, 64)` best rows in the
-//! filter, rescores them with the exact kernel and keeps the best `k`. A unit is scanned
+//! filter, and keeps the best `k` of them exactly: with the rows on disk, by the bounds of
+//! the exact search first (only rows that may win are read and rescored), else by
+//! rescoring them all with the exact kernel. A unit is scanned
 //! exactly instead when it has fewer than [`ANN_MIN_ROWS`] vectors or when the filter
 //! keeps at most `64·ef` of its rows (a filtered walk visits about `ef / selectivity`
 //! rows, more than such a scan reads) — decisions that depend only on counts, never on
@@ -135,6 +138,13 @@ const ROWS_MEMO: usize = 16;
 const ROWS_MEMO_ROWS: usize = 4 << 20;
 
 impl DenseView {
+    /// True if the parts' exact rows are read from the store, not held in memory (one
+    /// rule decides for every part of a view; the first part tells, and a view that mixes
+    /// the two only scores at another speed).
+    fn rows_on_disk(&self) -> bool {
+        self.parts.iter().flatten().next().is_some_and(|p| !p.rows_in_memory())
+    }
+
     pub(crate) fn new(model: &str, mut parts: Vec<Option<Arc<DenseChunk>>>) -> DenseView {
         let dim = parts.iter().flatten().map(|p| p.dim()).next().unwrap_or(0);
         for p in &mut parts {
@@ -423,7 +433,10 @@ impl CommitIndexes {
         rows: &[Row],
     ) -> Result<(Vec<Hit>, usize), IndexError> {
         let total = rows.len();
-        if total <= k || total <= EXACT_SCAN_ROWS {
+        // Few rows are scored outright, unless scoring one means reading it from disk: a
+        // row's codes are in memory, and the bound pass spares the reads of rows that
+        // cannot win.
+        if total <= k || (total <= EXACT_SCAN_ROWS && !view.rows_on_disk()) {
             return Ok((self.rescore(view, query, k, rows)?, total));
         }
         // Phase 1: bounds, in row order.
@@ -589,11 +602,16 @@ impl CommitIndexes {
                 scanned.extend(rows);
             }
         }
-        // Scanned units: the exact lane over their rows; walked units: every row found,
-        // rescored. Both score exactly, so the best `k` of the two lists is well defined.
+        // Scanned units: the exact lane over their rows; walked units: the rows found, by
+        // the same int8 bounds — only those whose upper bound reaches the k-th best lower
+        // bound among them are rescored (the others cannot be among their best k: k rows
+        // score at least that bar, above them), so each walked row costs its codes, and a
+        // read of its exact row only if it may win. Both score exactly, so the best `k` of
+        // the two lists is well defined.
         let (mut hits, mut rescored) = self.exact_top_k(view, query, k, &scanned)?;
-        rescored += walked.len();
-        hits.extend(self.rescore(view, query, k, &walked)?);
+        let (walked_hits, walked_rescored) = self.exact_top_k(view, query, k, &walked)?;
+        rescored += walked_rescored;
+        hits.extend(walked_hits);
         Ok(DenseSearch {
             hits: top_k_vec(hits, k),
             approximate,
