@@ -85,6 +85,19 @@ fn json(results: &[RetrievalResult]) -> Vec<String> {
     results.iter().map(|r| serde_json::to_string(r).unwrap()).collect()
 }
 
+/// The first query of [`queries`] (`gated`: the second, with the `Doc` label gate).
+fn first_query(repo: &Repo, gated: bool) -> RetrievalResult {
+    let mut r = repo.retrieve();
+    if gated {
+        r = r.label("Doc");
+    }
+    r.vector("m", &vector(10_000, 3))
+        .limit(25)
+        .valid_at(T)
+        .execute()
+        .unwrap()
+}
+
 /// Asserts two runs of [`queries`] are the same bytes, naming the first that differs.
 fn same(got: &[String], expected: &[String]) {
     assert_eq!(got.len(), expected.len());
@@ -189,23 +202,10 @@ fn a_damaged_stored_row_is_scored_from_its_node_and_its_part_rebuilt() {
     }
     store.put_derived(&[damaged.expect("the top hit's part")]).unwrap();
     // The same answer: a damaged row is read from its node object.
-    let first = disk
-        .retrieve()
-        .vector("m", &vector(10_000, 3))
-        .limit(25)
-        .valid_at(T)
-        .execute()
-        .unwrap();
+    let first = first_query(&disk, false);
     assert_eq!(serde_json::to_string(&first).unwrap(), expected[0]);
     // The next assembly deletes and rebuilds the damaged parts and says so.
-    let next = disk
-        .retrieve()
-        .label("Doc")
-        .vector("m", &vector(10_000, 3))
-        .limit(25)
-        .valid_at(T)
-        .execute()
-        .unwrap();
+    let next = first_query(&disk, true);
     let rebuilt = rebuilt_notes(&next);
     assert!(
         rebuilt
@@ -322,24 +322,11 @@ fn texts_on_disk_are_read_per_item_and_a_damaged_one_comes_from_its_node() {
     assert!(flipped > 0);
     store.put_derived(&[(key, value)]).unwrap();
     // The same answer: the damaged text is read from its node object.
-    let first = disk
-        .retrieve()
-        .vector("m", &vector(10_000, 3))
-        .limit(25)
-        .valid_at(T)
-        .execute()
-        .unwrap();
+    let first = first_query(&disk, false);
     assert_eq!(first.items[0].id.as_str(), "n02890");
     assert_eq!(serde_json::to_string(&first).unwrap(), expected[0]);
     // The next assembly deletes and rebuilds the damaged part and says so.
-    let next = disk
-        .retrieve()
-        .label("Doc")
-        .vector("m", &vector(10_000, 3))
-        .limit(25)
-        .valid_at(T)
-        .execute()
-        .unwrap();
+    let next = first_query(&disk, true);
     let rebuilt = rebuilt_notes(&next);
     assert!(
         rebuilt
