@@ -108,6 +108,8 @@ pub(super) struct Ctx {
     /// Where this assembly's core parts read their node texts from, when they leave them
     /// on disk ([`Repo::texts_on_disk`]).
     texts_on_disk: Option<Arc<dyn cairn_index::RowSource>>,
+    /// What the view being assembled needs (`None`: everything).
+    needs: Option<IndexNeeds>,
     /// Parts this assembly deleted itself (rows found damaged): their absence is no news.
     dropped: BTreeSet<Vec<u8>>,
     /// Every part built or loaded by this assembly, by store key: the assembly reads them
@@ -119,6 +121,28 @@ pub(super) struct Ctx {
 impl Ctx {
     fn note(&self, what: String) {
         self.notes.lock().push(what);
+    }
+
+    /// True if this assembly keeps a part it built (`tag`, of `model`) in memory: always
+    /// in a store that keeps no derived data (the cache is then its only copy) and for a
+    /// view that asks for no lane (a listing, or `build_indexes`' probe, whose next view
+    /// needs the parts); else only a part its view needs — the others (a chunk is built
+    /// whole: the sparse parts of a hybrid query's chunks, say) are stored and dropped,
+    /// and loaded when a view asks.
+    fn keeps(&self, tag: u8, model: &str) -> bool {
+        let Some(n) = self
+            .needs
+            .as_ref()
+            .filter(|n| self.persistent && **n != IndexNeeds::default())
+        else {
+            return true;
+        };
+        match tag {
+            TAG_TEXT => n.text,
+            TAG_SPARSE => n.sparse.contains(model),
+            TAG_DENSE => n.dense.contains(model) || n.graphs.contains(model),
+            _ => true,
+        }
     }
 
     /// True if a store write of this assembly failed (what it built is only in memory).
@@ -252,6 +276,7 @@ impl Repo {
             pending: Mutex::new(Vec::new()),
             rows_on_disk: Default::default(),
             texts_on_disk: None,
+            needs: None,
             dropped: BTreeSet::new(),
             manifests: Mutex::new(BTreeSet::new()),
             stored_values: Mutex::new((0, 0)),
@@ -282,6 +307,7 @@ impl Repo {
         let mut ctx = self.ctx();
         ctx.rows_on_disk = self.rows_on_disk(ctx.persistent, c.node_count);
         ctx.texts_on_disk = self.texts_on_disk(ctx.persistent, c.node_count);
+        ctx.needs = Some(needs.clone());
         ctx.notes.lock().extend(repaired);
         ctx.dropped = dropped.into_iter().collect();
         self.check_manifest(&ctx, TreeKind::Nodes, c.node_root);
@@ -738,7 +764,9 @@ impl Repo {
                 for (m, s) in parts.sparse {
                     let k = part_store_key(key, TAG_SPARSE, Some(&m));
                     ctx.persist(k.clone(), || persist::encode_sparse(key, &m, n, &s));
-                    self.remember(ctx, k, Part::Sparse(Arc::new(s)));
+                    if ctx.keeps(TAG_SPARSE, &m) {
+                        self.remember(ctx, k, Part::Sparse(Arc::new(s)));
+                    }
                 }
                 for (m, d) in parts.dense {
                     let k = part_store_key(key, TAG_DENSE, Some(&m));
@@ -749,9 +777,13 @@ impl Repo {
                         Some(source) => rows_to_disk(d, &m, &k, source),
                         None => d,
                     };
-                    self.remember(ctx, k, Part::Dense(Arc::new(d)));
+                    if ctx.keeps(TAG_DENSE, &m) {
+                        self.remember(ctx, k, Part::Dense(Arc::new(d)));
+                    }
                 }
-                self.remember(ctx, text_key, Part::Text(Arc::new(parts.text)));
+                if ctx.keeps(TAG_TEXT, "") {
+                    self.remember(ctx, text_key, Part::Text(Arc::new(parts.text)));
+                }
                 self.remember(ctx, core_key, Part::Core(Arc::new(core)));
             }
             TreeKind::Edges | TreeKind::EdgesIn => {
