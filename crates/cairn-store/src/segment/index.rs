@@ -38,13 +38,19 @@ pub(super) struct Index<K> {
 }
 
 impl<K: LogKey> Index<K> {
-    /// The index of `base` under `map` (with no base, `map` holds no `None`).
-    pub(super) fn new(base: Option<Snapshot>, map: BTreeMap<K, Option<Loc>>) -> Index<K> {
+    /// The index of `base` under `map` (with no base, `map` holds no `None`);
+    /// `superseded` is told of each snapshot entry a key of `map` hides.
+    pub(super) fn new(
+        base: Option<Snapshot>,
+        map: BTreeMap<K, Option<Loc>>,
+        mut superseded: impl FnMut(Loc),
+    ) -> Index<K> {
         let (mut count, mut value_bytes) = base.as_ref().map_or((0, 0), Snapshot::count);
         for (k, loc) in &map {
             if let Some(old) = base.as_ref().and_then(|b| b.get(k.bytes())) {
                 count -= 1;
                 value_bytes -= u64::from(old.value_len);
+                superseded(old);
             }
             if let Some(l) = loc {
                 count += 1;
@@ -119,10 +125,14 @@ impl<K: LogKey> Index<K> {
     /// Every live key in `range` with its location, in key order.
     pub(super) fn entries(&self, range: impl RangeBounds<K>) -> Vec<(K, Loc)> {
         let mut out = Vec::new();
-        self.merge(&range, |k, l| {
-            out.push((k, l));
-            true
-        });
+        self.merge(&range, |k, l| out.push((k, l)));
+        out
+    }
+
+    /// Every live key in `range`, in order.
+    pub(super) fn keys(&self, range: impl RangeBounds<K>) -> Vec<K> {
+        let mut out = Vec::new();
+        self.merge(&range, |k, _| out.push(k));
         out
     }
 
@@ -143,9 +153,8 @@ impl<K: LogKey> Index<K> {
         from_map.max(from_base)
     }
 
-    /// Calls `f` with every live key in `range` and its location, in key order, until it
-    /// returns false.
-    fn merge(&self, range: &impl RangeBounds<K>, mut f: impl FnMut(K, Loc) -> bool) {
+    /// Calls `f` with every live key in `range` and its location, in key order.
+    fn merge(&self, range: &impl RangeBounds<K>, mut f: impl FnMut(K, Loc)) {
         let mut map = self
             .map
             .range((range.start_bound(), range.end_bound()))
@@ -155,19 +164,15 @@ impl<K: LogKey> Index<K> {
             for i in b.range(bytes_bound(range.start_bound()), bytes_bound(range.end_bound())) {
                 let Some(key) = K::from_bytes(b.key(i)) else { continue };
                 while let Some((k, l)) = map.next_if(|(k, _)| **k < key) {
-                    if !f(k.clone(), l) {
-                        return;
-                    }
+                    f(k.clone(), l);
                 }
-                if !self.map.contains_key(&key) && !f(key, b.loc(i)) {
-                    return;
+                if !self.map.contains_key(&key) {
+                    f(key, b.loc(i));
                 }
             }
         }
         for (k, l) in map {
-            if !f(k.clone(), l) {
-                return;
-            }
+            f(k.clone(), l);
         }
     }
 }
@@ -201,7 +206,7 @@ mod tests {
         snapshot::write(dir.path(), &[(1, 100, 60)], base.into_iter()).unwrap();
         let snap = Snapshot::read(dir.path()).unwrap();
         let k = |s: &str| -> Box<[u8]> { s.as_bytes().into() };
-        let mut index: Index<Box<[u8]>> = Index::new(Some(snap), BTreeMap::from([(k("b"), Some(loc(2, 0)))]));
+        let mut index: Index<Box<[u8]>> = Index::new(Some(snap), BTreeMap::from([(k("b"), Some(loc(2, 0)))]), |_| {});
         assert_eq!(index.count(), (4, 20));
         assert_eq!(index.remove(&k("c")), Some(loc(1, 20)));
         assert_eq!(index.remove(&k("zz")), None);

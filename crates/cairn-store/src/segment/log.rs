@@ -176,30 +176,28 @@ fn open_index<K: LogKey>(
     segments: &mut BTreeMap<u32, Segment>,
 ) -> Index<K> {
     let mut map = latest_records(records);
-    if let Some(b) = &base {
-        for c in b.covered().values() {
-            if let Some(s) = segments.get_mut(&c.id) {
-                s.total += c.total;
-                s.live += c.live;
-            }
-        }
-        // A later record of a key the snapshot has supersedes its entry.
-        for k in map.keys() {
-            if let Some(old) = b.get(k.bytes()) {
-                if let Some(s) = segments.get_mut(&old.segment) {
-                    s.live -= u64::from(old.len);
+    match &base {
+        Some(b) => {
+            for c in b.covered().values() {
+                if let Some(s) = segments.get_mut(&c.id) {
+                    s.total += c.total;
+                    s.live += c.live;
                 }
             }
         }
-    } else {
-        map.retain(|_, l| l.is_some());
+        None => map.retain(|_, l| l.is_some()),
     }
     for loc in map.values().flatten() {
         if let Some(s) = segments.get_mut(&loc.segment) {
             s.live += u64::from(loc.len);
         }
     }
-    Index::new(base, map)
+    // A later record of a key the snapshot has supersedes its entry.
+    Index::new(base, map, |old| {
+        if let Some(s) = segments.get_mut(&old.segment) {
+            s.live -= u64::from(old.len);
+        }
+    })
 }
 
 /// A key's first 8 bytes as a big-endian number (zero-padded): ordered as the keys are
@@ -503,13 +501,7 @@ impl<K: LogKey> Log<K> {
 
     /// Keys in `range`, in order.
     pub(super) fn keys(&self, range: impl RangeBounds<K>) -> Vec<K> {
-        self.state
-            .read()
-            .index
-            .entries(range)
-            .into_iter()
-            .map(|(k, _)| k)
-            .collect()
+        self.state.read().index.keys(range)
     }
 
     /// The last key in `range`.

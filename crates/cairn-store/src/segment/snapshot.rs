@@ -140,7 +140,7 @@ impl Snapshot {
                 return None;
             }
             last_id = Some(c.id);
-            covered.insert(c.id, Covered { live: 0, ..c });
+            covered.insert(c.id, c);
         }
         let count = usize::try_from(le_u64(&bytes, need(8)?)).ok()?;
         let key_bytes = usize::try_from(le_u64(&bytes, need(8)?)).ok()?;
@@ -204,12 +204,9 @@ impl Snapshot {
         if next_key != key_bytes {
             return None;
         }
-        // The stored live bytes must be the entries' (zeroed above, checked here).
-        for (s, c) in snap.covered.values_mut().enumerate() {
-            c.live = live[s];
-            if le_u64(&snap.bytes, 8 + s * SEGMENT + 20) != c.live {
-                return None;
-            }
+        // The stored live bytes must be the entries'.
+        if snap.covered.values().zip(&live).any(|(c, &l)| c.live != l) {
+            return None;
         }
         snap.value_bytes = value_bytes;
         Some(snap)
