@@ -68,6 +68,26 @@ fn header(tag: u8, key: &Hash, capacity: usize) -> Writer {
 
 /// Encodes a node chunk's core part.
 pub fn encode_node_core(key: &Hash, c: &NodeChunk) -> Vec<u8> {
+    encode_core(key, c).0
+}
+
+/// Encodes a built core part (its texts in memory), and returns it as
+/// [`decode_node_core_texts_stored`] would read the encoding back: its texts left in the
+/// stored value `skey`, read through `source` — without decoding the value again.
+pub fn encode_node_core_texts_stored(
+    key: &Hash,
+    mut core: NodeChunk,
+    source: std::sync::Arc<dyn crate::RowSource>,
+    skey: &[u8],
+) -> (Vec<u8>, NodeChunk) {
+    let (value, section) = encode_core(key, &core);
+    core.leave_texts_stored(source, skey, section);
+    (value, core)
+}
+
+/// The encoding of a core part, and the offset of its text section (the first text's
+/// length).
+fn encode_core(key: &Hash, c: &NodeChunk) -> (Vec<u8>, u64) {
     let mut w = header(TAG_NODE_CORE, key, c.heap_bytes());
     w.u32(c.ids.len() as u32);
     for (id, h) in c.ids.iter().zip(&c.hashes) {
@@ -95,6 +115,7 @@ pub fn encode_node_core(key: &Hash, c: &NodeChunk) -> Vec<u8> {
     // Built chunks hold their texts; a loaded part with its texts on disk (met only by
     // `CommitIndexes::digest`) reads them back, and a text that can be read from neither
     // its part nor its node object is encoded empty — such a view's digest differs.
+    let section = w.0.len() as u64;
     for l in 0..c.ids.len() {
         match c.text(l as Local) {
             Ok(t) => w.str(&t),
@@ -112,7 +133,7 @@ pub fn encode_node_core(key: &Hash, c: &NodeChunk) -> Vec<u8> {
         w.str(m);
         w.u32(*rows);
     }
-    w.0
+    (w.0, section)
 }
 
 /// Encodes a node chunk's BM25 part.
@@ -362,18 +383,18 @@ fn decode_core(
         }
         c.props.insert(k, col);
     }
-    let mut ahead = r.clone();
-    let mut text_bytes = 0usize;
-    for _ in 0..n {
-        let len = ahead.count64(1)?;
-        ahead.take(len)?;
-        text_bytes += len;
-    }
-    if text_bytes > u32::MAX as usize {
-        return Err(bad("chunk text over 4 GiB"));
-    }
     match stored {
         None => {
+            let mut ahead = r.clone();
+            let mut text_bytes = 0usize;
+            for _ in 0..n {
+                let len = ahead.count64(1)?;
+                ahead.take(len)?;
+                text_bytes += len;
+            }
+            if text_bytes > u32::MAX as usize {
+                return Err(bad("chunk text over 4 GiB"));
+            }
             c.text.reserve_exact(text_bytes);
             for _ in 0..n {
                 let len = r.count64(1)?;
@@ -389,7 +410,10 @@ fn decode_core(
                 let len = r.count64(1)?;
                 let b = r.take(len)?;
                 let s = std::str::from_utf8(b).map_err(|_| bad("text is not UTF-8"))?;
-                end += len as u32;
+                end = u32::try_from(len)
+                    .ok()
+                    .and_then(|len| end.checked_add(len))
+                    .ok_or_else(|| bad("chunk text over 4 GiB"))?;
                 c.text_end.push(end);
                 c.text_chars.push(s.chars().count() as u32);
                 crcs.push(crc32fast::hash(b));
@@ -971,11 +995,36 @@ mod tests {
         (ChunkParts::build(&IndexParams::default(), &refs), edges)
     }
 
+    /// A row source with nothing behind it (the parts above are only compared).
+    struct NoRows;
+
+    impl crate::RowSource for NoRows {
+        fn read_at(&self, _: &[u8], _: u64, _: &mut [u8]) -> Result<bool, String> {
+            Ok(false)
+        }
+        fn node_vector(&self, _: &Hash, _: &str) -> Result<Vec<f32>, String> {
+            Err("none".into())
+        }
+        fn node_text(&self, _: &Hash) -> Result<String, String> {
+            Err("none".into())
+        }
+        fn damaged(&self, _: &[u8], _: String) {}
+    }
+
     #[test]
     fn every_part_round_trips_exactly() {
         let (p, edges) = parts();
         let k = Hash::of(b"chunk");
         assert_eq!(decode_node_core(&encode_node_core(&k, &p.core), &k).unwrap(), p.core);
+        // A built part put on disk is what a load of its encoding gives.
+        let source: std::sync::Arc<dyn crate::RowSource> = std::sync::Arc::new(NoRows);
+        let (value, on_disk) = encode_node_core_texts_stored(&k, p.core.clone(), std::sync::Arc::clone(&source), b"ck");
+        assert_eq!(value, encode_node_core(&k, &p.core));
+        assert!(!on_disk.texts_in_memory());
+        assert_eq!(
+            decode_node_core_texts_stored(&value, &k, source, b"ck").unwrap(),
+            on_disk
+        );
         assert_eq!(decode_text(&encode_text(&k, &p.text), &k).unwrap(), p.text);
         let s = &p.sparse["s"];
         let bytes = encode_sparse(&k, "s", 3, s);

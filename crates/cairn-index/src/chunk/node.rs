@@ -182,6 +182,29 @@ impl NodeChunk {
             .map_err(|e| format!("node {}: {e}", self.ids[local as usize]))
     }
 
+    /// Leaves the texts in the stored value `key`, whose text section starts at byte
+    /// `section` (`persist::encode_node_core_texts_stored`): each text's crc32 is kept,
+    /// its bytes dropped.
+    pub(crate) fn leave_texts_stored(&mut self, source: Arc<dyn RowSource>, key: &[u8], section: u64) {
+        let mut start = 0usize;
+        let crcs = self
+            .text_end
+            .iter()
+            .map(|&end| {
+                let crc = crc32fast::hash(&self.text.as_bytes()[start..end as usize]);
+                start = end as usize;
+                crc
+            })
+            .collect();
+        self.text = String::new();
+        self.stored_text = Some(StoredTexts {
+            source,
+            key: key.into(),
+            section,
+            crcs,
+        });
+    }
+
     /// True if the texts are held in memory (not left in the stored part).
     pub fn texts_in_memory(&self) -> bool {
         self.stored_text.is_none()

@@ -106,7 +106,7 @@ pub(super) struct Ctx {
     /// (`rows.rs`): their parts are put on disk as they are built or loaded.
     rows_on_disk: std::collections::BTreeMap<String, Arc<dyn cairn_index::RowSource>>,
     /// Where this assembly's core parts read their node texts from, when they leave them
-    /// on disk ([`Repo::texts_on_disk`]).
+    /// on disk ([`Repo::on_disk`]).
     texts_on_disk: Option<Arc<dyn cairn_index::RowSource>>,
     /// What the view being assembled needs (`None`: everything).
     needs: Option<IndexNeeds>,
@@ -305,8 +305,9 @@ impl Repo {
             return Ok((Arc::clone(&e.view), Vec::new()));
         }
         let mut ctx = self.ctx();
-        ctx.rows_on_disk = self.rows_on_disk(ctx.persistent, c.node_count);
-        ctx.texts_on_disk = self.texts_on_disk(ctx.persistent, c.node_count);
+        let on_disk = self.on_disk(ctx.persistent, c.node_count);
+        ctx.rows_on_disk = on_disk.rows;
+        ctx.texts_on_disk = on_disk.texts;
         ctx.needs = Some(needs.clone());
         ctx.notes.lock().extend(repaired);
         ctx.dropped = dropped.into_iter().collect();
@@ -748,9 +749,8 @@ impl Repo {
                 // from the node objects if it never is).
                 let core = match (&ctx.texts_on_disk, ctx.persistent) {
                     (Some(source), true) => {
-                        let value = persist::encode_node_core(key, &parts.core);
-                        let stored = persist::decode_node_core_texts_stored(&value, key, Arc::clone(source), &core_key)
-                            .map_err(inconsistent)?;
+                        let (value, stored) =
+                            persist::encode_node_core_texts_stored(key, parts.core, Arc::clone(source), &core_key);
                         ctx.persist(core_key.clone(), || value);
                         stored
                     }
@@ -884,7 +884,7 @@ impl Repo {
     }
 
     /// `parts` with their rows left on disk, if the view's `model` rows stay there
-    /// ([`Repo::rows_on_disk`]) and a part still holds them: one an earlier assembly
+    /// ([`Repo::on_disk`]) and a part still holds them: one an earlier assembly
     /// built or loaded under another rule (this assembly's own are put on disk as they
     /// are built or loaded, [`rows_to_disk`]). A part whose stored value does not end with
     /// its last row (not stored, or not what was built) keeps its rows in memory.

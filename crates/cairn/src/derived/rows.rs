@@ -25,8 +25,18 @@ use parking_lot::Mutex;
 use crate::repo::Repo;
 
 /// The text bytes per node the rule for leaving texts on disk assumes
-/// ([`Repo::texts_on_disk`]).
+/// ([`Repo::on_disk`]).
 const TEXT_BYTES_GUESS: u64 = 512;
+
+/// What a view leaves on disk ([`Repo::on_disk`]).
+#[derive(Default)]
+pub(super) struct OnDisk {
+    /// The dense models whose rows stay on disk, each with the source its parts read
+    /// rows from.
+    pub(super) rows: BTreeMap<String, Arc<dyn RowSource>>,
+    /// The source core parts read their node texts from, if they leave them on disk.
+    pub(super) texts: Option<Arc<dyn RowSource>>,
+}
 
 /// Stored parts whose rows could not be read, with why: shared by a repository handle
 /// and every part of its views that reads rows from the store.
@@ -69,52 +79,42 @@ impl RowSource for StoreRows {
 }
 
 impl Repo {
-    /// The dense models whose rows stay on disk in views of a commit of `node_count` nodes
-    /// (module docs), each with the source its parts read rows from: those whose
-    /// `node_count · dim · 4` bytes exceed a quarter of the memory budget, on a store that
-    /// reads value ranges. Decided before any part is built or loaded, so that no part of
-    /// such a model ever holds its rows in memory for long.
-    pub(super) fn rows_on_disk(&self, persistent: bool, node_count: u64) -> BTreeMap<String, Arc<dyn RowSource>> {
-        let mut out = BTreeMap::new();
+    /// What views of a commit of `node_count` nodes leave on disk (module docs), with the
+    /// one source their parts read it through — nothing unless the store keeps derived
+    /// data and reads value ranges. Decided before any part is built or loaded, so that no
+    /// part ever holds what it leaves on disk for long:
+    ///
+    /// * the rows of each dense model whose `node_count · dim · 4` bytes exceed a quarter
+    ///   of the memory budget;
+    /// * the node texts of the core parts, when `node_count ·` [`TEXT_BYTES_GUESS`] exceeds
+    ///   that quarter (524,288 nodes at the 1 GiB default). Texts are only read to render
+    ///   an item, a few per query; held in memory they are most of a core part (at 1M
+    ///   nodes of ~450-byte texts, 450 of its 660 MiB).
+    pub(super) fn on_disk(&self, persistent: bool, node_count: u64) -> OnDisk {
+        let mut out = OnDisk::default();
         if !persistent || !self.store().reads_derived_ranges() {
             return out;
         }
         let quarter = self.inner.derived.cache.capacity() as u64 / 4;
-        // A repository whose dimensions cannot be read keeps every row in memory.
-        let dims = self.refs().meta_list("dense-dim/").unwrap_or_default();
         let source: Arc<dyn RowSource> = Arc::new(StoreRows {
             store: Arc::clone(self.store()),
             damaged: Arc::clone(&self.inner.derived.damaged_rows),
         });
+        // A repository whose dimensions cannot be read keeps every row in memory.
+        let dims = self.refs().meta_list("dense-dim/").unwrap_or_default();
         for (key, value) in dims {
             let Ok(dim) = <[u8; 4]>::try_from(value.as_slice()).map(u32::from_le_bytes) else {
                 continue;
             };
             if node_count.saturating_mul(u64::from(dim)).saturating_mul(4) > quarter {
                 let model = key.trim_start_matches("dense-dim/").to_string();
-                out.insert(model, Arc::clone(&source));
+                out.rows.insert(model, Arc::clone(&source));
             }
         }
-        out
-    }
-
-    /// Where the core parts of a view of a commit of `node_count` nodes read their node
-    /// texts from, if they leave them on disk: when `node_count ·` [`TEXT_BYTES_GUESS`]
-    /// exceeds a quarter of the memory budget (524,288 nodes at the 1 GiB default), on a
-    /// store that reads value ranges. Texts are only read to render an item, a few per
-    /// query; held in memory they are most of a core part (at 1M nodes of ~450-byte texts,
-    /// 450 of its 660 MiB).
-    pub(super) fn texts_on_disk(&self, persistent: bool, node_count: u64) -> Option<Arc<dyn RowSource>> {
-        if !persistent || !self.store().reads_derived_ranges() {
-            return None;
+        if node_count.saturating_mul(TEXT_BYTES_GUESS) > quarter {
+            out.texts = Some(source);
         }
-        let quarter = self.inner.derived.cache.capacity() as u64 / 4;
-        (node_count.saturating_mul(TEXT_BYTES_GUESS) > quarter).then(|| {
-            Arc::new(StoreRows {
-                store: Arc::clone(self.store()),
-                damaged: Arc::clone(&self.inner.derived.damaged_rows),
-            }) as Arc<dyn RowSource>
-        })
+        out
     }
 
     /// Deletes the stored parts whose rows could not be read since the last assembly and
