@@ -1,7 +1,8 @@
 //! The shared-index targets (issue "indexes that share structure across commits"), as a
 //! table: `cargo bench --bench chunked`.
 //!
-//! Corpus: N nodes (100,000; `CAIRN_BENCH_1M=1` for 1,000,000; `CAIRN_BENCH_N` for any),
+//! Corpus: N nodes (100,000; `CAIRN_BENCH_1M=1` for 1,000,000, `CAIRN_BENCH_10M=1` for
+//! 10,000,000; `CAIRN_BENCH_N` for any),
 //! 10 labels plus `Rare` on 0.1 %, ~50-word texts, one 384-d vector and one hashed sparse
 //! vector each. Vectors are clustered the way text embeddings are (200 topics: a topic
 //! centre plus noise, L2-normalised) and each text draws most words from its topic's
@@ -14,7 +15,12 @@
 //! has HEAD's index; then, for the on-disk stores, a fresh process opens the repository and times the
 //! cold as-of query. `CAIRN_BENCH_ROUNDS` sets the warm queries per row (1,000; at least
 //! the 200 queries); `CAIRN_BENCH_CHILD_EDITS=N` has that fresh process also time N one-node
-//! commits, each with its next query. Tests never assert times; this prints them.
+//! commits, each with its next query. For runs at 10M: `CAIRN_BENCH_QUERIES=Q` uses the
+//! first Q of the 200 queries in every row (recall included), `CAIRN_BENCH_EDITS=E` times E
+//! one-node edits instead of 100, and `CAIRN_BENCH_DIR=PATH` makes the repository under
+//! PATH instead of the system's temporary directory (a file system with room for it).
+//! Each row is also written to stderr with the seconds since the start. Tests never
+//! assert times; this prints them.
 
 mod common;
 
@@ -34,11 +40,33 @@ fn rounds() -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(ROUNDS)
-        .max(QUERIES)
+        .max(queries_n())
 }
+
+/// The queries each row uses: the first `CAIRN_BENCH_QUERIES` (1 to [`QUERIES`]) or all.
+fn queries_n() -> usize {
+    std::env::var("CAIRN_BENCH_QUERIES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(QUERIES)
+        .clamp(1, QUERIES)
+}
+
 /// One-node edits, each followed by a query: enough for a p50 that the VM's noise does
 /// not move by half.
 const EDITS: usize = 100;
+
+/// [`EDITS`], or `CAIRN_BENCH_EDITS` (at least 1).
+fn edits_n() -> usize {
+    std::env::var("CAIRN_BENCH_EDITS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(EDITS)
+        .max(1)
+}
+
+/// When the process started, for the progress lines on stderr.
+static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
 
 struct Corpus {
     centres: Vec<Vec<f32>>,
@@ -199,11 +227,17 @@ fn edit(repo: &Repo, corpus: &Corpus, n: usize, e: usize) {
 
 fn row(name: &str, value: String) {
     println!("| {name} | {value} |");
+    let start = START.get_or_init(Instant::now);
+    eprintln!("[{:7.1} s] {name}: {value}", start.elapsed().as_secs_f64());
 }
 
 fn run_store(kind: &str, n: usize) {
     let corpus = Corpus::new(std::env::var("CAIRN_BENCH_UNIFORM").is_ok());
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = match std::env::var("CAIRN_BENCH_DIR") {
+        Ok(parent) => tempfile::tempdir_in(parent),
+        Err(_) => tempfile::tempdir(),
+    }
+    .expect("tempdir");
     // `CAIRN_BENCH_KEEP=DIR`: the repository is made in DIR and left there (for profiling
     // a query process with `CAIRN_BENCH_CHILD=asof CAIRN_BENCH_REPO=DIR`).
     let path = match std::env::var("CAIRN_BENCH_KEEP") {
@@ -270,7 +304,7 @@ fn run_store(kind: &str, n: usize) {
     let mut rescored_sample = None;
     for i in 0..rounds() {
         let t = Instant::now();
-        let r = query(&repo, &queries[i % QUERIES], false, None);
+        let r = query(&repo, &queries[i % queries_n()], false, None);
         lat.push(ms(t.elapsed()));
         if i == 0 {
             rescored_sample = Some(r.items.len());
@@ -291,12 +325,12 @@ fn run_store(kind: &str, n: usize) {
     let mut lat = Vec::with_capacity(rounds());
     for i in 0..rounds() {
         let t = Instant::now();
-        query(&repo, &queries[i % QUERIES], true, None);
+        query(&repo, &queries[i % queries_n()], true, None);
         lat.push(ms(t.elapsed()));
     }
     // recall@10 of the dense lane in ANN mode against exact, over the queries.
     let mut overlap = 0.0;
-    for q in &queries {
+    for q in &queries[..queries_n()] {
         let exact = repo
             .retrieve()
             .label(q.2.clone())
@@ -317,7 +351,7 @@ fn run_store(kind: &str, n: usize) {
     }
     row(
         "the same in ANN mode, p50 / dense recall@10 vs exact",
-        format!("{:.2} ms / {:.4}", p50(lat), overlap / QUERIES as f64),
+        format!("{:.2} ms / {:.4}", p50(lat), overlap / queries_n() as f64),
     );
 
     // The dense lane alone, no gate, limit 10: exact, then ANN at the default depth; recall@10
@@ -329,14 +363,14 @@ fn run_store(kind: &str, n: usize) {
     };
     let (mut exact_lat, mut ann_lat, mut overlap) = (Vec::new(), Vec::new(), 0.0);
     for i in 0..rounds() {
-        let q = &queries[i % QUERIES];
+        let q = &queries[i % queries_n()];
         let t = Instant::now();
         let exact = dense_only(q, false);
         exact_lat.push(ms(t.elapsed()));
         let t = Instant::now();
         let ann = dense_only(q, true);
         ann_lat.push(ms(t.elapsed()));
-        if i < QUERIES {
+        if i < queries_n() {
             overlap += recall_at_10(&ann, &exact);
         }
     }
@@ -346,24 +380,25 @@ fn run_store(kind: &str, n: usize) {
             "{:.2} ms / {:.2} ms / {:.4}",
             p50(exact_lat),
             p50(ann_lat),
-            overlap / QUERIES as f64
+            overlap / queries_n() as f64
         ),
     );
 
     // One-node edits, each followed by a query.
     let mut work = Vec::new();
     let mut bytes = Vec::new();
-    for e in 0..EDITS {
+    let edits = edits_n();
+    for e in 0..edits {
         let before = repo.index_stats().stored_bytes;
         edit(&repo, &corpus, n, e);
         let t = Instant::now();
-        query(&repo, &queries[e % QUERIES], false, None);
+        query(&repo, &queries[e % queries_n()], false, None);
         work.push(ms(t.elapsed()));
         let after = repo.index_stats().stored_bytes;
         bytes.push((after - before) as f64 / 1024.0);
     }
     row(
-        &format!("index work for a 1-node commit + the next query (p50 / max of {EDITS})"),
+        &format!("index work for a 1-node commit + the next query (p50 / max of {edits})"),
         format!(
             "{:.2} ms / {:.2} ms",
             p50(work.clone()),
@@ -431,7 +466,7 @@ fn child_asof() {
     let mut lat = Vec::with_capacity(rounds());
     for i in 0..rounds() {
         let t = Instant::now();
-        query(&repo, &queries[i % QUERIES], false, None);
+        query(&repo, &queries[i % queries_n()], false, None);
         lat.push(ms(t.elapsed()));
     }
     row(
@@ -455,7 +490,7 @@ fn child_asof() {
             edit(&repo, &corpus, n, base + e);
             commit.push(ms(t.elapsed()));
             let t = Instant::now();
-            query(&repo, &queries[e % QUERIES], false, None);
+            query(&repo, &queries[e % queries_n()], false, None);
             next.push(ms(t.elapsed()));
         }
         row(
@@ -497,7 +532,7 @@ fn profile(n: usize) {
                 let t = Instant::now();
                 for e in round * 300..(round + 1) * 300 {
                     edit(&repo, &corpus, n, e);
-                    query(&repo, &queries[e % QUERIES], false, None);
+                    query(&repo, &queries[e % queries_n()], false, None);
                 }
                 eprintln!("300 edits + queries, round {round}: {:?}", t.elapsed());
             }
@@ -507,7 +542,7 @@ fn profile(n: usize) {
     }
     let t = Instant::now();
     for i in 0..300 {
-        query(&repo, &queries[i % QUERIES], false, None);
+        query(&repo, &queries[i % queries_n()], false, None);
     }
     eprintln!("300 queries {:?}", t.elapsed());
 }
@@ -569,7 +604,7 @@ fn stages(repo: &Repo, queries: &[(Vec<f32>, String, String)]) {
             }
             let mut lat = Vec::new();
             for i in 0..per_round {
-                let q = &queries[i % QUERIES];
+                let q = &queries[i % queries_n()];
                 let t = Instant::now();
                 shape(repo.retrieve(), q).execute().expect("retrieve");
                 lat.push(ms(t.elapsed()));
@@ -586,6 +621,7 @@ fn stages(repo: &Repo, queries: &[(Vec<f32>, String, String)]) {
 }
 
 fn main() {
+    START.get_or_init(Instant::now);
     if std::env::var("CAIRN_BENCH_PROFILE").is_ok() {
         profile(
             std::env::var("CAIRN_BENCH_N")
@@ -602,7 +638,9 @@ fn main() {
     let n: usize = std::env::var("CAIRN_BENCH_N")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(if std::env::var("CAIRN_BENCH_1M").is_ok() {
+        .unwrap_or(if std::env::var("CAIRN_BENCH_10M").is_ok() {
+            10_000_000
+        } else if std::env::var("CAIRN_BENCH_1M").is_ok() {
             1_000_000
         } else {
             100_000
