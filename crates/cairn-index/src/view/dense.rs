@@ -37,6 +37,7 @@ use parking_lot::Mutex;
 
 use rayon::prelude::*;
 
+use super::inherit::InheritedRows;
 use crate::chunk::{DenseChunk, Local};
 use crate::dense::int8::QueryCodes;
 use crate::dense::prefetch;
@@ -126,11 +127,13 @@ pub struct DenseView {
     /// Row lists of recent filters ([`DenseView::rows_for`]); clones of the view share it
     /// (their parts are the same).
     rows_memo: Arc<Mutex<Vec<RowsMemo>>>,
+    /// The donor's row lists, for a view assembled from one (`inherit.rs`).
+    inherited: Option<InheritedRows>,
 }
 
 /// A remembered row list: the filter's parts (`None`: no filter), kept alive so that the
 /// pointer cannot be reused by another filter while it is remembered, and its rows.
-type RowsMemo = (Option<Arc<Vec<FilterPart>>>, Arc<[Row]>);
+pub(crate) type RowsMemo = (Option<Arc<Vec<FilterPart>>>, Arc<[Row]>);
 
 /// Row lists a dense view remembers (as many as the view's label gates), and the most
 /// rows they hold together (8 bytes each: 32 MiB).
@@ -160,7 +163,17 @@ impl DenseView {
             rows,
             units: None,
             rows_memo: Arc::default(),
+            inherited: None,
         }
+    }
+
+    /// The row memo, for a view assembled from this one (`inherit.rs`).
+    pub(crate) fn rows_memo(&self) -> Arc<Mutex<Vec<RowsMemo>>> {
+        Arc::clone(&self.rows_memo)
+    }
+
+    pub(crate) fn set_inherited(&mut self, inherited: InheritedRows) {
+        self.inherited = Some(inherited);
     }
 
     /// The rows admitted by the filter with `parts` (`None`: every row), in chunk and row
@@ -279,10 +292,10 @@ impl DenseView {
 }
 
 /// A row of a dense view: `(chunk, row in the chunk's part)`.
-type Row = (u32, u32);
+pub(crate) type Row = (u32, u32);
 
 /// Appends the rows of chunk `c`'s `part` admitted by `filter` to `out`, in row order.
-fn push_rows(c: usize, part: &DenseChunk, filter: Option<&FilterPart>, out: &mut Vec<Row>) {
+pub(crate) fn push_rows(c: usize, part: &DenseChunk, filter: Option<&FilterPart>, out: &mut Vec<Row>) {
     let c = c as u32;
     match filter {
         None | Some(FilterPart::All) => out.extend((0..part.len() as u32).map(|r| (c, r))),
@@ -348,6 +361,9 @@ impl CommitIndexes {
     /// [`DenseView::rows_for`]).
     fn filtered_rows(&self, view: &DenseView, filter: Option<&Filter>) -> Arc<[Row]> {
         view.rows_for(filter.map(|f| &f.parts), || {
+            if let Some(rows) = filter.and_then(|f| view.inherited.as_ref()?.rows(view, f)) {
+                return rows;
+            }
             let mut out = Vec::new();
             for (c, p) in view.parts.iter().enumerate() {
                 if let Some(p) = p {

@@ -42,13 +42,25 @@ impl FilterPart {
 }
 
 /// A set of ordinals of one commit's index view, stored as one [`FilterPart`] per chunk.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Filter {
     /// The view's chunk offsets (`offsets[c]` is chunk `c`'s first ordinal; the last entry
     /// is the node count).
     pub(crate) offsets: Arc<[Ordinal]>,
     /// Shared until written (a memoised gate is handed out by clone, then intersected).
     pub(crate) parts: Arc<Vec<FilterPart>>,
+    /// For a label gate a view took over from its donor's memo (`view/inherit.rs`): the
+    /// donor's parts it was derived from, so the donor's memos keyed by them (a dense
+    /// model's row list) can be taken over too. Cleared by any change to `parts`; never
+    /// part of the filter's value (equality ignores it).
+    pub(crate) origin: Option<Arc<Vec<FilterPart>>>,
+}
+
+/// Equality of the admitted ordinals' representation (the origin is a memo key).
+impl PartialEq for Filter {
+    fn eq(&self, other: &Self) -> bool {
+        self.offsets == other.offsets && self.parts == other.parts
+    }
 }
 
 impl Filter {
@@ -58,6 +70,7 @@ impl Filter {
         Filter {
             offsets,
             parts: Arc::new(vec![FilterPart::All; n]),
+            origin: None,
         }
     }
 
@@ -67,6 +80,7 @@ impl Filter {
         Filter {
             offsets,
             parts: Arc::new(parts),
+            origin: None,
         }
     }
 
@@ -83,11 +97,13 @@ impl Filter {
         Filter {
             offsets,
             parts: Arc::new(parts.into_iter().map(|p| FilterPart::Some(Arc::new(p))).collect()),
+            origin: None,
         }
     }
 
     /// Keeps only what `other` also admits (both of the same view).
     pub fn intersect(&mut self, other: &Filter) {
+        self.origin = None;
         for (a, b) in Arc::make_mut(&mut self.parts).iter_mut().zip(other.parts.iter()) {
             a.intersect(b);
         }

@@ -14,6 +14,7 @@ mod dense;
 mod directory;
 mod edges;
 mod filter;
+mod inherit;
 mod sparse;
 mod text;
 
@@ -37,6 +38,7 @@ use crate::props::PropertyPredicate;
 use crate::unit::UnitGraph;
 use directory::Directory;
 use filter::chunk_of;
+use inherit::{InheritedGates, InheritedRows};
 
 /// The parts a query reads beyond the core columns.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -90,10 +92,12 @@ pub struct CommitIndexes {
     /// Label gates built on this view, most recent last: a function of the core columns,
     /// which clones of the view share.
     label_memo: Arc<Mutex<Vec<LabelGate>>>,
+    /// The donor's label gates, for a view assembled from one (`inherit.rs`).
+    inherited: Option<InheritedGates>,
 }
 
 /// A remembered label gate: all-of (`true`) or any-of, its labels, its filter.
-type LabelGate = (bool, Vec<String>, Filter);
+pub(crate) type LabelGate = (bool, Vec<String>, Filter);
 
 /// Label gates a view remembers.
 const LABEL_MEMO: usize = 16;
@@ -128,6 +132,7 @@ impl CommitIndexes {
             edges: None,
             always_valid: chunks.iter().all(|c| c.always_valid),
             label_memo: Arc::default(),
+            inherited: None,
             chunks,
         })
     }
@@ -139,6 +144,16 @@ impl CommitIndexes {
                 self.chunks.len()
             )));
         }
+        Ok(())
+    }
+
+    /// For a view assembled from `donor`, whose chunk `i` is the donor's chunk
+    /// `from_donor[i]` (the same chunk key) or new: label gates the donor remembers are
+    /// derived from its parts for the shared chunks instead of walking every chunk
+    /// (`inherit.rs`). Changes no result.
+    pub fn inherit_gates(&mut self, donor: &CommitIndexes, from_donor: &[Option<usize>]) -> Result<(), IndexError> {
+        self.check_len("donor map", from_donor.len())?;
+        self.inherited = Some(InheritedGates::new(donor, from_donor));
         Ok(())
     }
 
@@ -209,8 +224,27 @@ impl CommitIndexes {
     /// model's dimension is that of its first part; parts of another dimension are left
     /// out (one dimension per model is validated upstream).
     pub fn set_dense(&mut self, model: &str, parts: Vec<Option<Arc<DenseChunk>>>) -> Result<(), IndexError> {
+        self.set_dense_from(model, parts, None)
+    }
+
+    /// [`CommitIndexes::set_dense`] for a view assembled from a donor, as
+    /// [`CommitIndexes::set_text_from`]: the row lists the donor's view of the model
+    /// remembers are derived for the shared chunks instead of rebuilt (`inherit.rs`).
+    pub fn set_dense_from(
+        &mut self,
+        model: &str,
+        parts: Vec<Option<Arc<DenseChunk>>>,
+        donor: Option<(&CommitIndexes, &[Option<usize>])>,
+    ) -> Result<(), IndexError> {
         self.check_len("dense", parts.len())?;
-        let view = DenseView::new(model, parts);
+        let mut view = DenseView::new(model, parts);
+        if let Some((d, map)) = donor {
+            self.check_len("donor map", map.len())?;
+            if let Some(dd) = d.dense.get(model) {
+                let inherited = InheritedRows::new(&view, dd, map);
+                view.set_inherited(inherited);
+            }
+        }
         self.dense.insert(model.to_string(), view);
         Ok(())
     }
@@ -363,46 +397,47 @@ impl CommitIndexes {
         if labels.is_empty() {
             return self.all();
         }
-        self.memo_labels(true, labels, || {
-            self.filter_by(|c| {
-                let mut acc: Option<Arc<roaring::RoaringBitmap>> = None;
-                for l in labels {
-                    match (c.label(l), &mut acc) {
-                        (None, _) => return FilterPart::Some(Arc::default()),
-                        (Some(b), None) => acc = Some(Arc::clone(b)),
-                        (Some(b), Some(a)) => *Arc::make_mut(a) &= &**b,
-                    }
+        self.memo_labels(true, labels, &|c| {
+            let mut acc: Option<Arc<roaring::RoaringBitmap>> = None;
+            for l in labels {
+                match (c.label(l), &mut acc) {
+                    (None, _) => return FilterPart::Some(Arc::default()),
+                    (Some(b), None) => acc = Some(Arc::clone(b)),
+                    (Some(b), Some(a)) => *Arc::make_mut(a) &= &**b,
                 }
-                FilterPart::Some(acc.unwrap_or_default())
-            })
+            }
+            FilterPart::Some(acc.unwrap_or_default())
         })
     }
 
     /// Nodes carrying at least one label of `labels` (none if `labels` is empty).
     pub fn labels_any_of(&self, labels: &[String]) -> Filter {
-        self.memo_labels(false, labels, || {
-            self.filter_by(|c| {
-                let mut acc = roaring::RoaringBitmap::new();
-                for l in labels {
-                    if let Some(b) = c.label(l) {
-                        acc |= &**b;
-                    }
+        self.memo_labels(false, labels, &|c| {
+            let mut acc = roaring::RoaringBitmap::new();
+            for l in labels {
+                if let Some(b) = c.label(l) {
+                    acc |= &**b;
                 }
-                FilterPart::Some(Arc::new(acc))
-            })
+            }
+            FilterPart::Some(Arc::new(acc))
         })
     }
 
-    /// A label gate from the view's memo, or built by `build` and remembered: repeated
-    /// gates cost a clone (shared parts) instead of a walk of every chunk.
-    fn memo_labels(&self, all: bool, labels: &[String], build: impl FnOnce() -> Filter) -> Filter {
+    /// A label gate from the view's memo, or derived from the donor's (`inherit.rs`), or
+    /// built with `part_of` per chunk, and remembered: repeated gates cost a clone (shared
+    /// parts) instead of a walk of every chunk.
+    fn memo_labels(&self, all: bool, labels: &[String], part_of: &dyn Fn(&NodeChunk) -> FilterPart) -> Filter {
         {
             let memo = self.label_memo.lock();
             if let Some((_, _, f)) = memo.iter().find(|(a, l, _)| *a == all && l.as_slice() == labels) {
                 return f.clone();
             }
         }
-        let f = build();
+        let f = self
+            .inherited
+            .as_ref()
+            .and_then(|i| i.gate(self, all, labels, part_of))
+            .unwrap_or_else(|| self.filter_by(part_of));
         let mut memo = self.label_memo.lock();
         if memo.len() >= LABEL_MEMO {
             memo.remove(0);

@@ -345,7 +345,11 @@ impl Repo {
                         }
                     })
                     .collect::<Result<_>>()?;
-                CommitIndexes::assemble(vkey, ctx.params.clone(), cores).map_err(inconsistent)?
+                let mut view = CommitIndexes::assemble(vkey, ctx.params.clone(), cores).map_err(inconsistent)?;
+                if let Some(dv) = dv {
+                    view.inherit_gates(dv, &from_donor).map_err(inconsistent)?;
+                }
+                view
             }
         };
         if needs.text && !view.has_text() {
@@ -425,7 +429,8 @@ impl Repo {
                 })
                 .collect::<Result<Vec<_>>>()?;
             let parts = self.leave_rows_on_disk(&ctx, &list, model, parts);
-            view.set_dense(model, parts).map_err(inconsistent)?;
+            view.set_dense_from(model, parts, dv.map(|d| (d, from_donor.as_slice())))
+                .map_err(inconsistent)?;
         }
         for model in &needs.graphs {
             if !view.has_dense_model(model) || view.dense(model).is_some_and(|d| d.has_units()) {

@@ -1,0 +1,103 @@
+//! A view assembled from a donor takes over the donor's remembered label gates and dense
+//! row lists for the chunks the two share (`view/inherit.rs`). Whatever it takes over, its
+//! gates equal a fresh view's part for part, and its gated dense searches equal a fresh
+//! view's hit for hit, over random edits (label changes, inserts, deletions) in a row.
+
+use std::sync::Arc;
+
+use cairn_core::{Hash, Node, NodeId};
+use cairn_index::{CommitIndexes, IndexParams};
+use proptest::prelude::*;
+
+const DIM: usize = 8;
+const LABELS: [&str; 3] = ["A", "B", "C"];
+
+fn node(i: u64, version: u64) -> (Hash, Node) {
+    let id = NodeId::new(format!("n{i:05}")).unwrap();
+    let mix = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ version.wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
+    let v: Vec<f32> = (0..DIM).map(|d| ((mix >> (d * 7)) % 97) as f32 / 48.0 - 1.0).collect();
+    let mut n = Node::new(id.clone()).with_embedding("m", v);
+    n = n.with_label(LABELS[(mix % 3) as usize]);
+    if mix.is_multiple_of(5) {
+        n = n.with_label(LABELS[((mix >> 8) % 3) as usize]);
+    }
+    (Hash::of(format!("{i}/{version}").as_bytes()), n)
+}
+
+/// `next` assembled from `donor` the way a repository does: chunks equal to a donor chunk
+/// are the donor's (so are their dense parts), the others are `fresh`'s.
+fn derive(donor: &CommitIndexes, fresh: &CommitIndexes) -> CommitIndexes {
+    let from_donor: Vec<Option<usize>> = fresh
+        .chunks()
+        .iter()
+        .map(|c| donor.chunks().iter().position(|d| **d == **c))
+        .collect();
+    let cores = fresh
+        .chunks()
+        .iter()
+        .zip(&from_donor)
+        .map(|(c, d)| d.map_or_else(|| Arc::clone(c), |j| Arc::clone(&donor.chunks()[j])))
+        .collect();
+    let mut view = CommitIndexes::assemble(fresh.key, fresh.params().clone(), cores).unwrap();
+    view.inherit_gates(donor, &from_donor).unwrap();
+    let dd = donor.dense("m").unwrap();
+    let fd = fresh.dense("m").unwrap();
+    let parts = from_donor
+        .iter()
+        .enumerate()
+        .map(|(i, d)| d.map_or_else(|| fd.part(i).cloned(), |j| dd.part(j).cloned()))
+        .collect();
+    view.set_dense_from("m", parts, Some((donor, &from_donor))).unwrap();
+    view
+}
+
+/// Every gate the test asks for: each label alone, all of two, any of two.
+fn gates(view: &CommitIndexes) -> Vec<cairn_index::Filter> {
+    vec![
+        view.labels_all_of(&["A".to_string()]),
+        view.labels_all_of(&["B".to_string()]),
+        view.labels_all_of(&["A".to_string(), "B".to_string()]),
+        view.labels_any_of(&["B".to_string(), "C".to_string()]),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    #[test]
+    fn inherited_gates_and_rows_equal_a_fresh_view(
+        n in 200u64..1500,
+        edits in proptest::collection::vec((0u64..1600, 0u8..3), 1..6),
+        rounds in 1usize..4,
+    ) {
+        let params = IndexParams::default();
+        let mut nodes: std::collections::BTreeMap<u64, (Hash, Node)> = (0..n).map(|i| (i, node(i, 0))).collect();
+        let list = |m: &std::collections::BTreeMap<u64, (Hash, Node)>| m.values().cloned().collect::<Vec<_>>();
+        let mut donor = CommitIndexes::build(Hash::ZERO, &params, &list(&nodes), &[]);
+        let query: Vec<f32> = (0..DIM).map(|d| d as f32 / 4.0 - 1.0).collect();
+        for round in 0..rounds {
+            // The donor remembers its gates and their row lists.
+            for g in gates(&donor) {
+                donor.dense_search("m", &query, 10, Some(&g)).unwrap();
+            }
+            for (e, (i, op)) in edits.iter().enumerate() {
+                let version = 1 + (round * 100 + e) as u64;
+                match op {
+                    0 => { nodes.remove(i); }
+                    _ => { nodes.insert(*i, node(*i, version)); }
+                }
+            }
+            prop_assume!(!nodes.is_empty());
+            let fresh = CommitIndexes::build(Hash::ZERO, &params, &list(&nodes), &[]);
+            let next = derive(&donor, &fresh);
+            for (got, want) in gates(&next).iter().zip(gates(&fresh).iter()) {
+                prop_assert_eq!(got, want);
+                let a = next.dense_search("m", &query, 25, Some(got)).unwrap();
+                let b = fresh.dense_search("m", &query, 25, Some(want)).unwrap();
+                prop_assert_eq!(&a.hits, &b.hits);
+                prop_assert_eq!(a.rescored, b.rescored);
+            }
+            donor = next;
+        }
+    }
+}
