@@ -20,7 +20,7 @@ use cairn_core::{Hash, NodeId, Value};
 use roaring::RoaringBitmap;
 
 use crate::chunk::{
-    DenseChunk, DenseHead, EdgeChunk, EdgeDirection, EdgeRec, Local, NodeChunk, SparseChunk, TextChunk,
+    DenseChunk, DenseHead, EdgeChunk, EdgeDirection, EdgeRec, Local, NodeChunk, Posting, SparseChunk, TextChunk,
 };
 use crate::error::IndexError;
 use crate::graph::UnitGraph;
@@ -146,9 +146,9 @@ pub fn encode_text(key: &Hash, t: &TextChunk) -> Vec<u8> {
         w.str(t.term(i));
         let list = t.postings_at(i);
         w.u32(list.len() as u32);
-        for &(l, tf) in list {
-            w.u32(l);
-            w.u32(tf);
+        for p in list {
+            w.u32(p.local());
+            w.u32(p.tf());
         }
     }
     w.0
@@ -490,7 +490,9 @@ pub fn decode_text(bytes: &[u8], key: &Hash) -> Result<TextChunk, IndexError> {
             }
             prev = Some(l);
             seen[l as usize] += u64::from(tf);
-            t.posts.push((l, tf));
+            // A frequency no text within the limits can have (`Posting`).
+            t.posts
+                .push(Posting::new(l, tf).ok_or_else(|| bad(format!("term frequency {tf} beyond the limit")))?);
         }
         t.push_term(term);
         t.starts.push(t.posts.len() as u32);

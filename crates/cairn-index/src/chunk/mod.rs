@@ -20,7 +20,7 @@ pub use dense::{DenseChunk, DenseHead};
 pub use edges::{EdgeChunk, EdgeDirection, EdgeRec};
 pub use node::{Local, NodeChunk};
 pub use sparse::SparseChunk;
-pub use text::TextChunk;
+pub use text::{Posting, TextChunk};
 
 use crate::params::IndexParams;
 

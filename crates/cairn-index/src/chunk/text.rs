@@ -8,6 +8,49 @@ use std::cell::RefCell;
 use crate::analyzer::{term_of, tokens, Analyzer};
 use crate::chunk::node::Local;
 use crate::fast_hash::FastMap;
+use crate::params::MAX_CHUNK_KEYS;
+
+/// One posting: a document (local ordinal) and the term's frequency in it, packed in 32
+/// bits (local ordinal in the top [`LOCAL_BITS`], frequency below), so that a list sorted
+/// by document is sorted as integers. Both always fit: a chunk holds at most
+/// [`MAX_CHUNK_KEYS`] nodes, and a text of at most
+/// [`MAX_TEXT_BYTES`](cairn_core::limits::MAX_TEXT_BYTES) has at most one token per two
+/// bytes (a token is one or more alphanumeric characters, each token but the last followed
+/// by a separator), so a term's frequency is below [`TF_LIMIT`]. In memory only: the
+/// stored part writes the two as separate `u32`s (storage-format §7.3.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Posting(u32);
+
+/// Bits of a [`Posting`] holding the local ordinal.
+const LOCAL_BITS: u32 = 12;
+/// Bits holding the term frequency.
+const TF_BITS: u32 = 32 - LOCAL_BITS;
+/// Frequencies are below this.
+pub const TF_LIMIT: u32 = 1 << TF_BITS;
+
+const _: () = assert!(MAX_CHUNK_KEYS <= 1 << LOCAL_BITS);
+const _: () = assert!(cairn_core::limits::MAX_TEXT_BYTES / 2 + 1 < TF_LIMIT as usize);
+
+impl Posting {
+    /// A posting of document `local` with frequency `tf`, `None` if either is out of
+    /// range (a local ordinal of [`MAX_CHUNK_KEYS`] or more, a frequency of
+    /// [`TF_LIMIT`] or more).
+    pub fn new(local: Local, tf: u32) -> Option<Posting> {
+        (local < (1 << LOCAL_BITS) && tf < TF_LIMIT).then_some(Posting(local << TF_BITS | tf))
+    }
+
+    /// The document's local ordinal.
+    #[inline]
+    pub fn local(self) -> Local {
+        self.0 >> TF_BITS
+    }
+
+    /// The term's frequency in the document.
+    #[inline]
+    pub fn tf(self) -> u32 {
+        self.0 & (TF_LIMIT - 1)
+    }
+}
 
 /// Postings of one chunk: for each term (sorted), `(local ordinal, term frequency)` in
 /// local order; and each node's length in terms (every node is a document, empty text
@@ -28,7 +71,7 @@ pub struct TextChunk {
     table: std::sync::OnceLock<Vec<u32>>,
     /// Term `i`'s postings are `posts[starts[i]..starts[i + 1]]`.
     pub(crate) starts: Vec<u32>,
-    pub(crate) posts: Vec<(Local, u32)>,
+    pub(crate) posts: Vec<Posting>,
     /// Document length per local ordinal.
     pub(crate) doc_len: Vec<u32>,
     /// Sum of `doc_len`.
@@ -165,7 +208,10 @@ impl TextChunk {
         out.starts.push(0);
         for (term, id) in terms {
             out.push_term(&term);
-            out.posts.extend_from_slice(&lists[id as usize]);
+            out.posts.extend(lists[id as usize].iter().map(|&(l, tf)| {
+                // In range by the limits (see `Posting`): a chunk's nodes and a text's bytes.
+                Posting::new(l, tf).expect("a chunk of at most MAX_CHUNK_KEYS texts of at most MAX_TEXT_BYTES")
+            }));
             out.starts.push(out.posts.len() as u32);
         }
         out
@@ -209,17 +255,17 @@ impl TextChunk {
     }
 
     /// The postings of term `i`.
-    pub(crate) fn postings_at(&self, i: usize) -> &[(Local, u32)] {
+    pub(crate) fn postings_at(&self, i: usize) -> &[Posting] {
         &self.posts[self.starts[i] as usize..self.starts[i + 1] as usize]
     }
 
     /// The postings of `term` (an analysed term), empty if absent.
-    pub fn postings(&self, term: &str) -> &[(Local, u32)] {
+    pub fn postings(&self, term: &str) -> &[Posting] {
         self.lookup(term, term_hash(term))
     }
 
     /// [`TextChunk::postings`] with the term's hash computed once by the caller.
-    pub(crate) fn lookup(&self, term: &str, hash: u64) -> &[(Local, u32)] {
+    pub(crate) fn lookup(&self, term: &str, hash: u64) -> &[Posting] {
         let table = self.table();
         if table.is_empty() {
             // No table (none needed for an empty chunk; too many terms for its encoding).
@@ -279,7 +325,7 @@ impl TextChunk {
             + self.term_end.len() * 4
             + self.table.get().map_or(0, |t| t.len() * 4)
             + self.starts.len() * 4
-            + self.posts.len() * 8
+            + self.posts.len() * 4
             + self.doc_len.len() * 4
             + 128
     }

@@ -37,7 +37,7 @@ use std::collections::BTreeMap;
 use rayon::prelude::*;
 
 use crate::chunk::text::term_hash;
-use crate::chunk::{Local, TextChunk};
+use crate::chunk::{Local, Posting, TextChunk};
 use crate::hit::{top_k_vec, Hit, TopK};
 use crate::view::push_chunk_hits;
 use crate::view::{CommitIndexes, Filter, FilterPart};
@@ -168,7 +168,7 @@ impl CommitIndexes {
             let mut skip = 0usize;
             let mut top = TopK::new(k);
             let mut pos: Vec<usize> = at.iter().map(|e| e.partition_point(|x| x.0 < range.start)).collect();
-            let mut lists: Vec<&[(Local, u32)]> = vec![&[]; nt];
+            let mut lists: Vec<&[Posting]> = vec![&[]; nt];
             let mut candidates: Vec<Local> = Vec::new();
             let mut mask: Vec<u64> = Vec::new();
             // Each step: the next chunk holding an essential term.
@@ -216,12 +216,12 @@ impl CommitIndexes {
                         let admitted =
                             |l: &Local| mask.get((l >> 6) as usize).is_some_and(|w| w & (1u64 << (l & 63)) != 0);
                         for i in (0..nt).filter(|&i| essential[i]) {
-                            candidates.extend(lists[i].iter().map(|p| p.0).filter(admitted));
+                            candidates.extend(lists[i].iter().map(|p| p.local()).filter(admitted));
                         }
                     }
                     _ => {
                         for i in (0..nt).filter(|&i| essential[i]) {
-                            candidates.extend(lists[i].iter().map(|p| p.0));
+                            candidates.extend(lists[i].iter().map(|p| p.local()));
                         }
                     }
                 }
@@ -233,10 +233,10 @@ impl CommitIndexes {
                     let mut sum = 0.0f64;
                     for (list, w) in lists.iter().zip(&weights) {
                         let Some((idf, count)) = *w else { continue };
-                        let Ok(j) = list.binary_search_by_key(&l, |p| p.0) else {
+                        let Ok(j) = list.binary_search_by_key(&l, |p| p.local()) else {
                             continue;
                         };
-                        let tf = f64::from(list[j].1);
+                        let tf = f64::from(list[j].tf());
                         let norm = k1 * (1.0 - b + b * dl / avgdl);
                         sum += count * (idf * tf * (k1 + 1.0) / (tf + norm));
                     }
@@ -288,7 +288,7 @@ impl CommitIndexes {
         }
         let terms = self.query_terms(query);
         let nt = terms.len();
-        let lists: Vec<&[(Local, u32)]> = parts
+        let lists: Vec<&[Posting]> = parts
             .iter()
             .flat_map(|p| terms.iter().map(move |(t, _)| p.postings(t)))
             .collect();
@@ -316,7 +316,7 @@ impl CommitIndexes {
 /// lists the touched documents in `touched` (increasing).
 fn score_chunk(
     part: &TextChunk,
-    lists: &[&[(Local, u32)]],
+    lists: &[&[Posting]],
     weights: &[Option<(f64, f64)>],
     (k1, b, avgdl): (f64, f64, f64),
     filter: Option<&FilterPart>,
@@ -327,7 +327,8 @@ fn score_chunk(
     sums.resize(part.doc_count(), f64::NAN);
     for (list, w) in lists.iter().zip(weights) {
         let Some((idf, count)) = *w else { continue };
-        for &(l, tf) in *list {
+        for p in *list {
+            let (l, tf) = (p.local(), p.tf());
             if filter.is_some_and(|f| !f.contains(l)) {
                 continue;
             }
