@@ -9,6 +9,7 @@
 pub mod dense;
 pub mod edges;
 pub mod node;
+mod offsets;
 pub mod sparse;
 pub mod text;
 

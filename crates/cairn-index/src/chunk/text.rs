@@ -7,6 +7,7 @@ use std::cell::RefCell;
 
 use crate::analyzer::{term_of, tokens, Analyzer};
 use crate::chunk::node::Local;
+use crate::chunk::offsets::Offsets;
 use crate::fast_hash::FastMap;
 use crate::params::MAX_CHUNK_KEYS;
 
@@ -59,7 +60,7 @@ impl Posting {
 pub struct TextChunk {
     /// Terms in byte order, concatenated: term `i` is `term_bytes[term_end[i-1]..term_end[i]]`.
     pub(crate) term_bytes: String,
-    pub(crate) term_end: Vec<u32>,
+    pub(crate) term_end: Offsets,
     /// An open-addressing table over the terms: slot `term_hash & mask` onwards (linear
     /// probing) holds `(hash's top 12 bits) << 20 | (term index + 1)`, 0 for empty. A
     /// lookup for a term the chunk lacks usually costs one cache line; a match is confirmed
@@ -70,7 +71,7 @@ pub struct TextChunk {
     /// chunks of 2²⁰ − 1 terms or more.
     table: std::sync::OnceLock<Vec<u32>>,
     /// Term `i`'s postings are `posts[starts[i]..starts[i + 1]]`.
-    pub(crate) starts: Vec<u32>,
+    pub(crate) starts: Offsets,
     pub(crate) posts: Vec<Posting>,
     /// Document length per local ordinal.
     pub(crate) doc_len: Vec<u32>,
@@ -250,13 +251,13 @@ impl TextChunk {
 
     /// Term `i`.
     pub(crate) fn term(&self, i: usize) -> &str {
-        let start = if i == 0 { 0 } else { self.term_end[i - 1] as usize };
-        &self.term_bytes[start..self.term_end[i] as usize]
+        let start = if i == 0 { 0 } else { self.term_end.get(i - 1) as usize };
+        &self.term_bytes[start..self.term_end.get(i) as usize]
     }
 
     /// The postings of term `i`.
     pub(crate) fn postings_at(&self, i: usize) -> &[Posting] {
-        &self.posts[self.starts[i] as usize..self.starts[i + 1] as usize]
+        &self.posts[self.starts.get(i) as usize..self.starts.get(i + 1) as usize]
     }
 
     /// The postings of `term` (an analysed term), empty if absent.
@@ -322,9 +323,9 @@ impl TextChunk {
     /// Approximate heap bytes.
     pub fn heap_bytes(&self) -> usize {
         self.term_bytes.len()
-            + self.term_end.len() * 4
+            + self.term_end.heap_bytes()
             + self.table.get().map_or(0, |t| t.len() * 4)
-            + self.starts.len() * 4
+            + self.starts.heap_bytes()
             + self.posts.len() * 4
             + self.doc_len.len() * 4
             + 128
