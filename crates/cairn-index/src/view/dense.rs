@@ -137,8 +137,8 @@ pub(crate) type RowsMemo = (Option<Arc<Vec<FilterPart>>>, Arc<[Row]>);
 
 /// Row lists a dense view remembers (as many as the view's label gates), and the most
 /// rows they hold together (8 bytes each: 32 MiB).
-const ROWS_MEMO: usize = 16;
-const ROWS_MEMO_ROWS: usize = 4 << 20;
+pub(crate) const ROWS_MEMO: usize = 16;
+pub(crate) const ROWS_MEMO_ROWS: usize = 4 << 20;
 
 impl DenseView {
     /// True if the parts' exact rows are read from the store, not held in memory (one
@@ -174,6 +174,11 @@ impl DenseView {
 
     pub(crate) fn set_inherited(&mut self, inherited: InheritedRows) {
         self.inherited = Some(inherited);
+    }
+
+    /// What this view can derive from older views (`inherit.rs`).
+    pub(crate) fn inherited(&self) -> Option<&InheritedRows> {
+        self.inherited.as_ref()
     }
 
     /// The rows admitted by the filter with `parts` (`None`: every row), in chunk and row

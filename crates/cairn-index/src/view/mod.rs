@@ -100,7 +100,7 @@ pub struct CommitIndexes {
 pub(crate) type LabelGate = (bool, Vec<String>, Filter);
 
 /// Label gates a view remembers.
-const LABEL_MEMO: usize = 16;
+pub(crate) const LABEL_MEMO: usize = 16;
 
 impl CommitIndexes {
     /// A view over `chunks` (in key order), with no optional part loaded yet.
