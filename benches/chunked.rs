@@ -15,7 +15,7 @@
 //! has HEAD's index; then, for the on-disk stores, a fresh process opens the repository and times the
 //! cold as-of query. `CAIRN_BENCH_ROUNDS` sets the warm queries per row (1,000; at least
 //! the 200 queries); `CAIRN_BENCH_CHILD_EDITS=N` has that fresh process also time N one-node
-//! commits, each with its next query. For runs at 10M: `CAIRN_BENCH_QUERIES=Q` uses the
+//! commits, each with its next query, and `CAIRN_BENCH_CHILD_ANN=1` ANN queries without a gate. For runs at 10M: `CAIRN_BENCH_QUERIES=Q` uses the
 //! first Q of the 200 queries in every row (recall included), `CAIRN_BENCH_EDITS=E` times E
 //! one-node edits instead of 100, and `CAIRN_BENCH_DIR=PATH` makes the repository under
 //! PATH instead of the system's temporary directory (a file system with room for it).
@@ -473,6 +473,31 @@ fn child_asof() {
         "that process at HEAD: first query (index loaded) / p50, exact / its peak RSS",
         format!("{:.0} ms / {:.2} ms / {:.0} MiB", ms(first), p50(lat), peak_rss_mib()),
     );
+    // `CAIRN_BENCH_CHILD_ANN=1`: then the dense lane alone, no gate, limit 10, at the
+    // default ANN depth (unit graphs loaded from the store on the first query).
+    if std::env::var("CAIRN_BENCH_CHILD_ANN").is_ok() {
+        let ann = |q: &(Vec<f32>, String, String)| {
+            repo.retrieve()
+                .vector("minilm", &q.0)
+                .limit(10)
+                .approximate_default()
+                .execute()
+                .expect("retrieve")
+        };
+        let t = Instant::now();
+        ann(&queries[0]);
+        let first = t.elapsed();
+        let mut lat = Vec::with_capacity(rounds());
+        for i in 0..rounds() {
+            let t = Instant::now();
+            ann(&queries[i % queries_n()]);
+            lat.push(ms(t.elapsed()));
+        }
+        row(
+            "that process: vector, no gate, limit 10, ANN: first query (graphs loaded) / p50",
+            format!("{:.0} ms / {:.2} ms", ms(first), p50(lat)),
+        );
+    }
     // `CAIRN_BENCH_CHILD_EDITS=N`: then N one-node commits, each timed with its next query
     // (for profiling the commit path in a process whose index was loaded, not built).
     if let Some(edits) = std::env::var("CAIRN_BENCH_CHILD_EDITS")
