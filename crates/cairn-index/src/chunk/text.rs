@@ -12,7 +12,7 @@ use crate::fast_hash::FastMap;
 use crate::params::MAX_CHUNK_KEYS;
 
 /// One posting: a document (local ordinal) and the term's frequency in it, packed in 32
-/// bits (local ordinal in the top [`LOCAL_BITS`], frequency below), so that a list sorted
+/// bits (local ordinal in the top 12 bits, frequency in the 20 below), so that a list sorted
 /// by document is sorted as integers. Both always fit: a chunk holds at most
 /// [`MAX_CHUNK_KEYS`] nodes, and a text of at most
 /// [`MAX_TEXT_BYTES`](cairn_core::limits::MAX_TEXT_BYTES) has at most one token per two
