@@ -52,7 +52,7 @@ const VALUE_STRING: u8 = 5;
 const VALUE_LIST: u8 = 6;
 const VALUE_MAP: u8 = 7;
 
-fn bad(what: impl Into<String>) -> IndexError {
+pub(crate) fn bad(what: impl Into<String>) -> IndexError {
     IndexError::BadStoredIndex(what.into())
 }
 
@@ -743,7 +743,7 @@ pub fn decode_unit_graph(bytes: &[u8], key: &Hash) -> Result<(String, UnitGraph)
         }
     }
     let len = r.count64(1)?;
-    let mut g = UnitGraph::decode(r.take(len)?).map_err(|e| bad(format!("unit graph: {e}")))?;
+    let mut g = UnitGraph::decode(r.take(len)?)?;
     g.set_reach(reach);
     r.done()?;
     if g.len() != rows {
@@ -827,18 +827,23 @@ impl Writer {
 }
 
 /// Reads fixed-width little-endian fields, checking every length against what remains.
-/// The one reader of stored derived bytes.
+/// The one reader of stored derived bytes (the unit graph decoder, `graph/mod.rs`, reads
+/// through it too).
 #[derive(Clone)]
-struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
 }
 
 impl<'a> Reader<'a> {
-    fn remaining(&self) -> usize {
+    /// A reader at the start of `bytes`.
+    pub(crate) fn new(bytes: &'a [u8]) -> Reader<'a> {
+        Reader { bytes, at: 0 }
+    }
+    pub(crate) fn remaining(&self) -> usize {
         self.bytes.len() - self.at
     }
-    fn take(&mut self, n: usize) -> Result<&'a [u8], IndexError> {
+    pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8], IndexError> {
         if n > self.remaining() {
             return Err(bad(format!("truncated: {n} bytes wanted, {} left", self.remaining())));
         }
@@ -851,13 +856,16 @@ impl<'a> Reader<'a> {
         a.copy_from_slice(self.take(N)?);
         Ok(a)
     }
-    fn u8(&mut self) -> Result<u8, IndexError> {
+    pub(crate) fn u8(&mut self) -> Result<u8, IndexError> {
         Ok(self.take(1)?[0])
     }
-    fn u32(&mut self) -> Result<u32, IndexError> {
+    pub(crate) fn u16(&mut self) -> Result<u16, IndexError> {
+        Ok(u16::from_le_bytes(self.array()?))
+    }
+    pub(crate) fn u32(&mut self) -> Result<u32, IndexError> {
         Ok(u32::from_le_bytes(self.array()?))
     }
-    fn u64(&mut self) -> Result<u64, IndexError> {
+    pub(crate) fn u64(&mut self) -> Result<u64, IndexError> {
         Ok(u64::from_le_bytes(self.array()?))
     }
     fn i64(&mut self) -> Result<i64, IndexError> {

@@ -101,7 +101,7 @@ pub use embedders::{
 pub use error::{Error, Result};
 pub use error_kind::ErrorKind;
 // The error types `Error` wraps, for callers that match on them.
-pub use cairn_core::{ParseIdError, ValidationError};
+pub use cairn_core::{DecodeError, ParseIdError, ValidationError};
 pub use cairn_graph::refs::BranchName;
 pub use cairn_graph::GraphError;
 pub use cairn_index::IndexError;

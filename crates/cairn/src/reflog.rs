@@ -20,7 +20,7 @@
 //! message (u64 length + UTF-8).
 
 use cairn_core::codec;
-use cairn_core::{CommitId, Hash};
+use cairn_core::{CommitId, DecodeError, Hash};
 use cairn_graph::refs::BranchName;
 use serde::{Deserialize, Serialize};
 
@@ -160,18 +160,33 @@ impl RefLogEntry {
 
     /// Reads a record made by [`RefLogEntry::encode`], strictly: the version byte, every
     /// field, no trailing bytes, and the canonical encoding (re-encoding gives the same
-    /// bytes). The error says what failed.
-    pub fn decode(bytes: &[u8]) -> std::result::Result<RefLogEntry, String> {
-        let (&version, body) = bytes.split_first().ok_or("empty record")?;
+    /// bytes). The error says what failed, as the object decoders do (its `kind` is
+    /// `"reflog record"`).
+    ///
+    /// ```
+    /// use cairn::{DecodeError, RefLogEntry};
+    ///
+    /// assert!(matches!(RefLogEntry::decode(&[0xff]), Err(DecodeError::BadTag { found: 0xff, .. })));
+    /// ```
+    pub fn decode(bytes: &[u8]) -> std::result::Result<RefLogEntry, DecodeError> {
+        const KIND: &str = "reflog record";
+        let invalid = |detail: String| DecodeError::Invalid { kind: KIND, detail };
+        let (&version, body) = bytes.split_first().ok_or_else(|| invalid("empty record".into()))?;
         if version != REFLOG_V1 {
-            return Err(format!("unknown reflog record version 0x{version:02x}"));
+            return Err(DecodeError::BadTag {
+                found: version,
+                expected: "a reflog record version (0x01)",
+            });
         }
         let (wire, read): (Wire, usize) =
-            codec::bincode::serde::decode_from_slice(body, config()).map_err(|e| e.to_string())?;
+            codec::bincode::serde::decode_from_slice(body, config()).map_err(|e| DecodeError::Malformed {
+                kind: KIND,
+                detail: e.to_string(),
+            })?;
         if read != body.len() {
-            return Err(format!("{} trailing bytes", body.len() - read));
+            return Err(invalid(format!("{} trailing bytes", body.len() - read)));
         }
-        let action = RefAction::of(wire.action).ok_or_else(|| format!("unknown action {}", wire.action))?;
+        let action = RefAction::of(wire.action).ok_or_else(|| invalid(format!("unknown action {}", wire.action)))?;
         let id = |b: Option<[u8; 32]>| b.map(|b| CommitId(Hash::from_bytes(b)));
         let entry = RefLogEntry {
             branch: wire.branch,
@@ -183,10 +198,10 @@ impl RefLogEntry {
             message: wire.message,
         };
         if BranchName::new(entry.branch.as_str()).is_err() {
-            return Err(format!("{:?} is not a branch name", entry.branch));
+            return Err(invalid(format!("{:?} is not a branch name", entry.branch)));
         }
         if entry.encode() != bytes {
-            return Err("not the canonical encoding".into());
+            return Err(DecodeError::NonCanonical { kind: KIND });
         }
         Ok(entry)
     }

@@ -3,7 +3,7 @@
 //! name, fsck naming damage, and the record's bytes pinned.
 
 use cairn::{CommitId, GcOptions, Hash, Node, NodeId, Repo, StoreKind};
-use cairn::{RefAction, RefLogEntry};
+use cairn::{DecodeError, RefAction, RefLogEntry};
 
 fn commit(repo: &Repo, branch: &str, node: &str, message: &str) -> CommitId {
     let mut tx = repo.transaction_on(branch).unwrap();
@@ -211,18 +211,25 @@ fn golden_record_bytes() {
     // Strict: another version, trailing bytes, an unknown action, a bad option tag.
     let mut v2 = bytes.clone();
     v2[0] = 0x02;
-    assert!(RefLogEntry::decode(&v2).is_err());
+    assert!(matches!(
+        RefLogEntry::decode(&v2),
+        Err(DecodeError::BadTag { found: 0x02, .. })
+    ));
     let mut longer = bytes.clone();
     longer.push(0);
-    assert!(RefLogEntry::decode(&longer).is_err());
+    assert!(matches!(RefLogEntry::decode(&longer), Err(DecodeError::Invalid { .. })));
     let mut action = bytes.clone();
     let at = bytes.len() - 5 - 8 - 1;
     action[at] = 9;
-    assert!(RefLogEntry::decode(&action).unwrap_err().contains("action"));
+    let e = RefLogEntry::decode(&action).unwrap_err();
+    assert!(
+        matches!(&e, DecodeError::Invalid { kind: "reflog record", detail } if detail.contains("action")),
+        "{e}"
+    );
     let mut tag = bytes.clone();
     tag[1 + 8 + 4] = 2;
-    assert!(RefLogEntry::decode(&tag).is_err());
-    assert!(RefLogEntry::decode(&[]).is_err());
+    assert!(matches!(RefLogEntry::decode(&tag), Err(DecodeError::Malformed { .. })));
+    assert!(matches!(RefLogEntry::decode(&[]), Err(DecodeError::Invalid { .. })));
 }
 
 #[test]

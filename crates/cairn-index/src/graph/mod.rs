@@ -94,6 +94,8 @@
 
 pub mod reach;
 
+use crate::error::IndexError;
+use crate::persist::{bad, Reader};
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
@@ -1109,15 +1111,26 @@ impl UnitGraph {
     /// Strict, bounded decode of [`encode`](Self::encode)'s output. Never panics; never
     /// allocates more than the input could describe; refuses anything the encoder would not
     /// write.
+    /// Errors are [`IndexError::BadStoredIndex`], their text starting `unit graph: `.
+    pub fn decode(bytes: &[u8]) -> Result<UnitGraph, IndexError> {
+        Self::decode_strict(bytes).map_err(|e| match e {
+            IndexError::BadStoredIndex(d) => IndexError::BadStoredIndex(format!("unit graph: {d}")),
+            other => other,
+        })
+    }
+
     #[allow(clippy::needless_range_loop)]
-    pub fn decode(bytes: &[u8]) -> Result<UnitGraph, String> {
-        let mut r = Reader { buf: bytes, pos: 0 };
+    fn decode_strict(bytes: &[u8]) -> Result<UnitGraph, IndexError> {
+        let mut r = Reader::new(bytes);
         if bytes.len() < HEADER_LEN {
-            return Err(format!("truncated header: {} bytes, need {HEADER_LEN}", bytes.len()));
+            return Err(bad(format!(
+                "truncated header: {} bytes, need {HEADER_LEN}",
+                bytes.len()
+            )));
         }
         let magic = r.take(4)?;
         if magic != MAGIC {
-            return Err(format!("bad magic/version {magic:?}, expected {MAGIC:?}"));
+            return Err(bad(format!("bad magic/version {magic:?}, expected {MAGIC:?}")));
         }
         let n = r.u32()?;
         let m = r.u32()? as usize;
@@ -1126,10 +1139,10 @@ impl UnitGraph {
         let entry = r.u32()?;
         let top = r.u8()?;
         if !(2..=MAX_M).contains(&m) {
-            return Err(format!("m = {m} out of range 2..={MAX_M}"));
+            return Err(bad(format!("m = {m} out of range 2..={MAX_M}")));
         }
         if top > MAX_LEVEL {
-            return Err(format!("top level {top} > {MAX_LEVEL}"));
+            return Err(bad(format!("top level {top} > {MAX_LEVEL}")));
         }
         let params = GraphParams {
             m,
@@ -1138,13 +1151,13 @@ impl UnitGraph {
         };
         if n == 0 {
             if entry != u32::MAX {
-                return Err(format!("empty graph with entry point {entry}"));
+                return Err(bad(format!("empty graph with entry point {entry}")));
             }
             if top != 0 {
-                return Err(format!("empty graph with top level {top}"));
+                return Err(bad(format!("empty graph with top level {top}")));
             }
             if r.remaining() != 0 {
-                return Err(format!("{} trailing bytes", r.remaining()));
+                return Err(bad(format!("{} trailing bytes", r.remaining())));
             }
             return Ok(UnitGraph {
                 n,
@@ -1163,18 +1176,18 @@ impl UnitGraph {
         let nu = n as usize;
         // Each node needs its level byte and at least a u16 count on layer 0.
         if r.remaining() / 3 < nu {
-            return Err(format!(
+            return Err(bad(format!(
                 "truncated: {n} nodes need at least {} more bytes, have {}",
                 3 * nu as u64,
                 r.remaining()
-            ));
+            )));
         }
         let levels = r.take(nu)?.to_vec();
         let mut max_level = 0u8;
         let mut first_top = None;
         for (i, &lv) in levels.iter().enumerate() {
             if lv > MAX_LEVEL {
-                return Err(format!("node {i} has level {lv} > {MAX_LEVEL}"));
+                return Err(bad(format!("node {i} has level {lv} > {MAX_LEVEL}")));
             }
             if lv > max_level || first_top.is_none() {
                 max_level = lv;
@@ -1182,13 +1195,15 @@ impl UnitGraph {
             }
         }
         if max_level != top {
-            return Err(format!("top level {top} but highest node level is {max_level}"));
+            return Err(bad(format!("top level {top} but highest node level is {max_level}")));
         }
         if entry >= n || levels[entry as usize] != top {
-            return Err(format!("entry point {entry} is not a node of top level {top}"));
+            return Err(bad(format!("entry point {entry} is not a node of top level {top}")));
         }
         if first_top != Some(entry as usize) {
-            return Err(format!("entry point {entry} is not the first node of top level {top}"));
+            return Err(bad(format!(
+                "entry point {entry} is not the first node of top level {top}"
+            )));
         }
         let mut layers = Vec::with_capacity(top as usize + 1);
         for l in 0..=top {
@@ -1198,7 +1213,7 @@ impl UnitGraph {
             } else {
                 let count = levels.iter().filter(|&&lv| lv >= l).count();
                 if r.remaining() / 2 < count {
-                    return Err(format!("truncated layer {l}: {count} lists"));
+                    return Err(bad(format!("truncated layer {l}: {count} lists")));
                 }
                 let mut v = Vec::with_capacity(count);
                 v.extend((0..n).filter(|&row| levels[row as usize] >= l));
@@ -1206,39 +1221,39 @@ impl UnitGraph {
             };
             let slots = if l == 0 { nu } else { members.len() };
             if r.remaining() / 2 < slots {
-                return Err(format!("truncated layer {l}: {slots} lists"));
+                return Err(bad(format!("truncated layer {l}: {slots} lists")));
             }
             let mut offsets = Vec::with_capacity(slots + 1);
             offsets.push(0usize);
             let mut ids: Vec<u32> = Vec::new();
             for s in 0..slots {
                 let row = if l == 0 { s as u32 } else { members[s] };
-                let c = r.u16().map_err(|e| format!("layer {l} node {row}: {e}"))? as usize;
+                let c = r.u16().map_err(|e| bad(format!("layer {l} node {row}: {e}")))? as usize;
                 if c > cap {
-                    return Err(format!("layer {l} node {row}: {c} neighbours > cap {cap}"));
+                    return Err(bad(format!("layer {l} node {row}: {c} neighbours > cap {cap}")));
                 }
                 if r.remaining() / 4 < c {
-                    return Err(format!("layer {l} node {row}: truncated list of {c}"));
+                    return Err(bad(format!("layer {l} node {row}: truncated list of {c}")));
                 }
                 ids.reserve(c);
                 let mut prev: Option<u32> = None;
                 for _ in 0..c {
                     let id = r.u32()?;
                     if id >= n {
-                        return Err(format!("layer {l} node {row}: neighbour {id} >= n = {n}"));
+                        return Err(bad(format!("layer {l} node {row}: neighbour {id} >= n = {n}")));
                     }
                     if id == row {
-                        return Err(format!("layer {l} node {row}: self-loop"));
+                        return Err(bad(format!("layer {l} node {row}: self-loop")));
                     }
                     if levels[id as usize] < l {
-                        return Err(format!("layer {l} node {row}: neighbour {id} is not on layer {l}"));
+                        return Err(bad(format!("layer {l} node {row}: neighbour {id} is not on layer {l}")));
                     }
                     if let Some(p) = prev {
                         if id == p {
-                            return Err(format!("layer {l} node {row}: duplicate neighbour {id}"));
+                            return Err(bad(format!("layer {l} node {row}: duplicate neighbour {id}")));
                         }
                         if id < p {
-                            return Err(format!("layer {l} node {row}: neighbours not sorted"));
+                            return Err(bad(format!("layer {l} node {row}: neighbours not sorted")));
                         }
                     }
                     prev = Some(id);
@@ -1250,7 +1265,7 @@ impl UnitGraph {
             layers.push(Layer { members, offsets, ids });
         }
         if r.remaining() != 0 {
-            return Err(format!("{} trailing bytes", r.remaining()));
+            return Err(bad(format!("{} trailing bytes", r.remaining())));
         }
         Ok(UnitGraph {
             n,
@@ -1276,47 +1291,6 @@ impl UnitGraph {
                         + l.ids.capacity() * 4
                 })
                 .sum::<usize>()
-    }
-}
-
-/// Bounds-checked little-endian reader.
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn remaining(&self) -> usize {
-        self.buf.len() - self.pos
-    }
-    fn take(&mut self, k: usize) -> Result<&'a [u8], String> {
-        if self.remaining() < k {
-            return Err(format!(
-                "truncated at byte {}: need {k}, have {}",
-                self.pos,
-                self.remaining()
-            ));
-        }
-        let s = &self.buf[self.pos..self.pos + k];
-        self.pos += k;
-        Ok(s)
-    }
-    fn u8(&mut self) -> Result<u8, String> {
-        Ok(self.take(1)?[0])
-    }
-    fn u16(&mut self) -> Result<u16, String> {
-        let b = self.take(2)?;
-        Ok(u16::from_le_bytes([b[0], b[1]]))
-    }
-    fn u32(&mut self) -> Result<u32, String> {
-        let b = self.take(4)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    }
-    fn u64(&mut self) -> Result<u64, String> {
-        let b = self.take(8)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(b);
-        Ok(u64::from_le_bytes(a))
     }
 }
 
