@@ -209,9 +209,12 @@ impl TextChunk {
         out.starts.push(0);
         for (term, id) in terms {
             out.push_term(&term);
-            out.posts.extend(lists[id as usize].iter().map(|&(l, tf)| {
-                // In range by the limits (see `Posting`): a chunk's nodes and a text's bytes.
-                Posting::new(l, tf).expect("a chunk of at most MAX_CHUNK_KEYS texts of at most MAX_TEXT_BYTES")
+            // In range by the limits (see `Posting`). Only a node that skipped validation
+            // (a text past `MAX_TEXT_BYTES`, never stored) can count more: it counts
+            // `TF_LIMIT − 1`. Chunks never exceed `MAX_CHUNK_KEYS` nodes (the chunking rule).
+            out.posts.extend(lists[id as usize].iter().filter_map(|&(l, tf)| {
+                debug_assert!((l as usize) < MAX_CHUNK_KEYS);
+                Posting::new(l, tf.min(TF_LIMIT - 1))
             }));
             out.starts.push(out.posts.len() as u32);
         }
