@@ -225,12 +225,21 @@ impl InheritedRows {
         let origin = filter.origin.as_ref()?;
         let p = self.pending.iter().find(|p| Arc::ptr_eq(&p.origin, origin))?;
         let older = &p.rows;
+        // Where each older chunk's rows start (rows are in chunk order): one pass.
+        let chunks = older.last().map_or(0, |r| r.0 as usize + 1);
+        let mut starts = vec![0u32; chunks + 1];
+        for r in older.iter() {
+            starts[r.0 as usize + 1] += 1;
+        }
+        for c in 0..chunks {
+            starts[c + 1] += starts[c];
+        }
         let mut out = Vec::with_capacity(older.len());
         for (i, &j) in p.same.iter().enumerate() {
             if j != NEW {
-                let lo = older.partition_point(|r| r.0 < j);
-                let hi = lo + older[lo..].partition_point(|r| r.0 == j);
-                out.extend(older[lo..hi].iter().map(|r| (i as u32, r.1)));
+                if let (Some(&lo), Some(&hi)) = (starts.get(j as usize), starts.get(j as usize + 1)) {
+                    out.extend(older[lo as usize..hi as usize].iter().map(|r| (i as u32, r.1)));
+                }
             } else if let Some(part) = view.part(i) {
                 push_rows(i, part, Some(filter.part(i)), &mut out);
             }
