@@ -390,7 +390,7 @@ pub(crate) fn resolve_for<S: RetrievalSource>(
         return Ok(resolved);
     }
     // Resolve the same commit again (by id: a branch may have moved meanwhile).
-    let again = source.resolve(Some(&resolved.commit.to_hex()), &more)?;
+    let again = source.resolve_commit(&resolved.commit, &more)?;
     let mut repairs = resolved.repairs;
     repairs.extend(again.repairs.clone());
     Ok(ResolvedCommit { repairs, ..again })

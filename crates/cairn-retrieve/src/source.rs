@@ -64,6 +64,14 @@ pub trait RetrievalSource {
     /// and cache them.
     fn resolve(&self, at: Option<&str>, needs: &IndexNeeds) -> Result<ResolvedCommit, SourceError>;
 
+    /// [`RetrievalSource::resolve`] for a commit already resolved (a retrieval that needs
+    /// more parts of the same commit asks again by id, never by a revision that may have
+    /// moved). The default spells the id as hex for `resolve`; a source that can look a
+    /// commit up by id does so without parsing it again.
+    fn resolve_commit(&self, commit: &CommitId, needs: &IndexNeeds) -> Result<ResolvedCommit, SourceError> {
+        self.resolve(Some(&commit.to_hex()), needs)
+    }
+
     /// The embedder that turns a retrieval's query `text` into a dense lane, as
     /// `(dense model, embedder)`: the one called `name` (the spec's `embedder`), or with
     /// `None` the source's default — `Ok(None)` when it has none. This is the one place
@@ -94,6 +102,10 @@ impl<S: RetrievalSource + ?Sized> RetrievalSource for &S {
         (**self).resolve(at, needs)
     }
 
+    fn resolve_commit(&self, commit: &CommitId, needs: &IndexNeeds) -> Result<ResolvedCommit, SourceError> {
+        (**self).resolve_commit(commit, needs)
+    }
+
     fn query_embedder(&self, name: Option<&str>) -> Result<Option<ModelEmbedder>, EmbedError> {
         (**self).query_embedder(name)
     }
@@ -102,6 +114,10 @@ impl<S: RetrievalSource + ?Sized> RetrievalSource for &S {
 impl<S: RetrievalSource + ?Sized> RetrievalSource for Arc<S> {
     fn resolve(&self, at: Option<&str>, needs: &IndexNeeds) -> Result<ResolvedCommit, SourceError> {
         (**self).resolve(at, needs)
+    }
+
+    fn resolve_commit(&self, commit: &CommitId, needs: &IndexNeeds) -> Result<ResolvedCommit, SourceError> {
+        (**self).resolve_commit(commit, needs)
     }
 
     fn query_embedder(&self, name: Option<&str>) -> Result<Option<ModelEmbedder>, EmbedError> {

@@ -267,6 +267,9 @@ impl Repo {
                 store.delete_objects(&hashes)?;
                 sweep.add(chunk.len() as u64);
             }
+            // A collected commit is no longer readable through this handle's commit cache
+            // (cleared after the deletes: a read racing them can no longer refill it).
+            self.inner.commits.clear();
             store.flush()?;
         }
         report.objects_removed = candidates.len() as u64;

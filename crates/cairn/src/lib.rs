@@ -58,6 +58,7 @@
 struct ReadmeDoctests;
 
 mod branch_list;
+mod commit_cache;
 mod derived;
 mod diff;
 mod diff_report;

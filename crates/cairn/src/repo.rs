@@ -61,6 +61,8 @@ pub(crate) struct Inner {
     pub(crate) built_embedders: crate::embedders::BuiltEmbedders,
     /// The observer of long steps' progress ([`Repo::set_progress`]).
     pub(crate) progress: parking_lot::RwLock<Option<crate::progress::ProgressFn>>,
+    /// Commits read last, decoded ([`Repo::commit`]).
+    pub(crate) commits: crate::commit_cache::CommitCache,
 }
 
 impl std::fmt::Debug for Repo {
@@ -318,6 +320,7 @@ impl Repo {
                 dims_lock: parking_lot::Mutex::new(()),
                 built_embedders: Default::default(),
                 progress: parking_lot::RwLock::new(None),
+                commits: Default::default(),
             }),
         }
     }
@@ -553,7 +556,12 @@ impl Repo {
 
     /// A commit object.
     pub fn commit(&self, id: &CommitId) -> Result<Commit> {
-        Ok(self.objects().commit(id)?)
+        Ok((*self.commit_shared(id)?).clone())
+    }
+
+    /// [`Repo::commit`], shared: the handle keeps the last commits it read.
+    pub(crate) fn commit_shared(&self, id: &CommitId) -> Result<Arc<Commit>> {
+        Ok(self.inner.commits.get_or(id, || self.objects().commit(id))?)
     }
 
     /// The node `id` at the current head (`None`: absent, or no commits yet).

@@ -291,7 +291,7 @@ impl Repo {
     /// parent's), every part of every chunk the two share: a small commit's view costs its
     /// new chunks and a walk of its tree's upper levels, not a lookup per chunk.
     pub(crate) fn index_view(&self, id: &CommitId, needs: &IndexNeeds) -> Result<(Arc<CommitIndexes>, Vec<String>)> {
-        let c = self.commit(id)?;
+        let c = self.commit_shared(id)?;
         let (repaired, dropped) = self.drop_damaged_rows();
         let cache = &self.inner.derived.cache;
         let fp = self.inner.derived.fingerprint;

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use cairn_core::CommitId;
 use cairn_index::IndexNeeds;
 use cairn_retrieve::{EmbedError, ModelEmbedder, ResolvedCommit, RetrievalSource, SourceError};
 
@@ -42,13 +43,13 @@ impl RetrievalSource for Repo {
                 }
             },
         };
-        let c = self.commit(&id).map_err(|e| to_source(&id.to_hex(), e))?;
-        let (indexes, repairs) = self.index_view(&id, needs).map_err(storage)?;
-        Ok(ResolvedCommit {
-            commit: id,
-            timestamp_ms: c.timestamp_ms,
-            indexes,
-            repairs,
+        self.resolved(id, needs).map_err(|(rev, e)| to_source(&rev, e))
+    }
+
+    fn resolve_commit(&self, commit: &CommitId, needs: &IndexNeeds) -> Result<ResolvedCommit, SourceError> {
+        self.resolved(*commit, needs).map_err(|(_, e)| match e {
+            Error::UnknownRevision { rev, detail } => SourceError::UnknownRevision { rev, detail },
+            other => storage(other),
         })
     }
 
@@ -81,6 +82,19 @@ impl RetrievalSource for Repo {
 }
 
 impl Repo {
+    /// The commit `id` with its view holding `needs` (its object read once: the view's
+    /// assembly takes it from the handle's commit cache). The error names the commit.
+    fn resolved(&self, id: CommitId, needs: &IndexNeeds) -> Result<ResolvedCommit, (String, Error)> {
+        let c = self.commit_shared(&id).map_err(|e| (id.to_hex(), e))?;
+        let (indexes, repairs) = self.index_view(&id, needs).map_err(|e| (id.to_hex(), e))?;
+        Ok(ResolvedCommit {
+            commit: id,
+            timestamp_ms: c.timestamp_ms,
+            indexes,
+            repairs,
+        })
+    }
+
     /// Starts a retrieval over this repository (at the current head unless `.at(rev)`).
     ///
     /// ```

@@ -183,7 +183,8 @@ impl Repo {
             }
             report.commits_checked += 1;
             commits.add(1);
-            let c = match self.commit(&id) {
+            // From the store, never the handle's commit cache: fsck checks the bytes.
+            let c = match self.objects().commit(&id).map_err(crate::Error::from) {
                 Ok(c) => c,
                 Err(e) => {
                     report
