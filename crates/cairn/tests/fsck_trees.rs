@@ -236,3 +236,23 @@ fn a_tree_key_that_does_not_decode_is_corruption_naming_the_tree() {
     // Not reported as bad input.
     assert!(!matches!(err, cairn::Error::InvalidArgument(_)));
 }
+
+/// A handle keeps the commits it read (a retrieval asks for its commit several times), but
+/// `fsck` checks the store: a commit object gone since it was read is reported.
+#[test]
+fn fsck_reads_commits_from_the_store_not_the_handles_cache() {
+    let repo = Repo::in_memory().unwrap();
+    let mut tx = repo.transaction().unwrap();
+    tx.put_node(Node::new(NodeId::new("a").unwrap()).with_text("x"))
+        .unwrap();
+    let head = tx.commit("one").unwrap();
+    assert!(repo.fsck().unwrap().problems.is_empty());
+    repo.commit(&head).unwrap();
+    repo.store().delete_objects(&[*head.hash()]).unwrap();
+    let report = repo.fsck().unwrap();
+    assert!(
+        report.problems.iter().any(|p| p.contains(&head.to_hex())),
+        "{:?}",
+        report.problems
+    );
+}
