@@ -3,8 +3,8 @@
 //! Where Cairn's bytes live. The [`Store`] trait is the seam under everything: a
 //! content-addressed object space (hash → encoded object), a small space of named refs
 //! moved by compare-and-swap, and a space of derived data (index snapshots, time indexes)
-//! that can always be rebuilt from the objects. Two backends: [`MemoryStore`] (tests) and
-//! [`SledStore`] (the embedded default on disk).
+//! that can always be rebuilt from the objects. Three backends: [`SegmentStore`] (the
+//! default on disk), [`SledStore`] (the alternative) and [`MemoryStore`] (tests).
 //!
 //! Nothing above this crate does I/O.
 
@@ -24,3 +24,20 @@ pub use frame::{frame, unframe};
 pub use memory::MemoryStore;
 pub use segment::{FileChange, FileStep, FileStepHook, SegmentStore, REF_LOG_SYNC_INTERVAL};
 pub use sled_store::SledStore;
+
+/// Entry points for the fuzz targets (`fuzz/`): the segment store's strict decoders of its
+/// own files, which are otherwise reached only by opening a directory. Not part of the API.
+#[doc(hidden)]
+pub mod fuzzing {
+    /// A segment's hint file: `body` with its checksum appended, decoded; what is
+    /// accepted must encode back to the same bytes. True if accepted.
+    pub fn hint(body: &[u8], segment_len: u64) -> bool {
+        crate::segment::fuzz_hint(body, segment_len)
+    }
+
+    /// The index snapshot (`index.crx`): `body` with its checksum appended, decoded, and
+    /// an accepted snapshot's keys looked up. True if accepted.
+    pub fn snapshot(body: &[u8]) -> bool {
+        crate::segment::fuzz_snapshot(body)
+    }
+}

@@ -231,3 +231,28 @@ fn records_appended_after_the_snapshot_are_read_without_a_clean_close() {
     assert_eq!(seen(&open(crashed.path())), want);
     assert_eq!(seen(&open(dir.path())), want, "after the clean close");
 }
+
+/// The fuzz target's entry points (`cairn_store::fuzzing`, `fuzz/fuzz_targets/
+/// decode_store_files.rs`) reach the decoders: a real hint's and a real snapshot's bodies
+/// (checksum cut off; the entry point appends it again) are accepted, and one flipped byte
+/// in a hint's count is refused.
+#[test]
+fn the_fuzz_entry_points_accept_real_files_and_refuse_a_changed_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let objects: Vec<_> = (0..600).map(object).collect();
+    for chunk in objects.chunks(20) {
+        store.put_batch(chunk).unwrap();
+    }
+    drop(store);
+    let snapshot = fs::read(dir.path().join("objects/index.crx")).unwrap();
+    assert!(cairn_store::fuzzing::snapshot(&snapshot[..snapshot.len() - 4]));
+    let hint = fs::read(dir.path().join("objects/00000001.hint")).unwrap();
+    let segment_len = fs::metadata(dir.path().join("objects/00000001.seg")).unwrap().len();
+    let body = &hint[..hint.len() - 4];
+    assert!(cairn_store::fuzzing::hint(body, segment_len));
+    assert!(!cairn_store::fuzzing::hint(body, segment_len + 1));
+    let mut changed = body.to_vec();
+    changed[12] ^= 0x01; // the entry count's low byte
+    assert!(!cairn_store::fuzzing::hint(&changed, segment_len));
+}

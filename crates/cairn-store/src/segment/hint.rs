@@ -113,6 +113,21 @@ pub(super) fn remove(dir: &Path, id: u32) -> bool {
     fs::remove_file(path(dir, id)).is_ok()
 }
 
+/// For the fuzz target (`cairn_store::fuzzing::hint`): `body` with its crc32 appended
+/// (so arbitrary input reaches the parser) through the strict decoder; what it accepts
+/// must encode back to the same bytes. True if accepted.
+pub(crate) fn fuzz(body: &[u8], seg_len: u64) -> bool {
+    let mut bytes = body.to_vec();
+    bytes.extend_from_slice(&crc32fast::hash(body).to_le_bytes());
+    match decode(&bytes, seg_len) {
+        Some(entries) => {
+            assert_eq!(encode(seg_len, &entries), bytes, "an accepted hint encodes back");
+            true
+        }
+        None => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -499,3 +499,13 @@ impl Store for SegmentStore {
         self.ref_log.retain(keep)
     }
 }
+
+/// The hint decoder, for `cairn_store::fuzzing`.
+pub(crate) fn fuzz_hint(body: &[u8], segment_len: u64) -> bool {
+    hint::fuzz(body, segment_len)
+}
+
+/// The snapshot decoder, for `cairn_store::fuzzing`.
+pub(crate) fn fuzz_snapshot(body: &[u8]) -> bool {
+    snapshot::Snapshot::fuzz(body)
+}

@@ -102,6 +102,27 @@ fn increasing(a: &[u8], b: &[u8]) -> bool {
 }
 
 impl Snapshot {
+    /// For the fuzz target (`cairn_store::fuzzing::snapshot`): `body` with its crc32
+    /// appended (so arbitrary input reaches the parser) through the strict decoder, and
+    /// the lookups a store makes of what it accepts. True if accepted.
+    pub(crate) fn fuzz(body: &[u8]) -> bool {
+        let mut bytes = body.to_vec();
+        bytes.extend_from_slice(&crc32fast::hash(body).to_le_bytes());
+        let Some(s) = Snapshot::decode(bytes) else {
+            return false;
+        };
+        let (keys, _) = s.count();
+        for i in 0..keys.min(64) as usize {
+            let key = s.key(i).to_vec();
+            assert_eq!(
+                s.get(&key).map(|l| l.offset),
+                Some(s.loc(i).offset),
+                "a key finds its own entry"
+            );
+        }
+        true
+    }
+
     /// The snapshot in `dir`, if there is one and it decodes (its segments not yet
     /// compared with the files: [`Snapshot::matches`]).
     pub(super) fn read(dir: &Path) -> Option<Snapshot> {
