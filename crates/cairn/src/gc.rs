@@ -413,7 +413,7 @@ impl Repo {
             .map(|(b, _)| b.to_string())
             .collect();
         let mut by_branch: BTreeMap<Vec<u8>, (bool, Vec<Vec<u8>>)> = BTreeMap::new();
-        for (k, v) in store.scan_derived(b"tl/")? {
+        for (k, v) in store.scan_derived(crate::derived::keys::Space::TimeIndex.prefix())? {
             if k.len() < 3 + 1 + 8 || k[k.len() - 9] != 0 {
                 continue;
             }

@@ -82,7 +82,6 @@ mod repo;
 mod rev;
 mod shown_node;
 mod tags;
-mod time_index;
 mod transaction;
 mod view;
 mod writer;

@@ -9,7 +9,7 @@ use cairn_core::Hash;
 /// One derived key space.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Space {
-    /// `tl/<branch>\0<u64be generation>`: a branch's time index (`time_index.rs`).
+    /// `tl/<branch>\0<u64be generation>`: a branch's time index (`derived/time_index.rs`).
     TimeIndex,
     /// `ck/<chunk key><part tag>[<model>]`: a chunk's part, or its split marker.
     Chunk,

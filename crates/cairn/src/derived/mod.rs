@@ -11,7 +11,9 @@
 //!   assembling a commit's view for the parts a query needs;
 //! * `drop` — dropping every derived value (`Repo::drop_derived`, `cairn index drop`);
 //! * `source` — the retrieval pipeline's [`RetrievalSource`](cairn_retrieve::RetrievalSource)
-//!   over a repository.
+//!   over a repository;
+//! * `time_index` — each branch's transaction-time index (which commit was its head at
+//!   time T).
 //!
 //! Derived data is a cache of the objects: a part that is missing, damaged or unreadable
 //! is rebuilt from the objects (with a note, which a retrieval reports as a warning), and
@@ -28,6 +30,7 @@ mod live;
 mod rows;
 mod source;
 pub(crate) mod spans;
+mod time_index;
 
 pub use build::{DenseReport, IndexReport, IndexStats};
 pub use cache::DEFAULT_MEMORY_BUDGET;

@@ -12,11 +12,12 @@ use cairn_core::{Commit, CommitId, Hash};
 
 use cairn_store::StoreError;
 
+use super::keys::Space;
 use crate::error::Result;
 use crate::repo::Repo;
 
 fn prefix(branch: &str) -> Vec<u8> {
-    let mut p = b"tl/".to_vec();
+    let mut p = Space::TimeIndex.prefix().to_vec();
     p.extend_from_slice(branch.as_bytes());
     p.push(0);
     p
