@@ -330,21 +330,23 @@ impl Repo {
         let mut view = match &base {
             Some(e) => (*e.view).clone(),
             None => {
-                let cores: Vec<Arc<NodeChunk>> = list
-                    .par_iter()
-                    .zip(&from_donor)
-                    .map(|(ch, d)| {
-                        if let (Some(dv), Some(i)) = (dv, d) {
-                            return Ok(Arc::clone(&dv.chunks()[*i]));
-                        }
-                        match self.part(&ctx, TreeKind::Nodes, ch, TAG_NODE_CORE, None)? {
-                            Part::Core(c) => Ok(c),
-                            _ => Err(Error::Index(IndexError::Inconsistent(
-                                "core part of another kind".into(),
-                            ))),
-                        }
-                    })
-                    .collect::<Result<_>>()?;
+                let cores: Vec<Arc<NodeChunk>> = self
+                    .chunk_parts(
+                        &ctx,
+                        &list,
+                        &from_donor,
+                        (TAG_NODE_CORE, None),
+                        None,
+                        |_| true,
+                        |i| dv.and_then(|dv| dv.chunks().get(i)).cloned(),
+                        |p| match p {
+                            Part::Core(c) => Some(c),
+                            _ => None,
+                        },
+                    )?
+                    .into_iter()
+                    .flatten()
+                    .collect();
                 let mut view = CommitIndexes::assemble(vkey, ctx.params.clone(), cores).map_err(inconsistent)?;
                 if let Some(dv) = dv {
                     view.inherit_gates(dv, &from_donor).map_err(inconsistent)?;
@@ -354,22 +356,23 @@ impl Repo {
         };
         if needs.text && !view.has_text() {
             let meter = self.meter(Step::IndexParts, Some(list.len() as u64));
-            let parts = list
-                .par_iter()
-                .zip(&from_donor)
-                .map(|(ch, d)| {
-                    let _tick = Tick(&meter);
-                    if let Some(t) = dv.zip(*d).and_then(|(dv, i)| dv.text_part(i)) {
-                        return Ok(Arc::clone(t));
-                    }
-                    match self.part(&ctx, TreeKind::Nodes, ch, TAG_TEXT, None)? {
-                        Part::Text(t) => Ok(t),
-                        _ => Err(Error::Index(IndexError::Inconsistent(
-                            "text part of another kind".into(),
-                        ))),
-                    }
-                })
-                .collect::<Result<Vec<_>>>()?;
+            let parts = self
+                .chunk_parts(
+                    &ctx,
+                    &list,
+                    &from_donor,
+                    (TAG_TEXT, None),
+                    Some(&meter),
+                    |_| true,
+                    |i| dv.and_then(|dv| dv.text_part(i)).cloned(),
+                    |p| match p {
+                        Part::Text(t) => Some(t),
+                        _ => None,
+                    },
+                )?
+                .into_iter()
+                .flatten()
+                .collect();
             view.set_text_from(parts, dv.map(|d| (d, from_donor.as_slice())))
                 .map_err(inconsistent)?;
         }
@@ -378,26 +381,20 @@ impl Repo {
                 continue;
             }
             let meter = self.meter(Step::IndexParts, Some(list.len() as u64));
-            let parts = list
-                .par_iter()
-                .zip(&from_donor)
-                .zip(view.chunks().par_iter())
-                .map(|((ch, d), core)| {
-                    let _tick = Tick(&meter);
-                    if !core.sparse_models().contains_key(model) {
-                        return Ok(None);
-                    }
-                    if let Some(s) = dv.zip(*d).and_then(|(dv, i)| dv.sparse_part(model, i)) {
-                        return Ok(Some(Arc::clone(s)));
-                    }
-                    match self.part(&ctx, TreeKind::Nodes, ch, TAG_SPARSE, Some(model))? {
-                        Part::Sparse(s) => Ok(Some(s)),
-                        _ => Err(Error::Index(IndexError::Inconsistent(
-                            "sparse part of another kind".into(),
-                        ))),
-                    }
-                })
-                .collect::<Result<Vec<_>>>()?;
+            let cores = view.chunks();
+            let parts = self.chunk_parts(
+                &ctx,
+                &list,
+                &from_donor,
+                (TAG_SPARSE, Some(model)),
+                Some(&meter),
+                |c| cores[c].sparse_models().contains_key(model),
+                |i| dv.and_then(|dv| dv.sparse_part(model, i)).cloned(),
+                |p| match p {
+                    Part::Sparse(s) => Some(s),
+                    _ => None,
+                },
+            )?;
             view.set_sparse_from(model, parts, dv.map(|d| (d, from_donor.as_slice())))
                 .map_err(inconsistent)?;
         }
@@ -408,26 +405,20 @@ impl Repo {
             }
             let donor_dense = dv.and_then(|dv| dv.dense(model));
             let meter = self.meter(Step::IndexParts, Some(list.len() as u64));
-            let parts = list
-                .par_iter()
-                .zip(&from_donor)
-                .zip(view.chunks().par_iter())
-                .map(|((ch, d), core)| {
-                    let _tick = Tick(&meter);
-                    if !core.dense_models().contains_key(model.as_str()) {
-                        return Ok(None);
-                    }
-                    if let Some(p) = donor_dense.zip(*d).and_then(|(dd, i)| dd.part(i)) {
-                        return Ok(Some(Arc::clone(p)));
-                    }
-                    match self.part(&ctx, TreeKind::Nodes, ch, TAG_DENSE, Some(model))? {
-                        Part::Dense(d) => Ok(Some(d)),
-                        _ => Err(Error::Index(IndexError::Inconsistent(
-                            "dense part of another kind".into(),
-                        ))),
-                    }
-                })
-                .collect::<Result<Vec<_>>>()?;
+            let cores = view.chunks();
+            let parts = self.chunk_parts(
+                &ctx,
+                &list,
+                &from_donor,
+                (TAG_DENSE, Some(model)),
+                Some(&meter),
+                |c| cores[c].dense_models().contains_key(model.as_str()),
+                |i| donor_dense.and_then(|dd| dd.part(i)).cloned(),
+                |p| match p {
+                    Part::Dense(d) => Some(d),
+                    _ => None,
+                },
+            )?;
             let parts = self.leave_rows_on_disk(&ctx, &list, model, parts);
             view.set_dense_from(model, parts, dv.map(|d| (d, from_donor.as_slice())))
                 .map_err(inconsistent)?;
@@ -934,6 +925,45 @@ impl Repo {
 
     /// The unit graphs of `model` over a view's chunks: cached, stored, or built (units in
     /// parallel, each graph on one thread).
+    /// One part kind of every chunk of `list` (the four lanes' loaders are this one): for
+    /// chunk `c`, `None` unless `wanted(c)`; else the donor's part where the donor has the
+    /// chunk (`from_donor[c]`, read by `donor`), else the part loaded or built
+    /// ([`Repo::part`]) as `take` reads it — another kind of part is an inconsistency.
+    /// Ticks `meter` once a chunk.
+    #[allow(clippy::too_many_arguments)]
+    fn chunk_parts<T: Send + Sync>(
+        &self,
+        ctx: &Ctx,
+        list: &[ChunkRef],
+        from_donor: &[Option<usize>],
+        (tag, model): (u8, Option<&str>),
+        meter: Option<&Meter>,
+        wanted: impl Fn(usize) -> bool + Sync,
+        donor: impl Fn(usize) -> Option<Arc<T>> + Sync,
+        take: fn(Part) -> Option<Arc<T>>,
+    ) -> Result<Vec<Option<Arc<T>>>> {
+        list.par_iter()
+            .zip(from_donor)
+            .enumerate()
+            .map(|(c, (ch, d))| {
+                let _tick = meter.map(Tick);
+                if !wanted(c) {
+                    return Ok(None);
+                }
+                if let Some(p) = d.and_then(&donor) {
+                    return Ok(Some(p));
+                }
+                let part = self.part(ctx, TreeKind::Nodes, ch, tag, model)?;
+                take(part).map(Some).ok_or_else(|| {
+                    Error::Index(IndexError::Inconsistent(format!(
+                        "a part of another kind under tag {tag:#04x} of chunk {}",
+                        ch.key.short()
+                    )))
+                })
+            })
+            .collect()
+    }
+
     fn unit_graphs(
         &self,
         ctx: &Ctx,
