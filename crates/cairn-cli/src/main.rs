@@ -3,9 +3,9 @@
 //! This binary only parses arguments, calls the `cairn` library and formats what it
 //! returns; every rule about storage, history and retrieval lives in the library.
 //!
-//! Adding a command: write a `cmd_<name>.rs` module with an `Args` struct (clap derive)
-//! and a `run(ctx, args)` function, add a variant to [`Command`] and one arm to
-//! [`dispatch`].
+//! Adding a command: write a `commands/<name>.rs` module (named in `commands/mod.rs`)
+//! with an `Args` struct (clap derive) and a `run(ctx, args)` function, add a variant to
+//! [`Command`] and one arm to [`dispatch`].
 
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
@@ -18,26 +18,7 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-mod cmd_branch;
-mod cmd_diff;
-mod cmd_embedder;
-mod cmd_eval;
-mod cmd_export;
-mod cmd_fsck;
-mod cmd_gc;
-mod cmd_history;
-mod cmd_import;
-mod cmd_index;
-mod cmd_init;
-mod cmd_log;
-mod cmd_mcp;
-mod cmd_merge;
-mod cmd_reflog;
-mod cmd_retrieve;
-mod cmd_serve;
-mod cmd_show;
-mod cmd_stats;
-mod cmd_tag;
+mod commands;
 mod error;
 mod output;
 mod remote;
@@ -88,52 +69,52 @@ pub(crate) const DEFAULT_REPO: &str = ".cairn";
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Create a new, empty repository (on branch `main`).
-    Init(cmd_init::Args),
+    Init(commands::init::Args),
     /// Import a JSON Lines file as one commit on the current branch.
-    Import(cmd_import::Args),
+    Import(commands::import::Args),
     /// Write a revision as JSON Lines in the import format (re-importable).
-    Export(cmd_export::Args),
+    Export(commands::export::Args),
     /// Show commits, newest first.
-    Log(cmd_log::Args),
+    Log(commands::log::Args),
     /// Show a branch's moves, newest first (commits, merges, creation, deletion): how a
     /// lost head is found again.
-    Reflog(cmd_reflog::Args),
+    Reflog(commands::reflog::Args),
     /// Show one node as of a revision.
-    Show(cmd_show::Args),
+    Show(commands::show::Args),
     /// Show the nodes and edges that differ between two revisions.
-    Diff(cmd_diff::Args),
+    Diff(commands::diff::Args),
     /// List, create, delete or switch branches.
-    Branch(cmd_branch::Args),
+    Branch(commands::branch::Args),
     /// List, create or delete tags (names fixed on one commit; kept from gc).
-    Tag(cmd_tag::Args),
+    Tag(commands::tag::Args),
     /// Verify every stored object and reference; exit code 1 if anything is wrong.
-    Fsck(cmd_fsck::Args),
+    Fsck(commands::fsck::Args),
     /// Show node and edge counts of a revision.
-    Stats(cmd_stats::Args),
+    Stats(commands::stats::Args),
     /// Retrieve context for a query (text, vector, sparse; gates, fusion, expansion, budget).
     // Boxed: its many flags make it far larger than the other variants.
-    Retrieve(Box<cmd_retrieve::Args>),
+    Retrieve(Box<commands::retrieve::Args>),
     /// List the nodes that pass the gates, in id order, a page at a time (`retrieve --list`):
     /// `cairn ls --label Fact --where topic=residence --valid-at 2024-06-01 --after ID`.
-    Ls(Box<cmd_retrieve::LsArgs>),
+    Ls(Box<commands::retrieve::LsArgs>),
     /// Build and persist a revision's indexes ahead of queries.
-    Index(cmd_index::Args),
+    Index(commands::index::Args),
     /// Evaluate retrieval on a judged test collection (nDCG@10, Recall@100 per lane).
-    Eval(cmd_eval::Args),
+    Eval(commands::eval::Args),
     /// Show the commits that added, changed or removed one node.
-    History(cmd_history::Args),
+    History(commands::history::Args),
     /// Merge a branch or revision into a branch (three-way, node and edge granularity).
-    Merge(cmd_merge::Args),
+    Merge(commands::merge::Args),
     /// Delete objects and derived data no branch or tag reaches.
-    Gc(cmd_gc::Args),
+    Gc(commands::gc::Args),
     /// List, set or remove the embedders of dense model names (query text → vector).
-    Embedder(cmd_embedder::Args),
+    Embedder(commands::embedder::Args),
     /// Serve the repository to an AI agent over the Model Context Protocol (JSON-RPC on
     /// stdin/stdout): tools remember, invalidate, recall, history, as_of.
-    Mcp(cmd_mcp::Args),
+    Mcp(commands::mcp::Args),
     /// Serve the repository over HTTP so that many processes share it (`cairn serve token
     /// add` makes bearer tokens).
-    Serve(cmd_serve::Args),
+    Serve(commands::serve::Args),
 }
 
 /// What every command gets: where the repository is, and where to write its output.
@@ -183,27 +164,27 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
 
 fn dispatch(command: Command, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
     match command {
-        Command::Init(args) => cmd_init::run(ctx, args),
-        Command::Import(args) => cmd_import::run(ctx, args),
-        Command::Export(args) => cmd_export::run(ctx, args),
-        Command::Log(args) => cmd_log::run(ctx, args),
-        Command::Reflog(args) => cmd_reflog::run(ctx, args),
-        Command::Show(args) => cmd_show::run(ctx, args),
-        Command::Diff(args) => cmd_diff::run(ctx, args),
-        Command::Branch(args) => cmd_branch::run(ctx, args),
-        Command::Tag(args) => cmd_tag::run(ctx, args),
-        Command::Fsck(args) => cmd_fsck::run(ctx, args),
-        Command::Stats(args) => cmd_stats::run(ctx, args),
-        Command::Retrieve(args) => cmd_retrieve::run(ctx, *args),
-        Command::Ls(args) => cmd_retrieve::run_ls(ctx, *args),
-        Command::Index(args) => cmd_index::run(ctx, args),
-        Command::Eval(args) => cmd_eval::run(ctx, args),
-        Command::History(args) => cmd_history::run(ctx, args),
-        Command::Merge(args) => cmd_merge::run(ctx, args),
-        Command::Gc(args) => cmd_gc::run(ctx, args),
-        Command::Embedder(args) => cmd_embedder::run(ctx, args),
-        Command::Mcp(args) => cmd_mcp::run(ctx, args),
-        Command::Serve(args) => cmd_serve::run(ctx, args),
+        Command::Init(args) => commands::init::run(ctx, args),
+        Command::Import(args) => commands::import::run(ctx, args),
+        Command::Export(args) => commands::export::run(ctx, args),
+        Command::Log(args) => commands::log::run(ctx, args),
+        Command::Reflog(args) => commands::reflog::run(ctx, args),
+        Command::Show(args) => commands::show::run(ctx, args),
+        Command::Diff(args) => commands::diff::run(ctx, args),
+        Command::Branch(args) => commands::branch::run(ctx, args),
+        Command::Tag(args) => commands::tag::run(ctx, args),
+        Command::Fsck(args) => commands::fsck::run(ctx, args),
+        Command::Stats(args) => commands::stats::run(ctx, args),
+        Command::Retrieve(args) => commands::retrieve::run(ctx, *args),
+        Command::Ls(args) => commands::retrieve::run_ls(ctx, *args),
+        Command::Index(args) => commands::index::run(ctx, args),
+        Command::Eval(args) => commands::eval::run(ctx, args),
+        Command::History(args) => commands::history::run(ctx, args),
+        Command::Merge(args) => commands::merge::run(ctx, args),
+        Command::Gc(args) => commands::gc::run(ctx, args),
+        Command::Embedder(args) => commands::embedder::run(ctx, args),
+        Command::Mcp(args) => commands::mcp::run(ctx, args),
+        Command::Serve(args) => commands::serve::run(ctx, args),
     }
 }
 

@@ -261,7 +261,7 @@ fn retrieve(remote: &Remote, top: &ArgMatches, m: &ArgMatches, ls: bool, out: &m
     }
     // The same human form as the local command, from the same result.
     let result: cairn::retrieve::RetrievalResult = serde_json::from_slice(&body)?;
-    crate::cmd_retrieve::write_human(out, &result)
+    crate::commands::retrieve::write_human(out, &result)
 }
 
 /// `--batch FILE`: one spec per line, one result line each; failures on standard error.
@@ -413,7 +413,7 @@ fn show(remote: &Remote, m: &ArgMatches, out: &mut dyn Write) -> Result<(), CliE
         .edges
         .take()
         .ok_or_else(|| CliError::Refused("the server's answer has no edges".into()))?;
-    crate::cmd_show::write_human(out, shown, edges, flag(m, "edges"))
+    crate::commands::show::write_human(out, shown, edges, flag(m, "edges"))
 }
 
 fn stats(remote: &Remote, m: &ArgMatches, out: &mut dyn Write) -> Result<(), CliError> {
@@ -455,18 +455,18 @@ fn history(remote: &Remote, m: &ArgMatches, out: &mut dyn Write) -> Result<(), C
         return write_body(out, &body);
     }
     let text = |v: &serde_json::Value| v.as_str().unwrap_or("").to_string();
-    let rows: Vec<crate::cmd_history::Row> = parse(&body)?
+    let rows: Vec<crate::commands::history::Row> = parse(&body)?
         .as_array()
         .into_iter()
         .flatten()
-        .map(|e| crate::cmd_history::Row {
+        .map(|e| crate::commands::history::Row {
             commit: text(&e["commit"]),
             timestamp_ms: e["timestamp_ms"].as_i64().unwrap_or(0),
             change: e["change"].as_str().unwrap_or("?").to_string(),
             message: text(&e["message"]),
         })
         .collect();
-    crate::cmd_history::write_rows(out, id.as_str(), branch.as_deref(), max_count, &rows)
+    crate::commands::history::write_rows(out, id.as_str(), branch.as_deref(), max_count, &rows)
 }
 
 fn diff(remote: &Remote, m: &ArgMatches, out: &mut dyn Write) -> Result<(), CliError> {
@@ -479,7 +479,7 @@ fn diff(remote: &Remote, m: &ArgMatches, out: &mut dyn Write) -> Result<(), CliE
         return write_body(out, &body);
     }
     let report: cairn::DiffReport = serde_json::from_slice(&body)?;
-    crate::cmd_diff::write_human(out, &report)
+    crate::commands::diff::write_human(out, &report)
 }
 
 fn fsck(remote: &Remote, m: &ArgMatches, out: &mut dyn Write) -> Result<(), CliError> {

@@ -166,7 +166,7 @@ fn embed_nodes(repo: &cairn::Repo, name: &str, batch: usize) -> Result<cairn::Em
     let progress = crate::output::progress(repo, &format!("embedding with {name}"));
     let result = repo.embed_nodes(name, batch, &format!("embed with {name}"), &mut |_, _| {});
     drop(progress);
-    result.map_err(crate::cmd_embedder::embedder_error)
+    result.map_err(crate::commands::embedder::embedder_error)
 }
 
 fn progress_bar(len: u64) -> ProgressBar {
