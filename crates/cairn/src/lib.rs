@@ -57,11 +57,9 @@
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
 
-mod branch_list;
 mod commit_cache;
 mod derived;
 mod diff;
-mod diff_report;
 mod embed_on_write;
 mod embedders;
 mod error;
@@ -69,9 +67,7 @@ mod error_kind;
 mod export;
 mod fsck;
 mod gc;
-mod history_line;
 mod import;
-mod log_entry;
 mod merge;
 mod node_history;
 mod patch;
@@ -80,26 +76,26 @@ mod progress;
 mod reflog;
 mod repo;
 mod rev;
-mod shown_node;
+mod shapes;
 mod tags;
 mod transaction;
 mod view;
 mod writer;
 
-pub use branch_list::{BranchHead, BranchList};
 pub use cairn_core::{Commit, CommitId, Edge, EdgeKey, Hash, Node, NodeId, SparseVector, Validity, Value};
 pub use cairn_index::CommitIndexes;
 #[doc(inline)]
 pub use cairn_retrieve as retrieve;
 pub use derived::{DenseReport, IndexReport, IndexStats, DEFAULT_MEMORY_BUDGET};
 pub use diff::{edge_field_changes, node_field_changes, ChangeKind, Diff, EdgeChange, FieldChange, NodeChange};
-pub use diff_report::{DiffReport, EdgeDiff, NodeDiff};
 pub use embedders::{
     EmbedNodesReport, EmbedderConfig, EmbedderError, OpenAiSettings, QueryEmbedder, DEFAULT_EMBED_BATCH,
     MAX_EMBEDDER_NAME,
 };
 pub use error::{Error, Result};
 pub use error_kind::ErrorKind;
+pub use shapes::branch_list::{BranchHead, BranchList};
+pub use shapes::diff_report::{DiffReport, EdgeDiff, NodeDiff};
 // The error types `Error` wraps, for callers that match on them.
 pub use cairn_core::{DecodeError, ParseIdError, ValidationError};
 pub use cairn_graph::refs::BranchName;
@@ -110,9 +106,7 @@ pub use cairn_store::{StoreError, StoreStats};
 pub use export::{EdgeLine, ExportSummary, NodeLine};
 pub use fsck::FsckReport;
 pub use gc::{GcOptions, GcReport, DEFAULT_GRACE};
-pub use history_line::HistoryLine;
 pub use import::{parse_line as parse_import_line, ImportOp, ImportSummary};
-pub use log_entry::LogEntry;
 pub use merge::{Conflict, MergeKind, MergeOutcome, MergeStrategy, MergeSummary, Resolution};
 pub use node_history::NodeHistoryEntry;
 pub use patch::NodePatch;
@@ -120,6 +114,8 @@ pub use progress::{Progress, ProgressFn, Step};
 pub use reflog::{RefAction, RefLogEntry, MAX_REFLOG_MESSAGE};
 pub use repo::{Repo, Stats, StoreKind, DEFAULT_BRANCH};
 pub use rev::{format_time_ms, parse_time, parse_time_ms, system_time_ms, TimeParseError, TIME_FORMS};
-pub use shown_node::{NodeEdges, ShownNode, ValidAtCheck};
+pub use shapes::history_line::HistoryLine;
+pub use shapes::log_entry::LogEntry;
+pub use shapes::shown_node::{NodeEdges, ShownNode, ValidAtCheck};
 pub use transaction::Transaction;
 pub use view::View;
