@@ -19,6 +19,17 @@ fn open(dir: &Path) -> SegmentStore {
     SegmentStore::open_with_segment_bytes(dir, SEGMENT).unwrap()
 }
 
+/// A store in `dir` with 600 objects put in batches of 20 (dozens of sealed segments and,
+/// at the clean close, a snapshot); the objects.
+fn filled(dir: &Path) -> Vec<(Hash, Vec<u8>)> {
+    let store = open(dir);
+    let objects: Vec<_> = (0..600).map(object).collect();
+    for chunk in objects.chunks(20) {
+        store.put_batch(chunk).unwrap();
+    }
+    objects
+}
+
 fn object(i: u64) -> (Hash, Vec<u8>) {
     let bytes = format!("object {i} {}", "y".repeat(40 + (i % 60) as usize)).into_bytes();
     (Hash::of(&bytes), bytes)
@@ -177,12 +188,7 @@ fn a_sound_snapshot_spares_the_open_the_covered_segments() {
 #[test]
 fn a_snapshot_made_stale_by_compaction_is_not_used() {
     let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    let objects: Vec<_> = (0..600).map(object).collect();
-    for chunk in objects.chunks(20) {
-        store.put_batch(chunk).unwrap();
-    }
-    drop(store);
+    let objects = filled(dir.path());
     let old = fs::read(dir.path().join("objects/index.crx")).unwrap();
     // Deleting most objects compacts covered segments away.
     let store = open(dir.path());
@@ -239,12 +245,7 @@ fn records_appended_after_the_snapshot_are_read_without_a_clean_close() {
 #[test]
 fn the_fuzz_entry_points_accept_real_files_and_refuse_a_changed_one() {
     let dir = tempfile::tempdir().unwrap();
-    let store = open(dir.path());
-    let objects: Vec<_> = (0..600).map(object).collect();
-    for chunk in objects.chunks(20) {
-        store.put_batch(chunk).unwrap();
-    }
-    drop(store);
+    filled(dir.path());
     let snapshot = fs::read(dir.path().join("objects/index.crx")).unwrap();
     assert!(cairn_store::fuzzing::snapshot(&snapshot[..snapshot.len() - 4]));
     let hint = fs::read(dir.path().join("objects/00000001.hint")).unwrap();
