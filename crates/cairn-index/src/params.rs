@@ -4,7 +4,7 @@
 use cairn_core::Hash;
 
 use crate::analyzer::Analyzer;
-use crate::graph::GraphParams;
+use crate::hnsw::GraphParams;
 
 /// Version of the index algorithms and layout, hashed into every
 /// [`IndexParams::fingerprint`]: bump it when the same content and parameters would give

@@ -23,7 +23,7 @@ use crate::chunk::{
     DenseChunk, DenseHead, EdgeChunk, EdgeDirection, EdgeRec, Local, NodeChunk, Posting, SparseChunk, TextChunk,
 };
 use crate::error::IndexError;
-use crate::graph::UnitGraph;
+use crate::hnsw::UnitGraph;
 use crate::params::MAX_CHUNK_KEYS;
 
 /// Tag of a node chunk's core part.
@@ -735,10 +735,10 @@ pub fn decode_unit_graph(bytes: &[u8], key: &Hash) -> Result<(String, UnitGraph)
     let mut r = open(bytes, TAG_UNIT_GRAPH, key)?;
     let model = r.string()?;
     let rows = r.u32()?;
-    let reach = crate::graph::Reach::from_u32(r.u32()?);
+    let reach = crate::hnsw::Reach::from_u32(r.u32()?);
     // Only what the measurement writes: not measured, unreachable, or an `ef` of its ladder.
-    if let crate::graph::Reach::Ef(ef) = reach {
-        if !crate::graph::reach::LADDER.contains(&ef) {
+    if let crate::hnsw::Reach::Ef(ef) = reach {
+        if !crate::hnsw::reach::LADDER.contains(&ef) {
             return Err(bad(format!("unit graph reach {ef} is not an ef the measurement tries")));
         }
     }

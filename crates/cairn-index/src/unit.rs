@@ -12,8 +12,8 @@ use std::ops::Range;
 
 use crate::chunk::DenseChunk;
 use crate::chunking::{spans, SplitRule};
-use crate::graph::GraphParams;
-pub use crate::graph::UnitGraph;
+use crate::hnsw::GraphParams;
+pub use crate::hnsw::UnitGraph;
 use crate::params::{MAX_UNIT_CHUNKS, UNIT_LEVEL};
 
 /// The units of a chunk list, as ranges of chunk indices. `head_levels[i]` is chunk `i`'s
@@ -61,8 +61,8 @@ pub fn unit_seed(params: &GraphParams, key: &cairn_core::Hash) -> u64 {
 /// Builds a unit's graph over the rows of `parts` (in order), navigating by the int8
 /// estimate of the dot product: distance `−(c_a·c_b) · (s_a·s_b)`, exact in its integer
 /// part and a fixed sequence of `f32` operations after, so the graph is a function of the
-/// vectors, the parameters and `seed` alone; then measures its [`Reach`](crate::graph::Reach)
-/// ([`crate::graph::reach`]) with the same distance. Single-threaded by design: callers
+/// vectors, the parameters and `seed` alone; then measures its [`Reach`](crate::hnsw::Reach)
+/// ([`crate::hnsw::reach`]) with the same distance. Single-threaded by design: callers
 /// build units in parallel.
 pub fn build_unit_graph(parts: &[&DenseChunk], params: &GraphParams, seed: u64) -> UnitGraph {
     let rows: Vec<(&DenseChunk, usize)> = parts.iter().flat_map(|p| (0..p.len()).map(move |r| (*p, r))).collect();
@@ -74,6 +74,6 @@ pub fn build_unit_graph(parts: &[&DenseChunk], params: &GraphParams, seed: u64) 
         -(dot as f32 * (pa.scales[ra] * pb.scales[rb]))
     };
     let mut g = UnitGraph::build(rows.len() as u32, &p, dist);
-    g.set_reach(crate::graph::reach::measure(&g, dist));
+    g.set_reach(crate::hnsw::reach::measure(&g, dist));
     g
 }

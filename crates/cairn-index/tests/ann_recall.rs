@@ -11,7 +11,7 @@
 use std::time::Instant;
 
 use cairn_core::{Hash, Node, NodeId};
-use cairn_index::graph::Reach;
+use cairn_index::hnsw::Reach;
 use cairn_index::{AnnOptions, CommitIndexes, IndexParams};
 
 struct Rng(u64);

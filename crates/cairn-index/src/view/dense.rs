@@ -42,8 +42,8 @@ use crate::chunk::{DenseChunk, Local};
 use crate::dense::int8::QueryCodes;
 use crate::dense::prefetch;
 use crate::error::IndexError;
-use crate::graph::Reach;
 use crate::hit::{top_k_vec, Hit, Ordinal};
+use crate::hnsw::Reach;
 use crate::unit::UnitGraph;
 use crate::view::{CommitIndexes, Filter, FilterPart};
 

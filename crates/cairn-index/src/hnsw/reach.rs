@@ -22,7 +22,7 @@
 //! The target is above the recall a query is promised (0.95): even hidden, a row of the
 //! unit shaped the graph around it, so it is a slightly easier query than a fresh one.
 
-use crate::graph::UnitGraph;
+use crate::hnsw::UnitGraph;
 
 /// Rows used as queries.
 pub const SAMPLES: u32 = 32;
