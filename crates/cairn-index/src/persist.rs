@@ -827,7 +827,7 @@ impl Writer {
 }
 
 /// Reads fixed-width little-endian fields, checking every length against what remains.
-/// The one reader of stored derived bytes (the unit graph decoder, `graph/mod.rs`, reads
+/// The one reader of stored derived bytes (the unit graph decoder, `hnsw/mod.rs`, reads
 /// through it too).
 #[derive(Clone)]
 pub(crate) struct Reader<'a> {

@@ -1,4 +1,4 @@
-//! Tests of the unit graph (`graph/mod.rs`).
+//! Tests of the unit graph (`hnsw/mod.rs`).
 use super::*;
 use std::sync::OnceLock;
 use std::time::Instant;

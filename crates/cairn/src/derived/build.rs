@@ -923,8 +923,6 @@ impl Repo {
             .collect()
     }
 
-    /// The unit graphs of `model` over a view's chunks: cached, stored, or built (units in
-    /// parallel, each graph on one thread).
     /// One part kind of every chunk of `list` (the four lanes' loaders are this one): for
     /// chunk `c`, `None` unless `wanted(c)`; else the donor's part where the donor has the
     /// chunk (`from_donor[c]`, read by `donor`), else the part loaded or built
@@ -964,6 +962,8 @@ impl Repo {
             .collect()
     }
 
+    /// The unit graphs of `model` over a view's chunks: cached, stored, or built (units in
+    /// parallel, each graph on one thread).
     fn unit_graphs(
         &self,
         ctx: &Ctx,
