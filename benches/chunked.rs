@@ -415,6 +415,27 @@ fn run_store(kind: &str, n: usize) {
             ),
         );
     }
+    // One-node edits, each followed by an ANN query (no gate, default depth): the query
+    // walks a base commit's unit graphs (`derived/graph_base.rs`), so graphs are built
+    // only when the base moves.
+    let mut ann_work = Vec::new();
+    let graphs_before = repo.index_stats().graphs_built;
+    let ann_edits = (edits / 2).max(1);
+    for e in 0..ann_edits {
+        edit(&repo, &corpus, n, edits + e);
+        let t = Instant::now();
+        dense_only(&queries[e % queries_n()], true);
+        ann_work.push(ms(t.elapsed()));
+    }
+    row(
+        &format!("1-node commit + the next ANN query, no gate (p50 / max of {ann_edits}; graphs built)"),
+        format!(
+            "{:.2} ms / {:.2} ms; {}",
+            p50(ann_work.clone()),
+            ann_work.iter().cloned().fold(0.0, f64::max),
+            repo.index_stats().graphs_built - graphs_before
+        ),
+    );
     // As-of HEAD~1 in a process that has HEAD's index: reset HEAD~1's view by editing.
     let t = Instant::now();
     query(&repo, &queries[1], false, Some("HEAD~1"));

@@ -46,6 +46,6 @@ pub use params::{Bm25Params, IndexParams, INDEX_FORMAT_VERSION};
 pub use props::PropertyPredicate;
 pub use unit::UnitGraph;
 pub use view::{
-    ann_ef, AdjacentEdge, AnnOptions, CommitIndexes, DenseSearch, DenseView, EdgeView, Filter, FilterPart, IndexNeeds,
-    ANN_MIN_ROWS, EXACT_SCAN_ROWS,
+    ann_ef, AdjacentEdge, AnnOptions, BaseUnit, CommitIndexes, DenseSearch, DenseView, EdgeView, Filter, FilterPart,
+    IndexNeeds, ANN_MIN_ROWS, EXACT_SCAN_ROWS,
 };

@@ -106,14 +106,35 @@ pub struct DenseSearch {
     pub rescored: usize,
 }
 
-/// One unit of a dense view: chunks `first..first + count` and their graph.
+/// One unit graph a dense view walks: the graph, the dense parts it was built over (its
+/// unit's chunks, in order), and where each of those chunks is in the view. A view's own
+/// units map every chunk to itself; units borrowed from a base commit ([`BaseUnit`]) may
+/// have chunks the view lacks, whose rows are walked through but never returned.
 #[derive(Debug, Clone)]
 pub(crate) struct UnitRef {
-    pub(crate) first: usize,
-    pub(crate) count: usize,
     pub(crate) graph: Arc<UnitGraph>,
-    /// Graph row → `(chunk, row)` of the view.
+    /// The unit's chunks' parts (`None`: no vector of the model).
+    pub(crate) parts: Arc<[Option<Arc<DenseChunk>>]>,
+    /// Unit chunk → the view's chunk (`None`: the view lacks it).
+    pub(crate) chunks: Arc<[Option<u32>]>,
+    /// Graph row → `(unit chunk, row)`.
     pub(crate) rows: Arc<[Row]>,
+    /// Rows of the unit's chunks the view has.
+    pub(crate) live_rows: usize,
+}
+
+/// A unit graph of a base commit, for [`CommitIndexes::set_base_graphs`]: `graph` was built
+/// over `parts` (the base unit's chunks' dense parts in order, `None` for a chunk without a
+/// vector of the model), and `chunks[i]` is the view's chunk equal to the unit's chunk `i`
+/// (same content key, so the same part), or `None` if the view lacks it.
+#[derive(Debug, Clone)]
+pub struct BaseUnit {
+    /// The unit's graph.
+    pub graph: Arc<UnitGraph>,
+    /// The parts the graph was built over.
+    pub parts: Vec<Option<Arc<DenseChunk>>>,
+    /// Each unit chunk's index in the view.
+    pub chunks: Vec<Option<usize>>,
 }
 
 /// The dense parts of one model, aligned with a view's chunks.
@@ -124,6 +145,10 @@ pub struct DenseView {
     parts: Vec<Option<Arc<DenseChunk>>>,
     rows: usize,
     units: Option<Vec<UnitRef>>,
+    /// Chunks no unit covers, scanned exactly in ANN mode (in order).
+    overlay: Arc<[u32]>,
+    /// The tree root whose units the graphs are ([`DenseView::graphs_origin`]).
+    origin: Option<cairn_core::Hash>,
     /// Row lists of recent filters ([`DenseView::rows_for`]); clones of the view share it
     /// (their parts are the same).
     rows_memo: Arc<Mutex<Vec<RowsMemo>>>,
@@ -162,6 +187,8 @@ impl DenseView {
             parts,
             rows,
             units: None,
+            overlay: Arc::from(Vec::new()),
+            origin: None,
             rows_memo: Arc::default(),
             inherited: None,
         }
@@ -206,19 +233,85 @@ impl DenseView {
         rows
     }
 
+    /// Attaches units borrowed from the node tree `origin`'s units (a view's own units are
+    /// the case where every chunk maps to itself): checks that each graph covers its parts'
+    /// rows, that a mapped chunk's part is the view's (same rows), and that no chunk is
+    /// mapped twice; the view's chunks no unit covers become the exact overlay.
+    pub(crate) fn set_base_units(
+        &mut self,
+        units: Vec<BaseUnit>,
+        chunks: usize,
+        origin: Option<cairn_core::Hash>,
+    ) -> Result<(), IndexError> {
+        let bad = |what: String| IndexError::Inconsistent(format!("unit graphs of `{}`: {what}", self.model));
+        let mut covered = vec![false; chunks];
+        let mut refs = Vec::with_capacity(units.len());
+        for u in units {
+            if u.parts.len() != u.chunks.len() {
+                return Err(bad("parts and chunks differ in length".into()));
+            }
+            let parts: Vec<Option<Arc<DenseChunk>>> =
+                u.parts.into_iter().map(|p| p.filter(|p| !p.is_empty())).collect();
+            if parts.iter().flatten().any(|p| p.dim() != self.dim) {
+                return Err(bad("a part of another dimension".into()));
+            }
+            let total: usize = parts.iter().flatten().map(|p| p.len()).sum();
+            if u.graph.len() as usize != total {
+                return Err(bad(format!("a graph of {} rows over {total} rows", u.graph.len())));
+            }
+            let mut live_rows = 0;
+            for (p, c) in parts.iter().zip(&u.chunks) {
+                let Some(c) = *c else { continue };
+                if c >= chunks || std::mem::replace(&mut covered[c], true) {
+                    return Err(bad(format!("chunk {c} mapped twice or out of range")));
+                }
+                let mine = self.parts.get(c).and_then(Option::as_ref);
+                let same = match (p, mine) {
+                    (Some(p), Some(m)) => Arc::ptr_eq(p, m) || (p.len() == m.len() && p.rows() == m.rows()),
+                    (None, None) => true,
+                    _ => false,
+                };
+                if !same {
+                    return Err(bad(format!("chunk {c}'s part is not the view's")));
+                }
+                live_rows += p.as_ref().map_or(0, |p| p.len());
+            }
+            let rows: Vec<Row> = parts
+                .iter()
+                .enumerate()
+                .flat_map(|(i, p)| {
+                    let n = p.as_ref().map_or(0, |p| p.len() as u32);
+                    (0..n).map(move |r| (i as u32, r))
+                })
+                .collect();
+            refs.push(UnitRef {
+                graph: u.graph,
+                parts: parts.into(),
+                chunks: u.chunks.iter().map(|c| c.map(|c| c as u32)).collect(),
+                rows: rows.into(),
+                live_rows,
+            });
+        }
+        let overlay: Vec<u32> = (0..chunks)
+            .filter(|&c| !covered[c] && self.parts.get(c).is_some_and(Option::is_some))
+            .map(|c| c as u32)
+            .collect();
+        self.units = Some(refs);
+        self.overlay = overlay.into();
+        self.origin = origin;
+        Ok(())
+    }
+
+    /// Attaches the view's own units: `(first chunk, chunk count, graph)`, covering every
+    /// chunk once, in order.
     pub(crate) fn set_units(
         &mut self,
         units: Vec<(usize, usize, Arc<UnitGraph>)>,
         chunks: usize,
     ) -> Result<(), IndexError> {
         let mut next = 0;
-        for (first, count, graph) in &units {
-            let rows: usize = self.parts[*first..*first + *count]
-                .iter()
-                .flatten()
-                .map(|p| p.len())
-                .sum();
-            if *first != next || graph.len() as usize != rows {
+        for (first, count, _) in &units {
+            if *first != next {
                 return Err(IndexError::Inconsistent(format!(
                     "unit graphs of `{}` do not cover the chunks in order",
                     self.model
@@ -232,27 +325,26 @@ impl DenseView {
                 self.model
             )));
         }
-        let parts = &self.parts;
-        self.units = Some(
-            units
-                .into_iter()
-                .map(|(first, count, graph)| {
-                    let rows: Vec<Row> = (first..first + count)
-                        .flat_map(|c| {
-                            let n = parts[c].as_ref().map_or(0, |p| p.len() as u32);
-                            (0..n).map(move |r| (c as u32, r))
-                        })
-                        .collect();
-                    UnitRef {
-                        first,
-                        count,
-                        graph,
-                        rows: rows.into(),
-                    }
-                })
-                .collect(),
-        );
-        Ok(())
+        let units = units
+            .into_iter()
+            .map(|(first, count, graph)| BaseUnit {
+                graph,
+                parts: self.parts[first..first + count].to_vec(),
+                chunks: (first..first + count).map(Some).collect(),
+            })
+            .collect();
+        self.set_base_units(units, chunks, None)
+    }
+
+    /// The node tree whose units the attached graphs are: `None` for the view's own, else
+    /// the base's root given to [`CommitIndexes::set_base_graphs`].
+    pub fn graphs_origin(&self) -> Option<cairn_core::Hash> {
+        self.origin
+    }
+
+    /// Chunks no attached unit covers (scanned exactly by an approximate search).
+    pub fn overlay_chunks(&self) -> usize {
+        self.overlay.len()
     }
 
     /// Number of unit graphs attached.
@@ -543,11 +635,12 @@ impl CommitIndexes {
         // Per unit: the rows a walk found (to rescore), or the unit's rows in the filter (to
         // scan exactly); the flag says which.
         let search_unit = |u: &UnitRef| -> (Vec<Row>, bool) {
-            // The unit's rows in the filter, chunk by chunk, in order (listed only when
-            // the unit is scanned, or to count them under a filter).
+            // The unit's rows the view has, in the filter, chunk by chunk, in order (listed
+            // only when the unit is scanned, or to count them under a filter).
             let in_filter = || {
                 let mut rows: Vec<Row> = Vec::new();
-                for c in u.first..u.first + u.count {
+                for c in u.chunks.iter().flatten() {
+                    let c = *c as usize;
                     if let Some(p) = view.part(c) {
                         push_rows(c, p, filter.map(|f| f.part(c)), &mut rows);
                     }
@@ -561,7 +654,7 @@ impl CommitIndexes {
                     let len = rows.len();
                     (Some(rows), len)
                 }
-                None => (None, n),
+                None => (None, u.live_rows),
             };
             let scan = move || listed.unwrap_or_else(in_filter);
             // The walk's ef: as given, else the depth's, raised to what the graph's own
@@ -578,36 +671,43 @@ impl CommitIndexes {
             if admitted == 0 || n < options.min_unit_rows || admitted <= options.exact_scan_factor.saturating_mul(ef) {
                 return (scan(), false);
             }
-            let locate = |g: u32| u.rows[g as usize];
+            // Graph rows are the unit's; distances use the unit's own parts (a chunk the
+            // view lacks is walked through), acceptance and results the view's chunks.
+            let own = |g: u32| {
+                let (i, r) = u.rows[g as usize];
+                (i as usize, r as usize)
+            };
             let accept = |g: u32| {
-                let (c, r) = locate(g);
-                match (filter, view.part(c as usize)) {
-                    (None, _) => true,
-                    (Some(f), Some(p)) => f.part(c as usize).contains(p.rows()[r as usize]),
-                    (Some(_), None) => false,
+                let (i, r) = own(g);
+                match (u.chunks[i], filter) {
+                    (None, _) => false,
+                    (Some(_), None) => true,
+                    (Some(c), Some(f)) => u.parts[i]
+                        .as_ref()
+                        .is_some_and(|p| f.part(c as usize).contains(p.rows()[r])),
                 }
             };
             let dist = |g: u32| {
-                let (c, r) = locate(g);
-                match view.part(c as usize) {
-                    Some(p) => {
-                        let r = r as usize;
-                        -(crate::dense::int8::dot_i16_i8(&q.codes, p.codes(r)) as f32 * p.scales[r])
-                    }
+                let (i, r) = own(g);
+                match &u.parts[i] {
+                    Some(p) => -(crate::dense::int8::dot_i16_i8(&q.codes, p.codes(r)) as f32 * p.scales[r]),
                     None => f32::INFINITY,
                 }
             };
             let ahead = |g: u32| {
-                let (c, r) = locate(g);
-                if let Some(p) = view.part(c as usize) {
-                    prefetch::prefetch(p.codes(r as usize));
+                let (i, r) = own(g);
+                if let Some(p) = &u.parts[i] {
+                    prefetch::prefetch(p.codes(r));
                 }
             };
             let mut found: Vec<Row> = u
                 .graph
                 .search_prefetching(ef, dist, accept, ahead)
                 .into_iter()
-                .map(locate)
+                .filter_map(|g| {
+                    let (i, r) = u.rows[g as usize];
+                    u.chunks[i as usize].map(|c| (c, r))
+                })
                 .collect();
             found.sort_unstable();
             (found, true)
@@ -615,7 +715,15 @@ impl CommitIndexes {
         let per_unit: Vec<(Vec<Row>, bool)> = units.par_iter().map(search_unit).collect();
         let approximate = per_unit.iter().any(|(_, a)| *a);
         let mut walked: Vec<Row> = Vec::new();
+        // Chunks no unit covers (new since the base commit whose units these are) are
+        // scanned exactly.
         let mut scanned: Vec<Row> = Vec::new();
+        for &c in view.overlay.iter() {
+            let c = c as usize;
+            if let Some(p) = view.part(c) {
+                push_rows(c, p, filter.map(|f| f.part(c)), &mut scanned);
+            }
+        }
         for (rows, walk) in per_unit {
             if walk {
                 walked.extend(rows);

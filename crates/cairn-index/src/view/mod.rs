@@ -25,7 +25,7 @@ use cairn_core::level::key_level;
 use cairn_core::{codec, Edge, Hash, Node, NodeId, Value};
 use parking_lot::Mutex;
 
-pub use dense::{ann_ef, AnnOptions, DenseSearch, DenseView, ANN_MIN_ROWS, EXACT_SCAN_ROWS};
+pub use dense::{ann_ef, AnnOptions, BaseUnit, DenseSearch, DenseView, ANN_MIN_ROWS, EXACT_SCAN_ROWS};
 pub use edges::{AdjacentEdge, EdgeView};
 pub use filter::{Filter, FilterPart};
 
@@ -257,6 +257,28 @@ impl CommitIndexes {
             .get_mut(model)
             .ok_or_else(|| IndexError::Inconsistent(format!("unit graphs for `{model}` before its dense parts")))?;
         view.set_units(units, self.chunks.len())
+    }
+
+    /// Attaches unit graphs of another commit's node tree (`origin`, its root): the graphs a
+    /// commit's approximate search walks when its repository takes them from a base
+    /// commit instead of building its own. Every unit's chunks the view has are walked
+    /// and returned; those it lacks are walked through, never returned; the view's chunks
+    /// no unit covers are scanned exactly ([`DenseView::overlay_chunks`]). So the result
+    /// is a function of this view and the base's units. Errors: [`IndexError::Inconsistent`]
+    /// if a graph does not cover its parts or a mapped chunk's part is not the view's.
+    /// `origin: None` marks the view's own units (every chunk mapped to itself).
+    pub fn set_base_graphs(
+        &mut self,
+        model: &str,
+        units: Vec<BaseUnit>,
+        origin: Option<Hash>,
+    ) -> Result<(), IndexError> {
+        let chunks = self.chunks.len();
+        let view = self
+            .dense
+            .get_mut(model)
+            .ok_or_else(|| IndexError::Inconsistent(format!("unit graphs for `{model}` before its dense parts")))?;
+        view.set_base_units(units, chunks, origin)
     }
 
     /// Attaches another view's edges (of the same edge trees).

@@ -21,12 +21,13 @@ use cairn_index::chunk::{ChunkParts, EdgeChunk, EdgeDirection};
 use cairn_index::params::{MAX_CHUNK_BYTES, MAX_CHUNK_KEYS};
 use cairn_index::persist;
 use cairn_index::unit::{build_unit_graph, chunk_levels, unit_ranges, unit_seed};
-use cairn_index::{CommitIndexes, DenseChunk, IndexError, IndexNeeds, IndexParams, NodeChunk, UnitGraph};
+use cairn_index::{BaseUnit, CommitIndexes, DenseChunk, IndexError, IndexNeeds, IndexParams, NodeChunk, UnitGraph};
 use parking_lot::Mutex;
 use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::derived::cache::{Part, ViewEntry};
+use crate::derived::graph_base::positions;
 use crate::derived::keys::{
     graph_store_key, manifest_key, manifest_store_key, part_store_key, unit_key, view_key, TreeKind, TAG_DENSE,
     TAG_EDGES, TAG_NODE_CORE, TAG_SPARSE, TAG_SPLIT, TAG_TEXT,
@@ -77,6 +78,8 @@ pub struct IndexStats {
     pub parts_loaded: u64,
     /// Chunks this handle built from their objects (each makes all its parts at once).
     pub chunks_built: u64,
+    /// HNSW unit graphs this handle built (not loaded from the store or cache).
+    pub graphs_built: u64,
 }
 
 /// One dense model in an [`IndexReport`].
@@ -263,6 +266,7 @@ impl Repo {
             stored_bytes,
             parts_loaded: self.inner.derived.parts_loaded.load(Ordering::Relaxed),
             chunks_built: self.inner.derived.chunks_built.load(Ordering::Relaxed),
+            graphs_built: self.inner.derived.graphs_built.load(Ordering::Relaxed),
         }
     }
 
@@ -296,12 +300,24 @@ impl Repo {
         let cache = &self.inner.derived.cache;
         let fp = self.inner.derived.fingerprint;
         let vkey = view_key(&fp, c.node_root, c.edge_root);
-        if let Some(e) = cache.view(&vkey).filter(|e| e.view.satisfies(needs)) {
+        // A cached view serves if it has the parts, and graphs of the base this commit
+        // walks (`graph_base.rs`; decided once per commit).
+        let serves = |v: &CommitIndexes| {
+            v.satisfies(needs)
+                && (needs.graphs.is_empty()
+                    || self.known_graph_base(id).is_some_and(|origin| {
+                        needs
+                            .graphs
+                            .iter()
+                            .all(|m| v.dense(m).is_none_or(|d| d.graphs_origin() == origin))
+                    }))
+        };
+        if let Some(e) = cache.view(&vkey).filter(|e| serves(&e.view)) {
             return Ok((e.view, Vec::new()));
         }
         let _building = cache.build.lock();
         let base = cache.view(&vkey);
-        if let Some(e) = base.as_ref().filter(|e| e.view.satisfies(needs)) {
+        if let Some(e) = base.as_ref().filter(|e| serves(&e.view)) {
             return Ok((Arc::clone(&e.view), Vec::new()));
         }
         let mut ctx = self.ctx();
@@ -423,12 +439,20 @@ impl Repo {
             view.set_dense_from(model, parts, dv.map(|d| (d, from_donor.as_slice())))
                 .map_err(inconsistent)?;
         }
-        for model in &needs.graphs {
-            if !view.has_dense_model(model) || view.dense(model).is_some_and(|d| d.has_units()) {
-                continue;
+        let graph_models: Vec<&String> = needs.graphs.iter().filter(|m| view.has_dense_model(m)).collect();
+        if !graph_models.is_empty() {
+            let base = self.graph_base(&ctx, id, &list)?;
+            let origin = base.as_ref().map(|b| b.0);
+            for model in graph_models {
+                if view
+                    .dense(model)
+                    .is_some_and(|d| d.has_units() && d.graphs_origin() == origin)
+                {
+                    continue;
+                }
+                let units = self.unit_graphs(&ctx, &list, &view, model, base.as_ref().map(|b| &*b.1))?;
+                view.set_base_graphs(model, units, origin).map_err(inconsistent)?;
             }
-            let units = self.unit_graphs(&ctx, &list, &view, model)?;
-            view.set_graphs(model, units).map_err(inconsistent)?;
         }
         if needs.edges && view.edges().is_none() {
             let same_edges = donor
@@ -962,87 +986,115 @@ impl Repo {
             .collect()
     }
 
-    /// The unit graphs of `model` over a view's chunks: cached, stored, or built (units in
-    /// parallel, each graph on one thread).
+    /// The unit graphs of `model` a view walks, mapped onto its chunks: its own units'
+    /// (`base` `None`) or those of a base commit's chunk list (`graph_base.rs`). Each graph
+    /// is cached, stored, or built (units in parallel, each graph on one thread).
     fn unit_graphs(
         &self,
         ctx: &Ctx,
         list: &ChunkList,
         view: &CommitIndexes,
         model: &str,
-    ) -> Result<Vec<(usize, usize, Arc<UnitGraph>)>> {
+        base: Option<&ChunkList>,
+    ) -> Result<Vec<BaseUnit>> {
         let dense = view
             .dense(model)
             .ok_or_else(|| Error::Index(IndexError::NotLoaded(format!("dense:{model}"))))?;
-        let firsts: Vec<&[u8]> = view.chunks().iter().map(|c| c.ids()[0].as_str().as_bytes()).collect();
+        let units_of = base.unwrap_or(list);
+        // A chunk's first key is its span's head (the leading span has none: it is the
+        // first chunk, whatever its key), as gc's live set reads it (`live.rs`).
+        let firsts = units_of
+            .iter()
+            .map(|c| c.span.head.as_ref().map_or(&[][..], |h| h.0.as_slice()));
         let units = unit_ranges(&chunk_levels(firsts));
-        let cache = &self.inner.derived.cache;
+        let index = base.map(|_| positions(list));
         let meter = self.meter(Step::IndexGraphs, Some(units.len() as u64));
         units
             .into_par_iter()
             .map(|range| {
                 let _tick = Tick(&meter);
-                let keys: Vec<Hash> = list[range.clone()].iter().map(|c| c.key).collect();
+                let keys: Vec<Hash> = units_of[range.clone()].iter().map(|c| c.key).collect();
                 let key = unit_key(&ctx.fp, &keys);
-                let skey = graph_store_key(&key, model);
-                let parts: Vec<&DenseChunk> = range
-                    .clone()
-                    .filter_map(|c| dense.part(c).map(|p| p.as_ref()))
-                    .collect();
-                let rows: usize = parts.iter().map(|p| p.len()).sum();
-                let graph = match cache.part(&skey) {
-                    Some(Part::Graph(g)) => Some(g),
-                    _ => None,
-                };
-                let graph = match graph {
-                    Some(g) => g,
-                    None => {
-                        let stored = if ctx.persistent {
-                            match self.store().get_derived(&skey) {
-                                Ok(Some(bytes)) => match persist::decode_unit_graph(&bytes, &key) {
-                                    Ok((m, g)) if m == model && g.len() as usize == rows => Some(Arc::new(g)),
-                                    Ok(_) => {
-                                        ctx.note(format!(
-                                            "stored unit graph {} has another size; rebuilt",
-                                            key.short()
-                                        ));
-                                        None
-                                    }
-                                    Err(e) => {
-                                        ctx.note(format!(
-                                            "stored unit graph {} is damaged ({e}); rebuilt",
-                                            key.short()
-                                        ));
-                                        None
-                                    }
-                                },
-                                Ok(None) => None,
-                                Err(e) => {
-                                    ctx.note(format!(
-                                        "stored unit graph {} is unreadable ({e}); rebuilt",
-                                        key.short()
-                                    ));
-                                    None
-                                }
-                            }
-                        } else {
-                            None
-                        };
-                        let g = match stored {
-                            Some(g) => g,
-                            None => {
-                                let g = build_unit_graph(&parts, &ctx.params.graph, unit_seed(&ctx.params.graph, &key));
-                                ctx.persist(skey.clone(), || persist::encode_unit_graph(&key, model, &g));
-                                Arc::new(g)
-                            }
-                        };
-                        cache.put_part(skey, Part::Graph(Arc::clone(&g)));
-                        g
-                    }
-                };
-                Ok((range.start, range.len(), graph))
+                let mut parts = Vec::with_capacity(range.len());
+                let mut chunks = Vec::with_capacity(range.len());
+                for j in range {
+                    let at = match &index {
+                        None => Some(j),
+                        Some(ix) => ix.get(&units_of[j].key).copied(),
+                    };
+                    parts.push(match at {
+                        Some(c) => dense.part(c).cloned(),
+                        None => self.base_dense_part(ctx, &units_of[j], model, dense.dim())?,
+                    });
+                    chunks.push(at);
+                }
+                let refs: Vec<&DenseChunk> = parts.iter().flatten().map(|p| p.as_ref()).collect();
+                let graph = self.unit_graph(ctx, &key, model, &refs)?;
+                Ok(BaseUnit { graph, parts, chunks })
             })
             .collect()
+    }
+
+    /// The dense part of `model` of a base commit's chunk the view lacks (`None`: none of
+    /// its nodes has a vector of the model, or of another dimension, as a view drops).
+    fn base_dense_part(&self, ctx: &Ctx, ch: &ChunkRef, model: &str, dim: usize) -> Result<Option<Arc<DenseChunk>>> {
+        let has = match self.part(ctx, TreeKind::Nodes, ch, TAG_NODE_CORE, None)? {
+            Part::Core(core) => core.dense_models().contains_key(model),
+            _ => false,
+        };
+        if !has {
+            return Ok(None);
+        }
+        Ok(match self.part(ctx, TreeKind::Nodes, ch, TAG_DENSE, Some(model))? {
+            Part::Dense(d) if !d.is_empty() && d.dim() == dim => Some(d),
+            _ => None,
+        })
+    }
+
+    /// Unit `key`'s graph over `parts`: cached, stored, or built (and stored).
+    fn unit_graph(&self, ctx: &Ctx, key: &Hash, model: &str, parts: &[&DenseChunk]) -> Result<Arc<UnitGraph>> {
+        let cache = &self.inner.derived.cache;
+        let skey = graph_store_key(key, model);
+        let rows: usize = parts.iter().map(|p| p.len()).sum();
+        if let Some(Part::Graph(g)) = cache.part(&skey) {
+            return Ok(g);
+        }
+        let stored = if ctx.persistent {
+            match self.store().get_derived(&skey) {
+                Ok(Some(bytes)) => match persist::decode_unit_graph(&bytes, key) {
+                    Ok((m, g)) if m == model && g.len() as usize == rows => Some(Arc::new(g)),
+                    Ok(_) => {
+                        ctx.note(format!("stored unit graph {} has another size; rebuilt", key.short()));
+                        None
+                    }
+                    Err(e) => {
+                        ctx.note(format!("stored unit graph {} is damaged ({e}); rebuilt", key.short()));
+                        None
+                    }
+                },
+                Ok(None) => None,
+                Err(e) => {
+                    ctx.note(format!(
+                        "stored unit graph {} is unreadable ({e}); rebuilt",
+                        key.short()
+                    ));
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let g = match stored {
+            Some(g) => g,
+            None => {
+                let g = build_unit_graph(parts, &ctx.params.graph, unit_seed(&ctx.params.graph, key));
+                ctx.persist(skey.clone(), || persist::encode_unit_graph(key, model, &g));
+                self.inner.derived.graphs_built.fetch_add(1, Ordering::Relaxed);
+                Arc::new(g)
+            }
+        };
+        cache.put_part(skey, Part::Graph(Arc::clone(&g)));
+        Ok(g)
     }
 
     /// Writes the collected values (best effort: derived data that cannot be stored is

@@ -48,6 +48,7 @@ impl Repo {
         *self.inner.derived.stored.lock() = (0, 0);
         self.inner.derived.parts_loaded.store(0, Ordering::Relaxed);
         self.inner.derived.chunks_built.store(0, Ordering::Relaxed);
+        self.inner.derived.graphs_built.store(0, Ordering::Relaxed);
         Ok(deleted)
     }
 }

@@ -9,6 +9,7 @@
 //! * [`cache`] — the byte-bounded part cache, and the view and chunk-list caches;
 //! * `build` — resolving a tree's chunks (loading, or building and storing, each part),
 //!   assembling a commit's view for the parts a query needs;
+//! * `graph_base` — which commit's unit graphs an approximate search walks;
 //! * `drop` — dropping every derived value (`Repo::drop_derived`, `cairn index drop`);
 //! * `source` — the retrieval pipeline's [`RetrievalSource`](cairn_retrieve::RetrievalSource)
 //!   over a repository;
@@ -24,6 +25,7 @@ mod build;
 pub(crate) mod cache;
 pub(crate) mod check;
 mod drop;
+mod graph_base;
 pub(crate) mod keys;
 mod list;
 mod live;
@@ -49,12 +51,16 @@ pub(crate) struct Derived {
     /// objects (for [`IndexStats`]).
     pub(crate) parts_loaded: std::sync::atomic::AtomicU64,
     pub(crate) chunks_built: std::sync::atomic::AtomicU64,
+    /// Unit graphs it built (for [`IndexStats`]).
+    pub(crate) graphs_built: std::sync::atomic::AtomicU64,
     /// The first failure to store derived values since [`Repo::build_indexes_with`] last
     /// looked (queries only note such failures; a build that was asked to store reports it).
     pub(crate) store_failure: parking_lot::Mutex<Option<cairn_store::StoreError>>,
     /// Stored dense parts whose rows could not be read at query time (key, why): deleted
     /// and rebuilt by the next view assembly ([`rows`]).
     pub(crate) damaged_rows: rows::DamagedRows,
+    /// Each queried commit's graph base root (`graph_base.rs`; `None`: its own units).
+    pub(crate) graph_bases: parking_lot::Mutex<std::collections::HashMap<cairn_core::CommitId, Option<Hash>>>,
 }
 
 impl Default for Derived {
@@ -67,8 +73,10 @@ impl Default for Derived {
             stored: parking_lot::Mutex::new((0, 0)),
             parts_loaded: Default::default(),
             chunks_built: Default::default(),
+            graphs_built: Default::default(),
             store_failure: parking_lot::Mutex::new(None),
             damaged_rows: Default::default(),
+            graph_bases: Default::default(),
         }
     }
 }
