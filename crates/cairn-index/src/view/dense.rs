@@ -30,6 +30,11 @@
 //! keeps at most `64·ef` of its rows (a filtered walk visits about `ef / selectivity`
 //! rows, more than such a scan reads) — decisions that depend only on counts, never on
 //! what happens to be cached.
+//!
+//! The units walked may be another commit's ([`CommitIndexes::set_base_graphs`]): each
+//! graph then keeps the parts it was built over, a row of a chunk the view lacks is walked
+//! through (its distance from those parts) but never accepted, and the view's chunks no
+//! unit holds (the overlay) are scanned exactly with the scanned units.
 
 use std::sync::Arc;
 

@@ -7,7 +7,7 @@
 //! ancestors, chosen by history alone:
 //!
 //! 1. the candidates are `C`'s first-parent ancestors at `C`'s generation rounded down to
-//!    a multiple of each stride of [`BASE_STRIDES`] (64, then 8), then the other ancestors
+//!    a multiple of each stride of [`BASE_STRIDES`] (512, 64, then 8), then the other ancestors
 //!    after the last of those, oldest first (so that after a commit that changes much,
 //!    the commits that follow share its graphs instead of each building their own);
 //! 2. the first candidate whose chunks differ from `C`'s by at most
@@ -17,7 +17,8 @@
 //! The search then walks the base's unit graphs over the base's own dense parts, returns
 //! only rows of chunks `C` has (a chunk `C` lacks is walked through), and scans `C`'s
 //! chunks the base lacks exactly (`cairn_index`'s `set_base_graphs`). So graphs are built
-//! at about one commit in 8 or 64, a query after a 1-node commit builds none, and the
+//! only when the base moves (when the preferred candidate moves on, or drifts past the
+//! bound), a query after a 1-node commit builds none, and the
 //! result is still a function of the commit — its content and its first-parent history
 //! — the same bytes in every process. Two commits with the same tree and different
 //! histories may choose different bases; the view cache keys graphs by their origin.
@@ -25,7 +26,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use cairn_core::{CommitId, Hash};
+use cairn_core::{Commit, CommitId, Hash};
 
 use crate::derived::build::Ctx;
 use crate::derived::keys::TreeKind;
@@ -34,7 +35,7 @@ use crate::error::Result;
 use crate::repo::Repo;
 
 /// Generation strides of base candidates, most preferred first.
-pub(crate) const BASE_STRIDES: [u64; 2] = [64, 8];
+pub(crate) const BASE_STRIDES: [u64; 3] = [512, 64, 8];
 
 /// The most chunks a commit may differ from its base by (new plus gone): 256, or 1/32 of
 /// its chunks on a larger commit (at 1M nodes, ~490 chunks, ~31k rows scanned exactly
@@ -64,21 +65,22 @@ impl Repo {
         }
         let c = self.commit_shared(id)?;
         let g = c.generation;
-        // The candidates' generations, most preferred first: the strides' multiples, then
-        // the rest of the last stride's window, oldest first.
-        let mut order: Vec<u64> = BASE_STRIDES.iter().map(|s| g - g % s).collect();
-        let last = *order.last().unwrap_or(&g);
-        order.extend(last + 1..g);
-        order.dedup();
-        let oldest = order.iter().copied().min().unwrap_or(g);
-        // Their trees, walking the first-parent chain down to the oldest.
-        let mut roots: HashMap<u64, Option<Hash>> = HashMap::new();
+        // The candidates, most preferred first: the strides' multiples, then the rest of
+        // the last stride's window, oldest first (at most 7 first-parent steps back).
+        let mut roots: Vec<(u64, Option<Hash>)> = self.stride_ancestors(id, &c)?.into_iter().flatten().collect();
+        let last = BASE_STRIDES.last().map_or(g, |s| g - g % s);
+        let mut window = Vec::new();
         let mut at = Arc::clone(&c);
-        while at.generation > oldest {
+        while at.generation > last + 1 {
             let Some(p) = at.parents.first().copied() else { break };
             at = self.commit_shared(&p)?;
-            roots.insert(at.generation, at.node_root);
+            window.push((at.generation, at.node_root));
         }
+        window.reverse();
+        roots.extend(window);
+        roots.dedup_by_key(|r| r.0);
+        let order: Vec<u64> = roots.iter().map(|r| r.0).collect();
+        let roots: HashMap<u64, Option<Hash>> = roots.into_iter().collect();
         let mut chosen = None;
         for t in order {
             // A candidate that is the commit itself, or holds the same tree, means the
@@ -105,6 +107,63 @@ impl Repo {
         Ok(chosen)
     }
 }
+
+impl Repo {
+    /// Commit `id`'s first-parent ancestors at its generation rounded down to each stride
+    /// of [`BASE_STRIDES`] (`None`: the chain is shorter), with their node trees: from the
+    /// parent's when known (the same ancestor, unless the commit is itself a multiple),
+    /// else by a walk of at most the largest stride.
+    fn stride_ancestors(&self, id: &CommitId, c: &Commit) -> Result<StrideAncestors> {
+        if let Some(known) = self.inner.derived.stride_ancestors.lock().get(id) {
+            return Ok(*known);
+        }
+        let g = c.generation;
+        let targets = BASE_STRIDES.map(|s| g - g % s);
+        let parent = c.parents.first().copied();
+        let from_parent = parent.and_then(|p| self.inner.derived.stride_ancestors.lock().get(&p).copied());
+        let out = match from_parent {
+            Some(theirs) => {
+                let mut out = theirs;
+                for (i, t) in targets.iter().enumerate() {
+                    if *t == g {
+                        out[i] = Some((g, c.node_root));
+                    }
+                }
+                out
+            }
+            None => {
+                let mut out: StrideAncestors = [None; BASE_STRIDES.len()];
+                let oldest = targets.iter().copied().min().unwrap_or(g);
+                let mut generation = g;
+                let mut root = c.node_root;
+                let mut next = parent;
+                loop {
+                    for (i, t) in targets.iter().enumerate() {
+                        if *t == generation {
+                            out[i] = Some((generation, root));
+                        }
+                    }
+                    if generation <= oldest {
+                        break;
+                    }
+                    let Some(p) = next else { break };
+                    let pc = self.commit_shared(&p)?;
+                    (generation, root, next) = (pc.generation, pc.node_root, pc.parents.first().copied());
+                }
+                out
+            }
+        };
+        let mut memo = self.inner.derived.stride_ancestors.lock();
+        if memo.len() >= MEMO {
+            memo.clear();
+        }
+        memo.insert(*id, out);
+        Ok(out)
+    }
+}
+
+/// A commit's ancestor (generation, node tree) per stride of [`BASE_STRIDES`].
+pub(crate) type StrideAncestors = [Option<(u64, Option<Hash>)>; BASE_STRIDES.len()];
 
 /// Chunks one list has and the other lacks, both ways.
 fn differing(a: &ChunkList, b: &ChunkList) -> usize {

@@ -61,6 +61,9 @@ pub(crate) struct Derived {
     pub(crate) damaged_rows: rows::DamagedRows,
     /// Each queried commit's graph base root (`graph_base.rs`; `None`: its own units).
     pub(crate) graph_bases: parking_lot::Mutex<std::collections::HashMap<cairn_core::CommitId, Option<Hash>>>,
+    /// Each such commit's ancestors at the base strides (`graph_base.rs`).
+    pub(crate) stride_ancestors:
+        parking_lot::Mutex<std::collections::HashMap<cairn_core::CommitId, graph_base::StrideAncestors>>,
 }
 
 impl Default for Derived {
@@ -77,6 +80,7 @@ impl Default for Derived {
             store_failure: parking_lot::Mutex::new(None),
             damaged_rows: Default::default(),
             graph_bases: Default::default(),
+            stride_ancestors: Default::default(),
         }
     }
 }
