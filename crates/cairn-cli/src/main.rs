@@ -22,6 +22,7 @@ mod commands;
 mod error;
 mod output;
 mod remote;
+mod remote_mcp;
 
 use error::CliError;
 

@@ -5,7 +5,8 @@
 //!
 //! Supported: `retrieve`/`ls` (the flags listed in [`RETRIEVE_FLAGS`], `--spec`,
 //! `--batch`; results are printed as JSON), `import`, `log`, `show` (JSON), `stats`,
-//! `history`, `diff` (JSON), `fsck`. Any other command says it is not supported with
+//! `history`, `diff` (JSON), `fsck`, `mcp` (a stdio bridge to the server's `POST /mcp`:
+//! `remote_mcp.rs`). Any other command says it is not supported with
 //! `--remote`. The bearer token is `$CAIRN_TOKEN`. For a tenant of a `--root` server,
 //! the URL includes the tenant: `http://HOST:PORT/t/TENANT`.
 
@@ -21,7 +22,7 @@ use crate::error::CliError;
 use crate::output::{format_time_s, write_field};
 
 /// The commands `--remote` supports.
-pub const SUPPORTED: &str = "retrieve, ls, import, log, show, stats, history, diff, fsck";
+pub const SUPPORTED: &str = "retrieve, ls, import, log, show, stats, history, diff, fsck, mcp";
 
 /// The `retrieve` flags `--remote` turns into a spec (any other query flag: use `--spec`).
 pub const RETRIEVE_FLAGS: &[&str] = &[
@@ -45,14 +46,14 @@ pub const RETRIEVE_FLAGS: &[&str] = &[
 ];
 
 /// A client of one server.
-struct Remote {
+pub(crate) struct Remote {
     base: String,
     token: Option<String>,
     agent: ureq::Agent,
 }
 
 impl Remote {
-    fn new(url: &str) -> Remote {
+    pub(crate) fn new(url: &str) -> Remote {
         Remote {
             base: url.trim_end_matches('/').to_string(),
             token: std::env::var("CAIRN_TOKEN").ok().filter(|t| !t.is_empty()),
@@ -80,6 +81,12 @@ impl Remote {
             Some(b) => req.set("Content-Type", "application/json").send_bytes(b),
             None => req.call(),
         };
+        self.answer(result)
+    }
+
+    /// A 2xx body, or the error answer as a [`CliError`] with the server's code and
+    /// message.
+    fn answer(&self, result: Result<ureq::Response, ureq::Error>) -> Result<Vec<u8>, CliError> {
         match result {
             Ok(r) => read_body(r),
             Err(ureq::Error::Status(status, r)) => {
@@ -103,6 +110,43 @@ impl Remote {
                 self.base
             ))),
         }
+    }
+
+    /// The server's URL (without a final `/`).
+    pub(crate) fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// Posts one MCP message to `/mcp` (`remote_mcp.rs`) with the protocol version agreed
+    /// so far; `None` when the server has nothing to send back (202).
+    pub(crate) fn post_mcp(
+        &self,
+        message: &str,
+        version: Option<&str>,
+        author: Option<&str>,
+    ) -> Result<Option<String>, CliError> {
+        let mut req = self.agent.post(&format!("{}/mcp", self.base));
+        if let Some(a) = author {
+            req = req.query("author", a);
+        }
+        if let Some(t) = &self.token {
+            req = req.set("Authorization", &format!("Bearer {t}"));
+        }
+        if let Some(v) = version {
+            req = req.set("MCP-Protocol-Version", v);
+        }
+        let result = req
+            .set("Content-Type", "application/json")
+            .set("Accept", "application/json")
+            .send_bytes(message.as_bytes());
+        let accepted = matches!(&result, Ok(r) if r.status() == 202);
+        let body = self.answer(result)?;
+        if accepted || body.is_empty() {
+            return Ok(None);
+        }
+        String::from_utf8(body)
+            .map(Some)
+            .map_err(|_| CliError::Refused("the server's MCP answer is not UTF-8".into()))
     }
 
     fn get(&self, path: &str, query: &[(&str, String)]) -> Result<Vec<u8>, CliError> {
@@ -175,6 +219,7 @@ pub fn run(url: &str, matches: &ArgMatches, out: &mut dyn Write) -> Result<(), C
         "history" => history(&remote, m, out),
         "diff" => diff(&remote, m, out),
         "fsck" => fsck(&remote, m, out),
+        "mcp" => crate::remote_mcp::bridge(&remote, m, std::io::stdin().lock(), out),
         other => Err(CliError::Refused(format!(
             "`cairn {other}` is not supported with --remote (supported: {SUPPORTED})"
         ))),

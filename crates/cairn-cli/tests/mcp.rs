@@ -6,7 +6,7 @@ mod common;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 
-use common::Sandbox;
+use common::{Sandbox, Served};
 use serde_json::{json, Value};
 
 /// A running `cairn mcp`, talked to one line at a time.
@@ -19,10 +19,29 @@ struct Session {
 
 impl Session {
     fn start(s: &Sandbox, extra: &[&str]) -> Session {
-        let mut child = s
-            .command()
+        let mut c = s.command();
+        c.arg("mcp").args(extra);
+        Session::spawn(c)
+    }
+
+    /// `cairn --remote URL mcp`, bridged to a server (`token`: `CAIRN_TOKEN`).
+    fn start_remote(s: &Sandbox, url: &str, token: Option<&str>, extra: &[&str]) -> Session {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"));
+        c.arg("--remote")
+            .arg(url)
             .arg("mcp")
             .args(extra)
+            .env_remove("CAIRN_REPO")
+            .env_remove("CAIRN_TOKEN")
+            .current_dir(s.dir.path());
+        if let Some(t) = token {
+            c.env("CAIRN_TOKEN", t);
+        }
+        Session::spawn(c)
+    }
+
+    fn spawn(mut c: std::process::Command) -> Session {
+        let mut child = c
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -86,11 +105,9 @@ impl Session {
     }
 }
 
-#[test]
-fn a_full_session_over_stdio() {
-    let s = Sandbox::init();
-    let mut m = Session::start(&s, &["--author", "agent-7"]);
-
+/// One agent's session: initialize, list, remember, invalidate, a malformed line, as_of,
+/// history, recall. Returns the recall's spec and its answer line.
+fn session_script(m: &mut Session) -> (Value, String) {
     let init = m.request(
         "initialize",
         json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "cli-test", "version": "1"}}),
@@ -133,25 +150,85 @@ fn a_full_session_over_stdio() {
         recall["result"]["structuredContent"]["items"][0]["id"],
         "alice-lives-in-paris"
     );
+    (spec, recall_line)
+}
 
-    let (status, stderr) = m.finish();
-    assert!(status.success(), "{stderr}");
-    assert!(stderr.contains("cairn mcp: serving"), "logs go to stderr: {stderr}");
-
-    // The session's commits, with the author given.
+/// After [`session_script`] on an empty repository: its two commits, authored `agent-7`,
+/// and the recall's structured result byte for byte `cairn retrieve --json`.
+fn check_session(s: &Sandbox, spec: &Value, recall_line: &str) {
     let log = s.json(&["log", "--json"]);
     let log = log.as_array().unwrap();
     assert_eq!(log.len(), 2);
     assert_eq!(log[1]["message"], "facts about Alice");
     assert_eq!(log[0]["author"], "agent-7", "{}", log[0]);
-
-    // The recall's structured result is byte for byte `cairn retrieve --json` for the same spec.
     let cli = s.ok(&["retrieve", "--json", "--spec", &spec.to_string()]);
     let cli = cli.trim_end_matches('\n');
     assert!(
         recall_line.ends_with(&format!(r#""structuredContent":{cli}}}}}"#)),
         "mcp: {recall_line}\ncli: {cli}"
     );
+}
+
+#[test]
+fn a_full_session_over_stdio() {
+    let s = Sandbox::init();
+    let mut m = Session::start(&s, &["--author", "agent-7"]);
+    let (spec, recall_line) = session_script(&mut m);
+    let (status, stderr) = m.finish();
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("cairn mcp: serving"), "logs go to stderr: {stderr}");
+    check_session(&s, &spec, &recall_line);
+}
+
+#[test]
+fn the_same_session_through_a_server_while_the_user_runs_commands() {
+    let s = Sandbox::init();
+    let served = Served::start(&s, &[]);
+    let mut m = Session::start_remote(&s, &served.url, None, &["--author", "agent-7"]);
+    let (spec, recall_line) = session_script(&mut m);
+    // The user's own commands share the memory meanwhile.
+    let log = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["--remote", &served.url, "log", "--json"])
+        .env_remove("CAIRN_REPO")
+        .env_remove("CAIRN_TOKEN")
+        .output()
+        .unwrap();
+    assert!(log.status.success());
+    assert!(String::from_utf8(log.stdout).unwrap().contains("facts about Alice"));
+    // A ping after a notification: answered in order, nothing for the notification.
+    m.send_line(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#);
+    let ping = m.request("ping", json!({}));
+    assert_eq!(ping["result"], json!({}));
+    let (status, stderr) = m.finish();
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("through http://"), "{stderr}");
+    served.stop();
+    check_session(&s, &spec, &recall_line);
+}
+
+#[test]
+fn through_a_server_that_wants_a_token_a_request_gets_an_error_that_says_so() {
+    let s = Sandbox::init();
+    let config = s.dir.path().join("serve.json");
+    let config = config.to_str().unwrap();
+    let token = s.ok(&["serve", "token", "add", "default", "--config", config]);
+    let served = Served::start(&s, &["--config", config]);
+    let mut m = Session::start_remote(&s, &served.url, None, &[]);
+    let r = m.request("tools/list", json!({}));
+    assert_eq!(r["error"]["code"], -32603, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("CAIRN_TOKEN"), "{r}");
+    m.finish();
+    let mut m = Session::start_remote(&s, &served.url, Some(token.trim()), &[]);
+    let r = m.request("tools/list", json!({}));
+    assert_eq!(r["result"]["tools"].as_array().unwrap().len(), 5, "{r}");
+    m.finish();
+    // --init and --hold are for a local repository.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["--remote", &served.url, "mcp", "--hold"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the server holds it"));
 }
 
 #[test]

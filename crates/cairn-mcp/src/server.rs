@@ -112,6 +112,22 @@ impl Server {
         self
     }
 
+    /// Takes `version` as the protocol version agreed at an earlier `initialize` (a
+    /// server that keeps no session, such as `cairn serve`'s `POST /mcp`, learns it from
+    /// each request); a version not in [`SUPPORTED_PROTOCOL_VERSIONS`] is ignored.
+    ///
+    /// ```
+    /// let server = cairn_mcp::Server::new(cairn::Repo::in_memory()?).with_protocol_version("2025-03-26");
+    /// assert_eq!(server.protocol_version(), Some("2025-03-26"));
+    /// # Ok::<(), cairn::Error>(())
+    /// ```
+    pub fn with_protocol_version(mut self, version: &str) -> Server {
+        if SUPPORTED_PROTOCOL_VERSIONS.contains(&version) {
+            self.protocol_version = Some(version.to_string());
+        }
+        self
+    }
+
     /// The repository served, when it is held for the session ([`Server::new`]).
     pub fn repo(&self) -> Option<&Repo> {
         match &self.repo {

@@ -9,7 +9,8 @@
 //!   Lines body as one commit, `?expected_head=` for compare-and-swap), `GET
 //!   /nodes/{id}`, `/nodes/{id}/edges`, `/nodes/{id}/history`, `/log`, `/diff`,
 //!   `/branches` (and `POST` to create one), `POST /merge`, `POST /index`, `GET /fsck`,
-//!   `GET /stats`; and `GET /health`, `GET /metrics` (Prometheus text) at the root. Each
+//!   `GET /stats`, `POST /mcp` (the MCP tools over HTTP: one JSON-RPC message per request);
+//!   and `GET /health`, `GET /metrics` (Prometheus text) at the root. Each
 //!   answers what the matching `cairn … --json` command prints.
 //! - **Errors** are typed: `{"error": {"code": "conflict", "message": "..."}}` with a
 //!   stable [`ErrorCode`]; unknown fields and parameters are refused.

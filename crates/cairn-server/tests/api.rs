@@ -362,3 +362,63 @@ fn an_empty_repository_answers_with_no_items() {
     assert_eq!(status, 405, "{body}");
     assert!(body.contains("use POST"), "{body}");
 }
+
+#[test]
+fn mcp_over_http_answers_each_message_and_signs_commits() {
+    let repo = common::sample_repo();
+    let server = start_single(repo.clone());
+    let agent = ureq::AgentBuilder::new().build();
+    let post = |path: &str, version: Option<&str>, body: &str| -> (u16, String) {
+        let mut req = agent.post(&format!("{}{path}", server.url()));
+        if let Some(v) = version {
+            req = req.set("MCP-Protocol-Version", v);
+        }
+        match req.send_string(body) {
+            Ok(r) => (r.status(), r.into_string().unwrap()),
+            Err(ureq::Error::Status(code, r)) => (code, r.into_string().unwrap()),
+            Err(e) => panic!("{e}"),
+        }
+    };
+    let (status, body) = post(
+        "/mcp",
+        None,
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""protocolVersion":"2025-06-18""#), "{body}");
+    // A notification: 202, nothing to read.
+    let (status, body) = post(
+        "/mcp",
+        None,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert_eq!((status, body.as_str()), (202, ""));
+    // The version agreed earlier decides a tool result's shape: before 2025-06-18 the
+    // structured content is also a second text block.
+    let recall = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"recall","arguments":{"text":"wing","limit":3}}}"#;
+    let content_blocks = |version: Option<&str>| {
+        let (status, body) = post("/mcp", version, recall);
+        assert_eq!(status, 200, "{body}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["result"]["isError"], false, "{v}");
+        v["result"]["content"].as_array().unwrap().len()
+    };
+    assert_eq!(content_blocks(Some("2025-06-18")), 1);
+    assert_eq!(content_blocks(Some("2024-11-05")), 2);
+    // A write through MCP, signed by `?author=`, seen by the other routes.
+    let (status, body) = post(
+        "/mcp?author=agent-3",
+        None,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"remember","arguments":{"message":"from mcp","nodes":[{"id":"m-1","text":"remembered over http"}]}}}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""isError":false"#), "{body}");
+    let log = Client::new(&server).json("/log");
+    assert_eq!(log[0]["message"], "from mcp", "{log}");
+    assert_eq!(log[0]["author"], "agent-3", "{log}");
+    assert!(repo.node(&cairn::NodeId::new("m-1").unwrap()).unwrap().is_some());
+    // Not JSON: a JSON-RPC parse error, as on stdio.
+    let (status, body) = post("/mcp", None, "{nope");
+    assert_eq!(status, 200);
+    assert!(body.contains("-32700"), "{body}");
+}

@@ -1,6 +1,7 @@
 //! The HTTP routes: one module per group, each handler a thin layer over one `cairn`
 //! call run on a blocking thread.
 
+pub(crate) mod mcp;
 pub(crate) mod read;
 pub(crate) mod retrieve;
 pub(crate) mod write;
@@ -34,6 +35,7 @@ pub(crate) fn repo_routes() -> Router<Arc<State>> {
         .route("/index", post(write::index_build))
         .route("/fsck", get(read::fsck))
         .route("/stats", get(read::stats))
+        .route("/mcp", post(mcp::mcp))
 }
 
 /// Runs a blocking Cairn call on tokio's blocking pool.
