@@ -234,7 +234,24 @@ fn through_a_server_that_wants_a_token_a_request_gets_an_error_that_says_so() {
 #[test]
 fn without_a_repository_it_fails_unless_asked_to_create_one() {
     let s = Sandbox::new();
-    let err = s.fails_stderr(&["mcp"], 1);
+    // Without one, the host still gets answers: the handshake works, and a tool call
+    // fails with what to do.
+    let mut m = Session::start(&s, &[]);
+    let init = m.request(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    assert_eq!(init["result"]["serverInfo"]["name"], "cairn");
+    let r = m.request("tools/call", json!({"name": "recall", "arguments": {"text": "x"}}));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let error = &r["result"]["structuredContent"]["error"];
+    assert_eq!(error["code"], "not_a_repository", "{r}");
+    assert!(error["message"].as_str().unwrap().contains("--init"), "{r}");
+    let (status, stderr) = m.finish();
+    assert!(status.success());
+    assert!(stderr.contains("no cairn repository"), "{stderr}");
+    // --hold needs it at the start.
+    let err = s.fails_stderr(&["mcp", "--hold"], 1);
     assert!(err.contains("no cairn repository"), "{err}");
 
     let m = Session::start(&s, &["--init"]);

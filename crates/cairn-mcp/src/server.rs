@@ -345,7 +345,11 @@ impl Server {
 
 /// A failed tool call as output: `error[code]: message`, and `{"error": {"code", "message"}}`.
 fn error_output(e: &ToolError) -> ToolOutput {
-    let message = e.to_string();
+    let mut message = e.to_string();
+    if e.code() == "not_a_repository" {
+        // What to do next: the host's configuration starts the server.
+        message.push_str(" (create it with `cairn init --repo PATH`, or add `--init` to the `cairn mcp` command)");
+    }
     ToolOutput {
         text: format!("error[{}]: {message}", e.code()),
         structured: json!({"error": {"code": e.code(), "message": message}}).to_string(),

@@ -35,21 +35,33 @@ const DEFAULT_CALL_WAIT: std::time::Duration = std::time::Duration::from_secs(10
 
 /// Serves MCP on stdin/stdout until stdin ends.
 pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
-    let repo = match ctx.open() {
-        Err(CliError::Cairn(cairn::Error::NotARepo { .. })) if args.init => cairn::Repo::init(&ctx.repo_path)?,
-        other => other?,
-    };
-    let mut server = if args.hold {
-        cairn_mcp::Server::new(repo)
+    let wait = if ctx.wait.is_zero() {
+        DEFAULT_CALL_WAIT
     } else {
+        ctx.wait
+    };
+    let held = match ctx.open() {
+        Err(CliError::Cairn(cairn::Error::NotARepo { .. })) if args.init => Some(cairn::Repo::init(&ctx.repo_path)?),
+        // Without a repository, still answer the host: `initialize` and `tools/list` work,
+        // and each tool call says what to do (a host shows a process that exits at once
+        // only as "connection closed").
+        Err(CliError::Cairn(cairn::Error::NotARepo { path })) if !args.hold => {
+            let _ = writeln!(
+                io::stderr(),
+                "cairn mcp: no cairn repository at {path}: every tool call will fail until one exists \
+                 (cairn init --repo {path}, or start with --init)"
+            );
+            None
+        }
+        other => Some(other?),
+    };
+    let mut server = match held {
+        Some(repo) if args.hold => cairn_mcp::Server::new(repo),
         // Checked (and created) above; from here on each tool call opens it.
-        drop(repo);
-        let wait = if ctx.wait.is_zero() {
-            DEFAULT_CALL_WAIT
-        } else {
-            ctx.wait
-        };
-        cairn_mcp::Server::open_per_call(&ctx.repo_path, wait)
+        checked => {
+            drop(checked);
+            cairn_mcp::Server::open_per_call(&ctx.repo_path, wait)
+        }
     };
     if let Some(author) = args.author {
         server = server.with_author(author);
