@@ -420,13 +420,24 @@ pub(crate) fn push_rows(c: usize, part: &DenseChunk, filter: Option<&FilterPart>
     }
 }
 
-/// Prefetches `data` (a row's codes or vector) of the row [`prefetch::AHEAD`] places after
-/// `rows[i]`, so that a scan over scattered rows finds it in cache.
+/// The bound pass's prefetch: row `i + AHEAD`'s codes and its three per-row bound terms
+/// (separate arrays, so separate cache lines), and the part of row `i + 4·AHEAD` itself
+/// (the struct that holds those arrays' addresses), so that finding row `i + AHEAD`'s
+/// addresses does not wait for a miss.
 #[inline(always)]
-fn prefetch_ahead<T>(view: &DenseView, rows: &[Row], i: usize, data: fn(&DenseChunk, usize) -> &[T]) {
+fn prefetch_bounds_ahead(view: &DenseView, rows: &[Row], i: usize) {
+    if let Some(&(c, _)) = rows.get(i + 4 * prefetch::AHEAD) {
+        if let Some(part) = view.part(c as usize) {
+            prefetch::prefetch(std::slice::from_ref::<DenseChunk>(part));
+        }
+    }
     if let Some(&(c, r)) = rows.get(i + prefetch::AHEAD) {
         if let Some(part) = view.part(c as usize) {
-            prefetch::prefetch(data(part, r as usize));
+            let r = r as usize;
+            prefetch::prefetch(part.codes(r));
+            prefetch::prefetch(std::slice::from_ref(&part.scales[r]));
+            prefetch::prefetch(std::slice::from_ref(&part.bound_u[r]));
+            prefetch::prefetch(std::slice::from_ref(&part.bound_v[r]));
         }
     }
 }
@@ -560,7 +571,7 @@ impl CommitIndexes {
         // Phase 1: bounds, in row order.
         let q = QueryCodes::new(query);
         let bound = |i: usize| -> (f64, f64) {
-            prefetch_ahead(view, rows, i, DenseChunk::codes);
+            prefetch_bounds_ahead(view, rows, i);
             let (c, r) = rows[i];
             match view.part(c as usize) {
                 Some(part) => {
