@@ -258,6 +258,12 @@ impl TextChunk {
         &self.term_bytes[start..self.term_end.get(i) as usize]
     }
 
+    /// Asks for term `i`'s posting offsets to be brought into cache (a hint).
+    #[inline(always)]
+    pub(crate) fn prefetch_offsets(&self, i: usize) {
+        self.starts.prefetch(i);
+    }
+
     /// The postings of term `i`.
     pub(crate) fn postings_at(&self, i: usize) -> &[Posting] {
         &self.posts[self.starts.get(i) as usize..self.starts.get(i + 1) as usize]

@@ -38,6 +38,7 @@ use rayon::prelude::*;
 
 use crate::chunk::text::term_hash;
 use crate::chunk::{Local, Posting, TextChunk};
+use crate::dense::prefetch::prefetch;
 use crate::hit::{top_k_vec, Hit, TopK};
 use crate::view::push_chunk_hits;
 use crate::view::{CommitIndexes, Filter, FilterPart};
@@ -196,6 +197,25 @@ impl CommitIndexes {
                         }
                         _ => &[],
                     };
+                }
+                // Ahead of the next chunks: each term's part a few chunks on, its term's
+                // posting offsets nearer, and the postings of its next chunk (each step's
+                // address needs the step before it in cache).
+                for (i, entries) in at.iter().enumerate() {
+                    if let Some(&(c, _)) = entries.get(pos[i] + 3) {
+                        prefetch(std::slice::from_ref::<TextChunk>(&parts[c as usize]));
+                    }
+                    if let Some(&(c, slot)) = entries.get(pos[i] + 1) {
+                        if slot != PROBE {
+                            parts[c as usize].prefetch_offsets(slot as usize);
+                        }
+                    }
+                    if let Some(&(c, slot)) = entries.get(pos[i]) {
+                        if slot != PROBE {
+                            let next = parts[c as usize].postings_at(slot as usize);
+                            prefetch(&next[..next.len().min(16)]);
+                        }
+                    }
                 }
                 if fpart.is_some_and(FilterPart::is_none) {
                     continue;
