@@ -491,9 +491,16 @@ impl CommitIndexes {
     /// scored from its node object ([`crate::dense::rows`]); `Err` only if that fails too.
     fn rescore(&self, view: &DenseView, query: &[f32], k: usize, rows: &[Row]) -> Result<Vec<Hit>, IndexError> {
         let hit = |i: usize| -> Result<Option<Hit>, IndexError> {
+            // The part four rows further on (its header), then the row and its local.
+            if let Some(&(c, _)) = rows.get(i + 4 * prefetch::AHEAD) {
+                if let Some(part) = view.part(c as usize) {
+                    prefetch::prefetch(std::slice::from_ref::<DenseChunk>(part));
+                }
+            }
             if let Some(&(c, r)) = rows.get(i + prefetch::AHEAD) {
                 if let Some(part) = view.part(c as usize) {
                     part.prefetch_row(r as usize);
+                    prefetch::prefetch(std::slice::from_ref(&part.rows()[r as usize]));
                 }
             }
             let (c, r) = rows[i];
