@@ -194,7 +194,7 @@ fn vector_files_property_gates_fusion_and_expansion() {
         "year",
         "--json",
     ]);
-    assert_eq!(r["tokens_budget"], 30);
+    assert_eq!(r["token_budget"], 30);
     assert!(r["tokens_used"].as_u64().unwrap() <= 30);
     let human = s.ok(&["retrieve", "--text", "stall", "--token-budget", "30"]);
     assert!(human.contains("warning[budget_dropped]: "), "{human}");

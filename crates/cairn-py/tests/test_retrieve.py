@@ -53,6 +53,8 @@ def test_kwargs_and_spec_json_agree(repo):
     }
     assert repo.retrieve_json(json.dumps(spec)) == kwargs_result.json
     assert kwargs_result.items[0].explain is not None
+    assert kwargs_result.token_budget == 500
+    assert kwargs_result.tokens_budget == 500  # the earlier name, still readable
 
 
 def test_where_dict_valid_at_and_at(repo):

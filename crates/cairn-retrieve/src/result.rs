@@ -20,8 +20,10 @@ pub struct RetrievalResult {
     pub items: Vec<RetrievedItem>,
     /// Sum of the items' token estimates.
     pub tokens_used: usize,
-    /// The token budget, `None` if unlimited.
-    pub tokens_budget: Option<usize>,
+    /// The token budget, `None` if unlimited: the spec's `token_budget`, under the same
+    /// name (earlier versions wrote `tokens_budget`; that name is still read).
+    #[serde(alias = "tokens_budget")]
+    pub token_budget: Option<usize>,
     /// Items skipped because they did not fit the budget, counted over the ranked list
     /// from the top until `limit` items were kept or the list ended; once the budget is
     /// used up exactly, every remaining item counts as dropped.

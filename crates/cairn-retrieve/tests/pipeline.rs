@@ -381,7 +381,13 @@ fn packing_skips_items_that_do_not_fit_and_honours_limit() {
     // is reordered.
     assert_eq!(&got[..2], &[all.items[0].id.as_str(), all.items[2].id.as_str()]);
     assert!(r.tokens_used <= budget);
-    assert_eq!(r.tokens_budget, Some(budget));
+    assert_eq!(r.token_budget, Some(budget));
+    // The spec's name in the JSON; a result written under the old name still reads.
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(json.contains(&format!(r#""token_budget":{budget}"#)), "{json}");
+    let old: cairn_retrieve::RetrievalResult =
+        serde_json::from_str(&json.replace(r#""token_budget""#, r#""tokens_budget""#)).unwrap();
+    assert_eq!(old, r);
     assert!(r.dropped >= 1);
     assert_eq!(codes(&r), vec![WarningCode::BudgetDropped]);
     let few = Retrieval::new(&src)

@@ -464,7 +464,7 @@ fn run_batch(ctx: &mut Ctx<'_>, repo: &Repo, file: &Path, args: &Args) -> Result
 pub(crate) fn write_human(out: &mut dyn Write, r: &RetrievalResult) -> Result<(), CliError> {
     let valid_at = r.valid_at.map_or_else(|| "all time".to_string(), format_time_ms);
     let budget = r
-        .tokens_budget
+        .token_budget
         .map_or_else(|| "unlimited".to_string(), |b| b.to_string());
     // A listing: no lane ranked; the items come in id order.
     let listing = r.lanes.is_empty();

@@ -97,13 +97,18 @@ class RetrievalResult:
     valid_at: int | None
     items: list[RetrievedItem]
     tokens_used: int
-    tokens_budget: int | None
+    token_budget: int | None
     dropped: int
     candidates_seen: int
     lanes: list[LaneReport]
     warnings: list[Warning]
     json: str = field(default="", repr=False, compare=False)
     """The result's JSON, exactly as ``cairn retrieve --json`` prints it."""
+
+    @property
+    def tokens_budget(self) -> int | None:
+        """The earlier name of ``token_budget``, still readable."""
+        return self.token_budget
 
     @classmethod
     def from_json(cls, text: str) -> "RetrievalResult":
@@ -114,7 +119,8 @@ class RetrievalResult:
             valid_at=d["valid_at"],
             items=[RetrievedItem.from_dict(i) for i in d["items"]],
             tokens_used=d["tokens_used"],
-            tokens_budget=d["tokens_budget"],
+            # Results written before the rename name it `tokens_budget`.
+            token_budget=d["token_budget"] if "token_budget" in d else d["tokens_budget"],
             dropped=d["dropped"],
             candidates_seen=d["candidates_seen"],
             lanes=[LaneReport(**l) for l in d["lanes"]],
