@@ -441,7 +441,11 @@ impl Repo {
         }
         let graph_models: Vec<&String> = needs.graphs.iter().filter(|m| view.has_dense_model(m)).collect();
         if !graph_models.is_empty() {
-            let base = self.graph_base(&ctx, id, &list)?;
+            // The base's chunks (its list, and the parts of those this commit lacks) are
+            // loaded under an assembly of their own: no manifest of the base's tree was
+            // checked, so a part of its never stored is no damage.
+            let base_ctx = self.ctx();
+            let base = self.graph_base(&base_ctx, id, &list)?;
             let origin = base.as_ref().map(|b| b.0);
             for model in graph_models {
                 if view
@@ -450,9 +454,11 @@ impl Repo {
                 {
                     continue;
                 }
-                let units = self.unit_graphs(&ctx, &list, &view, model, base.as_ref().map(|b| &*b.1))?;
+                let units = self.unit_graphs(&ctx, &base_ctx, &list, &view, model, base.as_ref().map(|b| &*b.1))?;
                 view.set_base_graphs(model, units, origin).map_err(inconsistent)?;
             }
+            self.store_pending(&base_ctx);
+            ctx.notes.lock().append(&mut base_ctx.notes.lock());
         }
         if needs.edges && view.edges().is_none() {
             let same_edges = donor
@@ -487,7 +493,11 @@ impl Repo {
                 edge_roots: (c.edge_root, c.edge_in_root),
             },
         );
-        let notes = std::mem::take(&mut *ctx.notes.lock());
+        // Parts load in parallel, so notes arrive in any order: sorted, a retrieval's
+        // warnings are the same bytes for any thread count.
+        let mut notes = std::mem::take(&mut *ctx.notes.lock());
+        notes.sort();
+        notes.dedup();
         Ok((view, notes))
     }
 
@@ -987,11 +997,13 @@ impl Repo {
     }
 
     /// The unit graphs of `model` a view walks, mapped onto its chunks: its own units'
-    /// (`base` `None`) or those of a base commit's chunk list (`graph_base.rs`). Each graph
-    /// is cached, stored, or built (units in parallel, each graph on one thread).
+    /// (`base` `None`) or those of a base commit's chunk list (`graph_base.rs`), whose own
+    /// chunks load under `base_ctx`. Each graph is cached, stored, or built (units in
+    /// parallel, each graph on one thread).
     fn unit_graphs(
         &self,
         ctx: &Ctx,
+        base_ctx: &Ctx,
         list: &ChunkList,
         view: &CommitIndexes,
         model: &str,
@@ -1009,7 +1021,7 @@ impl Repo {
         let units = unit_ranges(&chunk_levels(firsts));
         let index = base.map(|_| positions(list));
         let meter = self.meter(Step::IndexGraphs, Some(units.len() as u64));
-        units
+        let units: Result<Vec<BaseUnit>> = units
             .into_par_iter()
             .map(|range| {
                 let _tick = Tick(&meter);
@@ -1024,7 +1036,7 @@ impl Repo {
                     };
                     parts.push(match at {
                         Some(c) => dense.part(c).cloned(),
-                        None => self.base_dense_part(ctx, &units_of[j], model, dense.dim())?,
+                        None => self.base_dense_part(base_ctx, &units_of[j], model, dense.dim())?,
                     });
                     chunks.push(at);
                 }
@@ -1032,7 +1044,8 @@ impl Repo {
                 let graph = self.unit_graph(ctx, &key, model, &refs)?;
                 Ok(BaseUnit { graph, parts, chunks })
             })
-            .collect()
+            .collect();
+        units
     }
 
     /// The dense part of `model` of a base commit's chunk the view lacks (`None`: none of
