@@ -51,7 +51,7 @@ struct Cli {
     )]
     wait: f64,
     /// Send the command to a `cairn serve` server at URL instead of opening the repository
-    /// (retrieve, ls, import, log, show, stats, history, diff, fsck; bearer token from
+    /// (retrieve, ls, import, log, show, stats, history, diff, fsck, mcp; bearer token from
     /// $CAIRN_TOKEN).
     #[arg(long, global = true, value_name = "URL", env = "CAIRN_REMOTE")]
     remote: Option<String>,
