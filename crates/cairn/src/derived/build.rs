@@ -304,13 +304,13 @@ impl Repo {
         // walks (`graph_base.rs`; decided once per commit).
         let serves = |v: &CommitIndexes| {
             v.satisfies(needs)
-                && (needs.graphs.is_empty()
-                    || self.known_graph_base(id).is_some_and(|origin| {
-                        needs
-                            .graphs
-                            .iter()
-                            .all(|m| v.dense(m).is_none_or(|d| d.graphs_origin() == origin))
-                    }))
+                && needs.graphs.iter().all(|m| match v.dense(m) {
+                    // No vectors of the model: no graphs to walk.
+                    None => true,
+                    Some(d) => self
+                        .known_graph_base(id)
+                        .is_some_and(|origin| d.graphs_origin() == origin),
+                })
         };
         if let Some(e) = cache.view(&vkey).filter(|e| serves(&e.view)) {
             return Ok((e.view, Vec::new()));
