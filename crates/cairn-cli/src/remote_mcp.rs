@@ -17,9 +17,6 @@ use serde_json::Value;
 use crate::error::CliError;
 use crate::remote::Remote;
 
-/// JSON-RPC's code for an error the server met (`cairn_mcp::INTERNAL_ERROR`).
-const INTERNAL_ERROR: i64 = -32603;
-
 /// Bridges `input` (one message per line) to the server until the end of input.
 pub(crate) fn bridge(
     remote: &Remote,
@@ -54,7 +51,7 @@ pub(crate) fn bridge(
                 Some(id) => serde_json::json!({
                     "jsonrpc": "2.0",
                     "id": id,
-                    "error": {"code": INTERNAL_ERROR, "message": e.to_string()},
+                    "error": {"code": cairn_mcp::INTERNAL_ERROR, "message": e.to_string()},
                 })
                 .to_string(),
                 None => {

@@ -420,17 +420,24 @@ pub(crate) fn push_rows(c: usize, part: &DenseChunk, filter: Option<&FilterPart>
     }
 }
 
+/// Prefetches the part (its header) of the row `4·AHEAD` places after `rows[i]`: the struct
+/// whose array addresses a row `AHEAD` places on will need.
+#[inline(always)]
+fn prefetch_part_ahead(view: &DenseView, rows: &[Row], i: usize) {
+    if let Some(&(c, _)) = rows.get(i + 4 * prefetch::AHEAD) {
+        if let Some(part) = view.part(c as usize) {
+            prefetch::prefetch(std::slice::from_ref::<DenseChunk>(part));
+        }
+    }
+}
+
 /// The bound pass's prefetch: row `i + AHEAD`'s codes and its three per-row bound terms
 /// (separate arrays, so separate cache lines), and the part of row `i + 4·AHEAD` itself
 /// (the struct that holds those arrays' addresses), so that finding row `i + AHEAD`'s
 /// addresses does not wait for a miss.
 #[inline(always)]
 fn prefetch_bounds_ahead(view: &DenseView, rows: &[Row], i: usize) {
-    if let Some(&(c, _)) = rows.get(i + 4 * prefetch::AHEAD) {
-        if let Some(part) = view.part(c as usize) {
-            prefetch::prefetch(std::slice::from_ref::<DenseChunk>(part));
-        }
-    }
+    prefetch_part_ahead(view, rows, i);
     if let Some(&(c, r)) = rows.get(i + prefetch::AHEAD) {
         if let Some(part) = view.part(c as usize) {
             let r = r as usize;
@@ -492,11 +499,7 @@ impl CommitIndexes {
     fn rescore(&self, view: &DenseView, query: &[f32], k: usize, rows: &[Row]) -> Result<Vec<Hit>, IndexError> {
         let hit = |i: usize| -> Result<Option<Hit>, IndexError> {
             // The part four rows further on (its header), then the row and its local.
-            if let Some(&(c, _)) = rows.get(i + 4 * prefetch::AHEAD) {
-                if let Some(part) = view.part(c as usize) {
-                    prefetch::prefetch(std::slice::from_ref::<DenseChunk>(part));
-                }
-            }
+            prefetch_part_ahead(view, rows, i);
             if let Some(&(c, r)) = rows.get(i + prefetch::AHEAD) {
                 if let Some(part) = view.part(c as usize) {
                     part.prefetch_row(r as usize);

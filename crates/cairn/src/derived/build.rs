@@ -27,13 +27,12 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::derived::cache::{Part, ViewEntry};
-use crate::derived::graph_base::positions;
 use crate::derived::keys::{
     graph_store_key, manifest_key, manifest_store_key, part_store_key, unit_key, view_key, TreeKind, TAG_DENSE,
     TAG_EDGES, TAG_NODE_CORE, TAG_SPARSE, TAG_SPLIT, TAG_TEXT,
 };
 use crate::derived::list::{Donor, FromDonor};
-use crate::derived::spans::{self, ChunkList, ChunkRef};
+use crate::derived::spans::{self, positions, ChunkList, ChunkRef};
 use crate::error::{Error, Result};
 use crate::progress::{Meter, Step};
 use crate::repo::Repo;
@@ -1021,7 +1020,7 @@ impl Repo {
         let units = unit_ranges(&chunk_levels(firsts));
         let index = base.map(|_| positions(list));
         let meter = self.meter(Step::IndexGraphs, Some(units.len() as u64));
-        let units: Result<Vec<BaseUnit>> = units
+        units
             .into_par_iter()
             .map(|range| {
                 let _tick = Tick(&meter);
@@ -1044,8 +1043,7 @@ impl Repo {
                 let graph = self.unit_graph(ctx, &key, model, &refs)?;
                 Ok(BaseUnit { graph, parts, chunks })
             })
-            .collect();
-        units
+            .collect()
     }
 
     /// The dense part of `model` of a base commit's chunk the view lacks (`None`: none of

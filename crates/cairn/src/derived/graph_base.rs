@@ -23,7 +23,7 @@
 //! — the same bytes in every process. Two commits with the same tree and different
 //! histories may choose different bases; the view cache keys graphs by their origin.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use cairn_core::{Commit, CommitId, Hash};
@@ -79,16 +79,13 @@ impl Repo {
         window.reverse();
         roots.extend(window);
         roots.dedup_by_key(|r| r.0);
-        let order: Vec<u64> = roots.iter().map(|r| r.0).collect();
-        let roots: HashMap<u64, Option<Hash>> = roots.into_iter().collect();
         let mut chosen = None;
-        for t in order {
+        for (t, root) in roots {
             // A candidate that is the commit itself, or holds the same tree, means the
-            // commit's own units; a missing one (a broken chain) is skipped.
+            // commit's own units (one missing from a broken chain is not listed).
             if t >= g {
                 break;
             }
-            let Some(root) = roots.get(&t).copied() else { continue };
             if root == c.node_root {
                 break;
             }
@@ -170,9 +167,4 @@ fn differing(a: &ChunkList, b: &ChunkList) -> usize {
     let keys: HashSet<Hash> = a.iter().map(|c| c.key).collect();
     let shared = b.iter().filter(|c| keys.contains(&c.key)).count();
     (a.len() - shared) + (b.len() - shared)
-}
-
-/// Each chunk key's position in `list`.
-pub(super) fn positions(list: &ChunkList) -> HashMap<Hash, usize> {
-    list.iter().enumerate().map(|(i, c)| (c.key, i)).collect()
 }

@@ -43,8 +43,7 @@ impl Donor {
 
     /// The donor's chunks by key.
     pub(super) fn index(&self) -> &HashMap<Hash, usize> {
-        self.index
-            .get_or_init(|| self.entry.nodes.iter().enumerate().map(|(i, c)| (c.key, i)).collect())
+        self.index.get_or_init(|| spans::positions(&self.entry.nodes))
     }
 }
 

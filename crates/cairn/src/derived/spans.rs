@@ -41,6 +41,11 @@ pub(crate) struct ChunkRef {
 /// A tree's chunks, in key order.
 pub(crate) type ChunkList = Vec<ChunkRef>;
 
+/// Each chunk key's position in `list`.
+pub(crate) fn positions(list: &[ChunkRef]) -> std::collections::HashMap<Hash, usize> {
+    list.iter().enumerate().map(|(i, c)| (c.key, i)).collect()
+}
+
 /// Where one tree node's spans (those headed by its entries and its descendants' of level ≥
 /// `L`) are in its tree's resolved chunk list: chunks `start..end`. `lead` is the gap the
 /// node's walk emits before them (its leftmost descent below `L`), which the span before the
