@@ -10,7 +10,7 @@
 //! | `links.tsv` (optional) | a header line, then `source-id⇥target-id⇥weight` |
 //! | `doc_meta.jsonl` (optional) | `{"id", <field>: <string>...}` per line ([`DocMeta`]) |
 //!
-//! This is the one module of the crate that reads files.
+//! This module and [`crate::timeqa`] are the ones of the crate that read files.
 
 use std::collections::BTreeMap;
 use std::fs;

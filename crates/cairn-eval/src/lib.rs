@@ -8,6 +8,8 @@
 //!   `../shared/eval/<name>/` (`corpus.jsonl`, `queries.jsonl`, `qrels.tsv`, MiniLM
 //!   embeddings, optional `links.tsv` and `doc_meta.jsonl`), loaded by [`Collection::load`]
 //!   and [`DocMeta::load`]; every load error names the file (and line).
+//! - [`timeqa`]: time-sensitive questions over Wikipedia paragraphs (TimeQA's layout,
+//!   `../shared/eval/timeqa-train/`), loaded by [`TimeQa::load`].
 //! - [`metrics`]: nDCG@k and Recall@k as `trec_eval` computes them, pure functions.
 //! - [`import`]: a collection written into a [`cairn::Repo`] as one commit, the same
 //!   mapping every time (documents → nodes with text and embedding, links → edges).
@@ -34,8 +36,10 @@ pub mod collection;
 pub mod import;
 pub mod metrics;
 pub mod run;
+pub mod timeqa;
 
 pub use collection::{Collection, CorpusDoc, DocMeta, EvalError, Link, Qrels, Query};
 pub use import::{import_collection, import_collection_with_meta, DOCUMENT_LABEL, EVAL_MODEL, LINK_KIND};
 pub use metrics::{mean, ndcg_at_k, recall_at_k};
 pub use run::{evaluate, EvalRun, EvalScores, QueryFailed, RANKED_PER_QUERY};
+pub use timeqa::{TimeQa, TimeQuestion};

@@ -6,13 +6,14 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use cairn_core::{CommitId, Edge, Hash, Node, NodeId};
+use cairn_core::{Edge, Node, NodeId};
 use cairn_eval::{mean, ndcg_at_k, recall_at_k, Collection};
-use cairn_index::{CommitIndexes, IndexParams};
 use cairn_retrieve::expand::DEFAULT_HOP_DECAY;
 use cairn_retrieve::{execute_spec, Fusion, GraphExpand, Plugins, ResolvedCommit, RetrieveSpec, VectorQuery};
+
+mod common;
+use common::resolved;
 
 fn eval_dir() -> Option<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/eval");
@@ -51,19 +52,6 @@ fn commit(c: &Collection, with_links: bool) -> ResolvedCommit {
         _ => Vec::new(),
     };
     resolved("eval", 0, nodes, &edges)
-}
-
-/// A resolved commit over `nodes` and `edges`, its indexes built in memory.
-fn resolved(name: &str, ts: i64, nodes: Vec<Node>, edges: &[Edge]) -> ResolvedCommit {
-    let mut with_hashes: Vec<(Hash, Node)> = nodes.into_iter().map(|n| (Hash::of(n.id.as_bytes()), n)).collect();
-    with_hashes.sort_by(|a, b| a.1.id.cmp(&b.1.id));
-    let indexes = CommitIndexes::build(Hash::of(name.as_bytes()), &IndexParams::default(), &with_hashes, edges);
-    ResolvedCommit {
-        commit: CommitId(Hash::of(format!("commit:{name}").as_bytes())),
-        timestamp_ms: ts,
-        indexes: Arc::new(indexes),
-        repairs: Vec::new(),
-    }
 }
 
 struct Scores {
@@ -592,5 +580,41 @@ fn weak_lane_fusion() {
                 eprintln!("{name} | σ {sigma} | {title} | {n:.4} | {r:.4}");
             }
         }
+    }
+}
+
+/// Writes each query's raw lanes (depth 1000) of the three collections as JSON lines to
+/// `CAIRN_EVAL_DUMP_DIR/<name>.jsonl`, for exploring fusions outside the pipeline.
+#[test]
+#[ignore = "a tool: dumps the lanes of every query"]
+fn dump_lanes() {
+    let Ok(out) = std::env::var("CAIRN_EVAL_DUMP_DIR") else {
+        eprintln!("set CAIRN_EVAL_DUMP_DIR=DIR");
+        return;
+    };
+    let Some(dir) = eval_dir() else { return };
+    for name in COLLECTIONS {
+        let c = Collection::load(&dir.join(name)).unwrap();
+        let commit = commit(&c, false);
+        let mut lines = String::new();
+        for (i, q) in c.queries.iter().enumerate() {
+            let mut v = serde_json::json!({"q": i, "gold": c.qrels.get(&q.id)});
+            for (lane, text, dense) in [("text", true, false), ("dense", false, true)] {
+                let spec = RetrieveSpec {
+                    limit: Some(1000),
+                    ..spec(&c, i, text, dense)
+                };
+                let r = execute_spec(&commit, &spec, &Plugins::default()).unwrap();
+                let hits: Vec<(String, f32)> = r
+                    .items
+                    .iter()
+                    .map(|it| (it.id.as_str().to_string(), it.lanes.values().next().unwrap().score))
+                    .collect();
+                v[lane] = serde_json::json!(hits);
+            }
+            lines.push_str(&v.to_string());
+            lines.push('\n');
+        }
+        std::fs::write(std::path::Path::new(&out).join(format!("{name}.jsonl")), lines).unwrap();
     }
 }

@@ -15,6 +15,8 @@
 //!   per-chunk [`Filter`]s; BM25 with the commit's statistics summed over chunks; sparse
 //!   dot products; the dense lane exact by default (an int8 scan with a proven bound, then
 //!   exact rescoring) and approximate on request (HNSW graphs per [unit](mod@unit)).
+//! * [`dates`] — dates written in text (one grammar for queries and node texts); each
+//!   node chunk stores its nodes' [`dates::text_dates`].
 //! * [`persist`] — the bytes of every stored part, read by one bounded reader.
 //!
 //! Every ranked list is `(score desc, ordinal asc)` with exact scores.
@@ -24,6 +26,7 @@
 pub mod analyzer;
 pub mod chunk;
 pub mod chunking;
+pub mod dates;
 pub(crate) mod dense;
 pub mod error;
 mod fast_hash;

@@ -83,9 +83,26 @@ fn time_expressions_table() {
         ("last month", vec![("last month", month(2024, 5))]),
         ("last year", vec![("last year", year(2023))]),
         ("this year", vec![("this year", year(2024))]),
+        // Ranges are one window, from the first end's start to the second end's end.
         (
             "between 2019-2020",
-            vec![("2020", year(2020))], // 2019 is followed by `-` and no preposition: only the clause end counts
+            vec![("2019-2020", window(ymd(2019, 1, 1), ymd(2021, 1, 1)))],
+        ),
+        (
+            "Who owned the house from 1811 to 1827?",
+            vec![("1811 to 1827", window(ymd(1811, 1, 1), ymd(1828, 1, 1)))],
+        ),
+        (
+            "who coached them from 1975 to Feb 2016",
+            vec![("1975 to Feb 2016", window(ymd(1975, 1, 1), ymd(2016, 3, 1)))],
+        ),
+        (
+            "between 1990 and 1995?",
+            vec![("1990 and 1995", window(ymd(1990, 1, 1), ymd(1996, 1, 1)))],
+        ),
+        (
+            "music of the 1990s",
+            vec![("1990s", window(ymd(1990, 1, 1), ymd(2000, 1, 1)))],
         ),
         (
             "in July 2023 and on 2024-01-02",
@@ -98,7 +115,8 @@ fn time_expressions_table() {
         ("a value of 2019.5", vec![]),
         ("you may go", vec![]),
         ("how do wings stall", vec![]),
-        ("in 1850", vec![]),
+        ("in 1850", vec![("1850", year(1850))]),
+        ("in 850", vec![]),
         ("on 2023-02-30", vec![]),
         // No day 32: only the year at the clause end is left.
         ("May 32, 2023", vec![("2023", year(2023))]),
