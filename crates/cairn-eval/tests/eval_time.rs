@@ -11,11 +11,14 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use cairn_core::{Hash, Node, NodeId};
 use cairn_embed::{find_model_dir, MiniLm};
 use cairn_eval::{mean, ndcg_at_k, recall_at_k, TimeQa};
-use cairn_retrieve::{execute_spec, Embedder, Fusion, Plugins, ResolvedCommit, RetrieveSpec, VectorQuery};
+use cairn_retrieve::{
+    execute_spec, Embedder, Fusion, Plugins, QueryPlanner, ResolvedCommit, RetrieveSpec, RulePlanner, VectorQuery,
+};
 
 mod common;
 use common::resolved;
@@ -135,10 +138,10 @@ impl Setup {
         }
     }
 
-    fn evaluate(&self, make: impl Fn(usize) -> RetrieveSpec) -> Scores {
+    fn evaluate(&self, plugins: &Plugins, make: impl Fn(usize) -> RetrieveSpec) -> Scores {
         let (mut hit1, mut ndcg, mut recall) = (Vec::new(), Vec::new(), Vec::new());
         for (i, q) in self.qa.questions.iter().enumerate() {
-            let r = execute_spec(&self.commit, &make(i), &Plugins::default()).unwrap();
+            let r = execute_spec(&self.commit, &make(i), plugins).unwrap();
             let ranked: Vec<String> = r.items.iter().map(|it| it.id.as_str().to_string()).collect();
             let qrels: BTreeMap<String, i64> = q.gold.iter().map(|g| (g.clone(), 1)).collect();
             hit1.push(Some(if ranked.first().is_some_and(|f| q.gold.contains(f)) {
@@ -156,35 +159,67 @@ impl Setup {
         }
     }
 
-    /// Each lane, then the default fusion, then `others`, on `task`; printed as table rows.
-    fn table(&self, task: Task, others: &[(&str, Fusion)]) -> Vec<(String, Scores)> {
+    /// Each lane, then the default, then `others`, on `task`; printed as table rows. The
+    /// first three rows are text, dense and the default, all with the default planner.
+    fn table(&self, task: Task, others: &[Row]) -> Vec<(String, Scores)> {
         let mut rows = vec![
-            (
-                "text".to_string(),
-                self.evaluate(|i| self.spec(i, task, true, false, None)),
-            ),
-            (
-                "dense".to_string(),
-                self.evaluate(|i| self.spec(i, task, false, true, None)),
-            ),
-            (
-                "default".to_string(),
-                self.evaluate(|i| self.spec(i, task, true, true, None)),
-            ),
+            Row::new("text lane", true, false),
+            Row::new("dense lane", false, true),
+            Row::new("default", true, true),
         ];
-        for (name, f) in others {
-            rows.push((
-                name.to_string(),
-                self.evaluate(|i| self.spec(i, task, true, true, Some(f.clone()))),
-            ));
+        rows.extend(others.iter().cloned());
+        rows.into_iter()
+            .map(|row| {
+                let plugins = Plugins {
+                    planner: row.planner.map(|p| Arc::new(p) as Arc<dyn QueryPlanner>),
+                    ..Plugins::default()
+                };
+                let s = self.evaluate(&plugins, |i| {
+                    self.spec(i, task, row.text, row.dense, row.fusion.clone())
+                });
+                eprintln!(
+                    "| {task:?} | {} | {:.3} | {:.3} | {:.3} |",
+                    row.name, s.hit1, s.ndcg10, s.recall100
+                );
+                (row.name, s)
+            })
+            .collect()
+    }
+}
+
+/// One configuration of a table.
+#[derive(Clone)]
+struct Row {
+    name: String,
+    text: bool,
+    dense: bool,
+    fusion: Option<Fusion>,
+    planner: Option<RulePlanner>,
+}
+
+impl Row {
+    fn new(name: &str, text: bool, dense: bool) -> Row {
+        Row {
+            name: name.into(),
+            text,
+            dense,
+            fusion: None,
+            planner: None,
         }
-        for (name, s) in &rows {
-            eprintln!(
-                "| {task:?} | {name} | {:.3} | {:.3} | {:.3} |",
-                s.hit1, s.ndcg10, s.recall100
-            );
-        }
-        rows
+    }
+
+    fn fusion(mut self, f: Fusion) -> Row {
+        self.fusion = Some(f);
+        self
+    }
+
+    /// The rule planner with a text-date boost of `w` (0: none).
+    fn text_date_boost(mut self, w: f64) -> Row {
+        self.planner = Some(RulePlanner {
+            text_date_boost: w,
+            ..RulePlanner::default()
+        });
+        self
     }
 }
 
@@ -224,12 +259,26 @@ fn default_fusion_never_below_a_lane_on_time_questions() {
 #[ignore = "a measurement: embeds the whole split (minutes) and prints the table"]
 fn full_split_table() {
     let Some(s) = setup(|_| true) else { return };
-    let others = [
-        ("score, text 0.4 (fixed weights)", Fusion::score()),
+    let mut others = vec![
+        Row::new("text lane, no text-date boost", true, false).text_date_boost(0.0),
+        Row::new("default fusion, no text-date boost", true, true).text_date_boost(0.0),
+    ];
+    for (name, f) in [
         ("rrf", Fusion::rrf()),
         ("min_max", Fusion::min_max()),
         ("dbsf", Fusion::dbsf()),
-    ];
+    ] {
+        others.push(Row::new(name, true, true).fusion(f.clone()));
+        others.push(
+            Row::new(&format!("{name}, no text-date boost"), true, true)
+                .fusion(f)
+                .text_date_boost(0.0),
+        );
+    }
+    for w in [0.05, 0.1, 0.15, 0.3] {
+        others.push(Row::new(&format!("text lane, text-date boost {w}"), true, false).text_date_boost(w));
+        others.push(Row::new(&format!("default fusion, text-date boost {w}"), true, true).text_date_boost(w));
+    }
     for task in [Task::Gated, Task::Pooled] {
         s.table(task, &others);
     }

@@ -133,6 +133,14 @@ fn encode_core(key: &Hash, c: &NodeChunk) -> (Vec<u8>, u64) {
         w.str(m);
         w.u32(*rows);
     }
+    for l in 0..c.ids.len() {
+        let spans = c.text_dates(l as Local);
+        w.u8(spans.len() as u8);
+        for s in spans {
+            w.u32(s.start as u32);
+            w.u32(s.end as u32);
+        }
+    }
     (w.0, section)
 }
 
@@ -448,6 +456,25 @@ fn decode_core(
             return Err(bad("sparse model list malformed"));
         }
         c.sparse_models.insert(m, rows);
+    }
+    c.date_end.reserve_exact(n);
+    for _ in 0..n {
+        let count = r.u8()? as usize;
+        if count > crate::dates::MAX_TEXT_DATES {
+            return Err(bad(format!("{count} text dates for one node")));
+        }
+        let first = c.dates.len();
+        for _ in 0..count {
+            let span = crate::dates::DaySpan {
+                start: r.u32()? as i32,
+                end: r.u32()? as i32,
+            };
+            if span.start >= span.end || c.dates[first..].last().is_some_and(|last| *last >= span) {
+                return Err(bad("text dates malformed"));
+            }
+            c.dates.push(span);
+        }
+        c.date_end.push(c.dates.len() as u32);
     }
     r.done()?;
     Ok(c)

@@ -13,8 +13,17 @@
 //! [`DEFAULT_TIME_BOOST`] of the fusion scale's top (see [`crate::fusion`]); one that
 //! misses the window gains less the further it is from it (half per
 //! [`TIME_BOOST_HALF_LIFE_DAYS`] days), because a question's date can be off by days. A
-//! candidate without any validity bound gains nothing (nothing says when it held), so on
-//! data without validity — the evaluation collections — the ranking is unchanged.
+//! candidate without any validity bound gains nothing (nothing says when it held).
+//!
+//! Each expression also becomes a [`SoftBoost::TextDates`]: a candidate whose *text* names
+//! a date in the window ("during 1916-1920", "in 1917", "May 2021" — the grammar of
+//! [`cairn_index::dates`], read when the node's chunk is built and stored with it) gains up
+//! to [`DEFAULT_TEXT_DATE_BOOST`] of the scale's top; a date near the window gains less,
+//! measured in the date's own length (a year one year off gains a quarter), and a vague
+//! date gains its share (the 1990s for a question about 1995: a tenth). A candidate whose
+//! text names no date gains nothing, so data without dates ranks as before. Both boosts
+//! are soft: they reorder what the lanes found and never gate. Measured on time-sensitive
+//! questions in README ("Time in the text").
 //!
 //! The planner runs after the commit is resolved, with the reference time of relative
 //! expressions set to the spec's `valid_at` (a time), else the commit's timestamp — never
@@ -69,6 +78,9 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use cairn_index::dates::DaySpan;
+use cairn_index::{CommitIndexes, Ordinal};
+
 use crate::time_expr::{find_time_expressions, TimeWindow};
 
 /// The share of the fusion scale's top a time boost adds to a candidate whose validity
@@ -77,6 +89,10 @@ pub const DEFAULT_TIME_BOOST: f64 = 0.1;
 
 /// Days after which a time boost halves for a candidate whose validity misses the window.
 pub const TIME_BOOST_HALF_LIFE_DAYS: f64 = 7.0;
+
+/// The share of the fusion scale's top a text-date boost adds to a candidate whose text
+/// names a date inside the window (module docs).
+pub const DEFAULT_TEXT_DATE_BOOST: f64 = 0.2;
 
 /// What a planner sees.
 #[derive(Debug, Clone, Copy)]
@@ -134,39 +150,59 @@ pub enum SoftBoost {
         /// Days after which the boost halves outside the window (finite, > 0).
         half_life_days: f64,
     },
+    /// Candidates whose text names a date in or near `window` (the node chunk's text
+    /// dates, [`cairn_index::dates`]) gain `weight · top · s`, with `s` the best over the
+    /// text's dates `d`: the share of `d`'s days inside the window when they overlap
+    /// (a year inside a five-year window: 1; the 1990s for a window of 1995: 0.1), else
+    /// `0.5^((gap + len(d)) / len(d))` — a date one of its own lengths away (the year
+    /// right after the window) gains a quarter of the boost, as far again an eighth.
+    /// Candidates whose text names no date gain nothing.
+    TextDates {
+        /// The expression as written in the query.
+        expression: String,
+        /// The window it names.
+        window: TimeWindow,
+        /// Share of the scale's top added at full strength (finite, in `[0, 1]`).
+        weight: f64,
+    },
 }
+
+/// Milliseconds in a day.
+const DAY_MS: i64 = 86_400_000;
 
 impl SoftBoost {
     /// Checks the boost's numbers; the message names the bad field.
     pub(crate) fn check(&self) -> Result<(), String> {
-        match self {
+        let (window, weight) = match self {
             SoftBoost::ValidityOverlap {
                 window,
                 weight,
                 half_life_days,
                 ..
             } => {
-                if !(weight.is_finite() && (0.0..=1.0).contains(weight)) {
-                    return Err(format!("weight must be in [0, 1], got {weight}"));
-                }
                 if !(half_life_days.is_finite() && *half_life_days > 0.0) {
                     return Err(format!("half_life_days must be > 0, got {half_life_days}"));
                 }
-                if window.start_ms >= window.end_ms {
-                    return Err(format!("the window [{}, {}) is empty", window.start_ms, window.end_ms));
-                }
-                Ok(())
+                (window, weight)
             }
+            SoftBoost::TextDates { window, weight, .. } => (window, weight),
+        };
+        if !(weight.is_finite() && (0.0..=1.0).contains(weight)) {
+            return Err(format!("weight must be in [0, 1], got {weight}"));
         }
+        if window.start_ms >= window.end_ms {
+            return Err(format!("the window [{}, {}) is empty", window.start_ms, window.end_ms));
+        }
+        Ok(())
     }
 
-    /// The boost's strength in `[0, 1]` for a node valid over `[from, until)`
-    /// (`i64::MIN` / `i64::MAX` for an open end).
-    pub(crate) fn strength(&self, from: i64, until: i64) -> f64 {
+    /// The boost's strength in `[0, 1]` for the node at `ordinal`.
+    pub(crate) fn strength(&self, indexes: &CommitIndexes, ordinal: Ordinal) -> f64 {
         match self {
             SoftBoost::ValidityOverlap {
                 window, half_life_days, ..
             } => {
+                let (from, until) = indexes.validity(ordinal);
                 if from == i64::MIN && until == i64::MAX {
                     return 0.0;
                 }
@@ -178,22 +214,48 @@ impl SoftBoost {
                     0.5f64.powf(days / half_life_days)
                 }
             }
+            SoftBoost::TextDates { window, .. } => text_date_strength(window, indexes.text_dates(ordinal)),
         }
     }
 
     /// The boost's share of the scale's top at full strength.
     pub(crate) fn weight(&self) -> f64 {
         match self {
-            SoftBoost::ValidityOverlap { weight, .. } => *weight,
+            SoftBoost::ValidityOverlap { weight, .. } | SoftBoost::TextDates { weight, .. } => *weight,
         }
     }
 
-    /// The boost's name in an explanation (`boost:time`).
+    /// The boost's name in an explanation (`boost:time`, `boost:text_date`).
     pub(crate) fn term_name(&self) -> &'static str {
         match self {
             SoftBoost::ValidityOverlap { .. } => "boost:time",
+            SoftBoost::TextDates { .. } => "boost:text_date",
         }
     }
+}
+
+/// [`SoftBoost::TextDates`]'s strength for a text whose dates are `dates`; the best over
+/// them, taken in their stored (sorted) order.
+fn text_date_strength(window: &TimeWindow, dates: &[DaySpan]) -> f64 {
+    // The window in whole days (a window is whole days when the planner makes it).
+    let (ws, we) = (
+        window.start_ms.div_euclid(DAY_MS),
+        (window.end_ms - 1).div_euclid(DAY_MS) + 1,
+    );
+    let mut best = 0.0f64;
+    for d in dates {
+        let (a, b) = (i64::from(d.start), i64::from(d.end));
+        let len = (b - a) as f64;
+        let overlap = b.min(we) - a.max(ws);
+        let s = if overlap > 0 {
+            overlap as f64 / len
+        } else {
+            let gap = if b <= ws { ws - b } else { a - we };
+            0.5f64.powf((gap as f64 + len) / len)
+        };
+        best = best.max(s);
+    }
+    best
 }
 
 /// Why a planner could not plan.
@@ -253,6 +315,9 @@ pub struct RulePlanner {
     /// Half-life of a time boost outside its window, in days (default
     /// [`TIME_BOOST_HALF_LIFE_DAYS`]).
     pub half_life_days: f64,
+    /// Share of the scale's top a text-date boost adds (default
+    /// [`DEFAULT_TEXT_DATE_BOOST`]; 0 turns text dates off).
+    pub text_date_boost: f64,
 }
 
 impl Default for RulePlanner {
@@ -260,6 +325,7 @@ impl Default for RulePlanner {
         RulePlanner {
             time_boost: DEFAULT_TIME_BOOST,
             half_life_days: TIME_BOOST_HALF_LIFE_DAYS,
+            text_date_boost: DEFAULT_TEXT_DATE_BOOST,
         }
     }
 }
@@ -270,18 +336,26 @@ impl QueryPlanner for RulePlanner {
     }
 
     fn plan(&self, request: &PlanRequest<'_>) -> Result<QueryPlan, PlanError> {
-        let boosts = request
+        let mut boosts = Vec::new();
+        for e in request
             .text
             .map(|t| find_time_expressions(t, request.reference_ms))
             .unwrap_or_default()
-            .into_iter()
-            .map(|e| SoftBoost::ValidityOverlap {
-                expression: e.text,
+        {
+            boosts.push(SoftBoost::ValidityOverlap {
+                expression: e.text.clone(),
                 window: e.window,
                 weight: self.time_boost,
                 half_life_days: self.half_life_days,
-            })
-            .collect();
+            });
+            if self.text_date_boost > 0.0 {
+                boosts.push(SoftBoost::TextDates {
+                    expression: e.text,
+                    window: e.window,
+                    weight: self.text_date_boost,
+                });
+            }
+        }
         Ok(QueryPlan {
             boosts,
             ..QueryPlan::default()

@@ -158,10 +158,9 @@ fn apply_boosts(indexes: &CommitIndexes, boosts: &[SoftBoost], top: f64, fused: 
     }
     let mut boosted = 0;
     for f in fused.iter_mut() {
-        let (from, until) = indexes.validity(f.ordinal);
         let mut gained = false;
         for b in boosts {
-            let strength = b.strength(from, until);
+            let strength = b.strength(indexes, f.ordinal);
             if strength > 0.0 {
                 f.score += b.weight() * top * strength;
                 gained = true;
@@ -175,11 +174,10 @@ fn apply_boosts(indexes: &CommitIndexes, boosts: &[SoftBoost], top: f64, fused: 
 
 /// The explanation terms of the boosts a node gained.
 fn boost_terms(indexes: &CommitIndexes, boosts: &[SoftBoost], top: f64, ordinal: Ordinal) -> Vec<FusionTerm> {
-    let (from, until) = indexes.validity(ordinal);
     boosts
         .iter()
         .filter_map(|b| {
-            let strength = b.strength(from, until);
+            let strength = b.strength(indexes, ordinal);
             (strength > 0.0).then(|| FusionTerm {
                 lane: b.term_name().to_string(),
                 rank: 0,

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use cairn_core::{Hash, Node, NodeId, Value};
 use roaring::RoaringBitmap;
 
+use crate::dates::{text_dates, DaySpan};
 use crate::dense::rows::RowSource;
 use crate::props::PropertyPredicate;
 use crate::validity::{bounds_contain, validity_bounds};
@@ -36,6 +37,10 @@ pub struct NodeChunk {
     pub(crate) text_end: Vec<u32>,
     /// Each text's length in characters (Unicode scalar values).
     pub(crate) text_chars: Vec<u32>,
+    /// The dates each text mentions ([`crate::dates::text_dates`]): node `i`'s are
+    /// `dates[date_end[i-1]..date_end[i]]`, sorted.
+    pub(crate) dates: Vec<DaySpan>,
+    pub(crate) date_end: Vec<u32>,
     /// Dense models with vectors in this chunk: model → (dimension, rows).
     pub(crate) dense_models: BTreeMap<String, (u32, u32)>,
     /// Sparse models with vectors in this chunk: model → rows.
@@ -108,8 +113,25 @@ impl NodeChunk {
                 }
             }
             c.push_text(&node.text);
+            c.push_dates(&text_dates(&node.text));
         }
         c
+    }
+
+    /// Appends a node's text dates (sorted, deduplicated).
+    pub(crate) fn push_dates(&mut self, spans: &[DaySpan]) {
+        self.dates.extend_from_slice(spans);
+        self.date_end.push(self.dates.len() as u32);
+    }
+
+    /// The dates node `local`'s text mentions, sorted (storage-format §7.3.1).
+    pub fn text_dates(&self, local: Local) -> &[DaySpan] {
+        let end = self.date_end[local as usize] as usize;
+        let start = match local {
+            0 => 0,
+            l => self.date_end[l as usize - 1] as usize,
+        };
+        &self.dates[start..end]
     }
 
     /// Appends a node's text.
@@ -300,6 +322,8 @@ impl NodeChunk {
         ids + self.hashes.len() * 32
             + labels
             + self.validity.len() * 16
+            + self.dates.len() * 8
+            + self.date_end.len() * 4
             + props
             + self.text.len()
             + self.text_end.len() * 4

@@ -400,6 +400,13 @@ impl CommitIndexes {
         self.chunks[c].validity(l)
     }
 
+    /// The dates the text of the node at `ordinal` mentions, sorted
+    /// ([`crate::dates::text_dates`]).
+    pub fn text_dates(&self, ordinal: Ordinal) -> &[crate::dates::DaySpan] {
+        let (c, l) = self.locate(ordinal);
+        self.chunks[c].text_dates(l)
+    }
+
     /// The filter admitting every node.
     pub fn all(&self) -> Filter {
         Filter::all(Arc::clone(&self.offsets))
