@@ -122,3 +122,64 @@ fn through_storage(view: &CommitIndexes) -> CommitIndexes {
     );
     out
 }
+
+/// Paragraphs that name years in their text, and a question about a range of years: the
+/// text-date boost takes part, and the bytes are the same across threads, through storage
+/// and in another process.
+#[test]
+fn text_date_boost_gives_the_same_bytes_everywhere() {
+    let nodes: Vec<cairn_core::Node> = (0..40)
+        .map(|i| {
+            cairn_core::Node::new(id(&format!("p{i:02}")))
+                .with_label("Page")
+                .with_text(format!(
+                    "The house was owned by owner {i} from {} to {}, then sold.",
+                    1900 + i,
+                    1903 + i
+                ))
+                .with_embedding("minilm", vec![1.0, (i % 7) as f32 * 0.01, 0.0, 0.0])
+        })
+        .collect();
+    let commit = resolved("dated", 0, nodes, &[]);
+    let spec = r#"{"text": "who owned the house from 1916 to 1920?",
+        "vector": {"model": "minilm", "embedding": [1, 0.02, 0, 0]}, "explain": true, "limit": 8}"#;
+    let a = json(&commit, spec);
+    if std::env::var_os("CAIRN_DETERMINISM_CHILD").is_some() {
+        println!("<<{a}>>");
+        return;
+    }
+    let v: serde_json::Value = serde_json::from_str(&a).unwrap();
+    assert_eq!(v["plan"]["boosts"][1]["kind"], "text_dates", "{a}");
+    assert!(v["plan"]["boosted"].as_u64().unwrap() > 0);
+    let top = &v["items"][0];
+    assert!(
+        top["explain"]["terms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["lane"] == "boost:text_date"),
+        "{top}"
+    );
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4).map(|_| scope.spawn(|| json(&commit, spec))).collect();
+        for h in handles {
+            assert_eq!(h.join().unwrap(), a);
+        }
+    });
+    let loaded = ResolvedCommit {
+        indexes: Arc::new(through_storage(&commit.indexes)),
+        ..commit.clone()
+    };
+    assert_eq!(json(&loaded, spec), a);
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "text_date_boost_gives_the_same_bytes_everywhere",
+            "--exact",
+            "--nocapture",
+        ])
+        .env("CAIRN_DETERMINISM_CHILD", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8(out.stdout).unwrap().contains(&format!("<<{a}>>")));
+}

@@ -8,7 +8,7 @@ use cairn_core::{Node, Validity};
 use cairn_retrieve::time_expr::find_time_expressions;
 use cairn_retrieve::{
     execute_spec, PlanError, PlanRequest, PlannerMode, Plugins, QueryPlan, QueryPlanner, ResolvedCommit, Retrieval,
-    RetrievalResult, RetrieveSpec, SoftBoost, TimeWindow, WarningCode,
+    RetrievalResult, RetrieveSpec, RulePlanner, SoftBoost, TimeWindow, WarningCode,
 };
 use common::{id, resolved, FakeSource};
 
@@ -194,9 +194,15 @@ fn time_boost_lifts_items_valid_in_the_window() {
     match &p.plan.boosts[..] {
         [SoftBoost::ValidityOverlap {
             expression, window: w, ..
+        }, SoftBoost::TextDates {
+            expression: e2,
+            window: w2,
+            weight,
         }] => {
             assert_eq!(expression, "July 2023");
             assert_eq!(*w, window(ymd(2023, 7, 1), ymd(2023, 8, 1)));
+            assert_eq!((e2, w2), (expression, w));
+            assert_eq!(*weight, 0.2, "a short question gets the full text-date boost");
         }
         other => panic!("{other:?}"),
     }
@@ -240,6 +246,73 @@ fn time_boost_lifts_items_valid_in_the_window() {
     // A query without a time expression plans nothing and reports nothing.
     let none = ask(&commit, r#"{"text": "Lisbon trip", "valid_at": "all_time"}"#);
     assert_eq!(none.plan, None);
+}
+
+/// Notes without validity whose texts name dates: the text-date boost lifts the ones
+/// whose dates fall in the question's window, by how much of each date is inside it.
+#[test]
+fn text_date_boost_lifts_notes_whose_text_names_the_window() {
+    let nodes = [
+        ("a-plain", "Lisbon trip with Ana"),
+        ("b-1999", "Lisbon trip with Ana, March 1999"),
+        ("c-2020s", "Lisbon trip with Ana in the 2020s"),
+        ("d-july", "Lisbon trip with Ana, July 2023"),
+    ];
+    // One vector for every note, and the text lane weighted 0: the lanes tie them all,
+    // so the boosts alone order them.
+    let nodes = nodes
+        .into_iter()
+        .map(|(i, t)| {
+            Node::new(id(i))
+                .with_label("Note")
+                .with_text(t)
+                .with_embedding("m", vec![1.0, 0.0])
+        })
+        .collect();
+    let commit = resolved("dated", REF, nodes, &[]);
+    let q = r#""text": "Lisbon trip with Ana between 2022 and 2024", "explain": true,
+        "vector": {"model": "m", "embedding": [1, 0]}, "fusion": {"weights": {"text": 0}}"#;
+    let planned = ask(&commit, &format!("{{{q}}}"));
+    let plain = ask(&commit, &format!(r#"{{{q}, "planner": "none"}}"#));
+    let boost = |id: &str| {
+        let item = planned.items.iter().find(|i| i.id.as_str() == id).unwrap();
+        item.explain
+            .as_ref()
+            .unwrap()
+            .terms
+            .iter()
+            .find(|t| t.lane == "boost:text_date")
+            .map_or(0.0, |t| t.contribution)
+    };
+    // July 2023 lies inside 2022–2024: full strength, 0.2 of the scale's top.
+    assert_eq!(boost("d-july"), 0.2);
+    // The 2020s: three of its ten years inside.
+    assert!((boost("c-2020s") - 0.2 * 0.3).abs() < 0.01, "{}", boost("c-2020s"));
+    // March 1999: 23 years before the window, next to nothing.
+    assert!(boost("b-1999") > 0.0 && boost("b-1999") < 1e-6);
+    assert_eq!(boost("a-plain"), 0.0);
+    for i in &planned.items {
+        eprintln!("{} {} {:?}", i.id.as_str(), i.score, i.explain.as_ref().unwrap().terms);
+    }
+    assert_eq!(order(&planned), ["d-july", "c-2020s", "a-plain", "b-1999"]);
+    assert_ne!(
+        order(&plain),
+        order(&planned),
+        "without the planner the dates change nothing"
+    );
+    // A long query (over TEXT_DATE_FULL_WORDS words) gets a smaller text-date boost.
+    let long = format!("{} between 2022 and 2024", "Lisbon trip with Ana ".repeat(11));
+    let plan = RulePlanner::default()
+        .plan(&PlanRequest {
+            text: Some(&long),
+            reference_ms: REF,
+            lanes: &[],
+        })
+        .unwrap();
+    match &plan.boosts[1] {
+        SoftBoost::TextDates { weight, .. } => assert!((*weight - 0.2 * 24.0 / 48.0).abs() < 1e-12, "{weight}"),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]

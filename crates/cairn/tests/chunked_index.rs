@@ -291,8 +291,8 @@ fn chunk_keys_do_not_depend_on_history() {
 }
 
 const GOLDEN_CHUNKS: usize = 11;
-const GOLDEN_FIRST_CHUNK: &str = "6d70ceda11aaf0ec9497e52eafdbb0802e6e4200c3b549f92c853a2345a78741";
-const GOLDEN_ALL_CHUNKS: &str = "ba2ca83602a9a12e60e29d059851eff4389466e6b79c80d4dc7046fd361e62b3";
+const GOLDEN_FIRST_CHUNK: &str = "9918a1358e9d776925915e1074c949cba497b3711e3087da84b9e6491746b4ef";
+const GOLDEN_ALL_CHUNKS: &str = "4c2a002ed479ed5e9b4ea52056cf9d4d05fc94f1f4e5ecaec393ebae1061622e";
 
 /// A repository whose node tree has several units (ids of level ≥ 5 cut them).
 fn units_repo(store: Arc<dyn Store>) -> Repo {
