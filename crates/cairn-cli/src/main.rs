@@ -116,6 +116,16 @@ enum Command {
     /// Serve the repository over HTTP so that many processes share it (`cairn serve token
     /// add` makes bearer tokens).
     Serve(commands::serve::Args),
+    /// List, add or remove remotes (other repositories to fetch from and push to).
+    Remote(commands::remote::Args),
+    /// Copy a repository: every branch fetched, its current branch checked out.
+    Clone(commands::sync::CloneArgs),
+    /// Fetch a remote's branches into remote-tracking branches (`origin/main`).
+    Fetch(commands::sync::FetchArgs),
+    /// Fetch, then merge the remote's branch into the current branch.
+    Pull(commands::sync::PullArgs),
+    /// Push a branch to a remote (fast-forward only unless --force).
+    Push(commands::sync::PushArgs),
 }
 
 /// What every command gets: where the repository is, and where to write its output.
@@ -186,6 +196,11 @@ fn dispatch(command: Command, ctx: &mut Ctx<'_>) -> Result<(), CliError> {
         Command::Embedder(args) => commands::embedder::run(ctx, args),
         Command::Mcp(args) => commands::mcp::run(ctx, args),
         Command::Serve(args) => commands::serve::run(ctx, args),
+        Command::Remote(args) => commands::remote::run(ctx, args),
+        Command::Clone(args) => commands::sync::run_clone(ctx, args),
+        Command::Fetch(args) => commands::sync::run_fetch(ctx, args),
+        Command::Pull(args) => commands::sync::run_pull(ctx, args),
+        Command::Push(args) => commands::sync::run_push(ctx, args),
     }
 }
 

@@ -2,7 +2,8 @@
 //! compare-and-swap.
 //!
 //! Ref names: `HEAD` holds `ref: refs/heads/<branch>` (the current branch);
-//! `refs/heads/<branch>` and `refs/tags/<tag>` hold a commit id's 32 raw bytes;
+//! `refs/heads/<branch>`, `refs/tags/<tag>` and the remote-tracking
+//! `refs/remotes/<remote>/<branch>` hold a commit id's 32 raw bytes;
 //! `meta/...` holds repository metadata (e.g. `meta/dense-dim/<model>`: a u32 LE).
 
 use std::fmt;
@@ -16,6 +17,7 @@ use crate::error::GraphError;
 pub const HEAD: &str = "HEAD";
 const HEADS: &str = "refs/heads/";
 const TAGS: &str = "refs/tags/";
+const REMOTES: &str = "refs/remotes/";
 
 /// A validated branch (or tag) name: 1..=200 bytes of ASCII letters, digits and `._-/`,
 /// not starting with `-`, `/` or `.`, without `..`, `//`, `@{` or a trailing `/`, and not
@@ -192,6 +194,62 @@ impl<'a> Refs<'a> {
                 Ok((BranchName::new(short)?, decode_commit_ref(&name, &v)?))
             })
             .collect()
+    }
+
+    /// The commit remote `remote`'s branch `branch` was at when last fetched or pushed
+    /// (`refs/remotes/<remote>/<branch>`; `None`: never seen).
+    pub fn remote_branch(&self, remote: &str, branch: &BranchName) -> Result<Option<CommitId>, GraphError> {
+        let name = format!("{REMOTES}{remote}/{branch}");
+        self.store
+            .get_ref(&name)?
+            .map(|v| decode_commit_ref(&name, &v))
+            .transpose()
+    }
+
+    /// Remote `remote`'s tracked branches with their commits, in name order.
+    pub fn remote_branches(&self, remote: &str) -> Result<Vec<(BranchName, CommitId)>, GraphError> {
+        self.list(&format!("{REMOTES}{remote}/"))
+    }
+
+    /// Every remote-tracking ref as `(remote/branch, commit)`, in name order.
+    pub fn all_remote_branches(&self) -> Result<Vec<(BranchName, CommitId)>, GraphError> {
+        self.list(REMOTES)
+    }
+
+    /// Sets (or with `None` removes) the remote-tracking ref of `remote`'s `branch`,
+    /// whatever it held: only fetch and push write these, and each writes what the remote
+    /// said.
+    pub fn set_remote_branch(&self, remote: &str, branch: &BranchName, to: Option<CommitId>) -> Result<(), GraphError> {
+        let name = format!("{REMOTES}{remote}/{branch}");
+        let new = to.map(|c| *c.0.as_bytes());
+        loop {
+            let cur = self.store.get_ref(&name)?;
+            if cur.as_deref() == new.as_ref().map(|b| &b[..]) {
+                return Ok(());
+            }
+            match self
+                .store
+                .cas_ref(&name, cur.as_deref(), new.as_ref().map(|b| &b[..]))?
+            {
+                CasOutcome::Swapped => return Ok(()),
+                CasOutcome::Conflict { .. } => continue,
+            }
+        }
+    }
+
+    /// Replaces a metadata value whatever it holds (`None`: removes it).
+    pub fn set_meta(&self, key: &str, value: Option<&[u8]>) -> Result<(), GraphError> {
+        let name = format!("meta/{key}");
+        loop {
+            let cur = self.store.get_ref(&name)?;
+            if cur.as_deref() == value {
+                return Ok(());
+            }
+            match self.store.cas_ref(&name, cur.as_deref(), value)? {
+                CasOutcome::Swapped => return Ok(()),
+                CasOutcome::Conflict { .. } => continue,
+            }
+        }
     }
 
     /// A metadata value (`meta/<key>`).

@@ -54,6 +54,24 @@ pub enum Error {
     /// Creating a tag that exists (tags never move: delete it first).
     #[error("tag `{0}` already exists (tags never move: delete it first)")]
     TagExists(String),
+    /// A remote that is not configured ([`Repo::remote_add`](crate::Repo::remote_add)).
+    #[error("unknown remote `{0}`")]
+    UnknownRemote(String),
+    /// Adding a remote whose name is taken.
+    #[error("remote `{0}` already exists")]
+    RemoteExists(String),
+    /// A push refused: the remote's branch holds a commit the pushed head does not
+    /// descend from (or one never fetched here), or it moved during the push. Nothing
+    /// changed on the remote's refs; fetch, merge, push again.
+    #[error("push to `{remote}` refused: its branch `{branch}` is at {remote_head}, which the pushed head does not contain (fetch and merge first, or force)")]
+    NotFastForward {
+        /// The remote.
+        remote: String,
+        /// The branch.
+        branch: String,
+        /// The remote branch's head (hex).
+        remote_head: String,
+    },
     /// Deleting the current branch.
     #[error("cannot delete the current branch `{0}`; switch to another branch first")]
     DeleteCurrentBranch(String),

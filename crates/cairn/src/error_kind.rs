@@ -101,10 +101,13 @@ impl Error {
             | Error::UnknownRevision { .. }
             | Error::UnknownBranch(_)
             | Error::UnknownTag(_)
+            | Error::UnknownRemote(_)
             | Error::NodeNotFound { .. }
             | Error::EdgeNotFound { .. } => ErrorKind::NotFound,
-            Error::AlreadyExists { .. } | Error::BranchExists(_) | Error::TagExists(_) => ErrorKind::AlreadyExists,
-            Error::Conflict { .. } | Error::MergeConflicts(_) => ErrorKind::Conflict,
+            Error::AlreadyExists { .. } | Error::BranchExists(_) | Error::TagExists(_) | Error::RemoteExists(_) => {
+                ErrorKind::AlreadyExists
+            }
+            Error::Conflict { .. } | Error::MergeConflicts(_) | Error::NotFastForward { .. } => ErrorKind::Conflict,
             Error::Graph(g) => of_graph(g),
             Error::Store(s) => of_store(s),
             Error::Index(i) => of_index(i),

@@ -318,7 +318,8 @@ impl Repo {
         Ok(expired)
     }
 
-    /// Marks everything reachable from the branch and tag heads now, walking only commits
+    /// Marks everything reachable from the branch, tag and remote-tracking heads now,
+    /// walking only commits
     /// not marked before.
     fn mark_from_refs(&self, marks: &mut Marks) -> Result<()> {
         let refs = self.refs();
@@ -326,6 +327,7 @@ impl Repo {
             .branches()?
             .into_iter()
             .chain(refs.tags()?)
+            .chain(refs.all_remote_branches()?)
             .map(|(_, c)| c)
             .collect();
         self.mark_from(roots, marks)

@@ -137,6 +137,14 @@ fn resolve_base(repo: &Repo, rev: &str) -> Result<CommitId> {
         if let Some(c) = repo.refs().tag(&b)? {
             return Ok(c);
         }
+        // `origin/main`: a remote-tracking branch.
+        if let Some((remote, branch)) = rev.split_once('/') {
+            if let Ok(branch) = BranchName::new(branch) {
+                if let Some(c) = repo.refs().remote_branch(remote, &branch)? {
+                    return Ok(c);
+                }
+            }
+        }
     }
     if rev.len() == 64 {
         if let Ok(id) = CommitId::from_hex(rev) {
@@ -178,7 +186,7 @@ fn resolve_base(repo: &Repo, rev: &str) -> Result<CommitId> {
         ));
     }
     Err(unknown(
-        "not a branch, a tag, a commit id (64 hex digits, or a unique prefix of at least 4), HEAD, REV~N, BRANCH@{TIME} or BRANCH@{#N}"
+        "not a branch, a tag, a remote-tracking branch (REMOTE/BRANCH), a commit id (64 hex digits, or a unique prefix of at least 4), HEAD, REV~N, BRANCH@{TIME} or BRANCH@{#N}"
             .into(),
     ))
 }

@@ -173,6 +173,14 @@ impl Repo {
             Ok(tags) => heads.extend(tags.into_iter().map(|(t, c)| (format!("tag {t}"), c))),
             Err(e) => report.problems.push(format!("tags: {e}")),
         }
+        match refs.all_remote_branches() {
+            Ok(remote) => heads.extend(
+                remote
+                    .into_iter()
+                    .map(|(r, c)| (format!("remote-tracking branch {r}"), c)),
+            ),
+            Err(e) => report.problems.push(format!("remote-tracking branches: {e}")),
+        }
         let mut seen_commits = BTreeSet::new();
         let mut trees = TreeChecker::new(self, &values);
         let mut stack: Vec<(String, CommitId)> = heads;
@@ -214,10 +222,12 @@ impl Repo {
             report.dangling_commits = unreachable.into_keys().filter(|id| !parents.contains(id)).collect();
         }
         // A repository holding commits whose current branch has none: every read of HEAD
-        // fails, so fsck does not pass (a new, empty repository is sound).
+        // fails, so fsck does not pass (a new, empty repository is sound, and so is one
+        // that has only fetched: its commits are a remote's, named by tracking refs).
+        let only_fetched = refs.all_remote_branches().is_ok_and(|r| !r.is_empty());
         if let Ok(branch) = self.current_branch() {
             let named = restorable.contains(branch.as_str());
-            if !named && any_commit && matches!(refs.branch(&branch), Ok(None)) {
+            if !named && any_commit && !only_fetched && matches!(refs.branch(&branch), Ok(None)) {
                 report.problems.push(format!(
                     "HEAD names branch {branch}, which has no ref, while commits are stored (`cairn branch switch <branch>` works on another branch; `cairn branch create {branch} --at <commit>` brings it back)"
                 ));

@@ -1,0 +1,181 @@
+//! Remotes, git's way: [`Repo::remote_add`], [`Repo::fetch`], [`Repo::push`],
+//! [`Repo::pull`] and [`Repo::clone_from`].
+//!
+//! A remote is a name and a URL, kept in the ref `meta/remotes/<name>` (storage-format
+//! §5). What a remote's branches held when last fetched or pushed is kept in the
+//! remote-tracking refs `refs/remotes/<name>/<branch>`; they are revisions (`origin/main`)
+//! and `gc` keeps what they reach.
+//!
+//! Only missing objects move ([`transfer`]): the walk from the heads stops at the first
+//! object the destination already holds, every object is verified against its blake3 name
+//! as it is read, and objects are written (children first) and made durable before any
+//! ref names them, so an interrupted transfer leaves the destination's refs as they were.
+//!
+//! URLs: a path to a repository on this machine (`/data/memory`, `./memory`, or
+//! `file:///data/memory`). Server (`http://…`) and object-store (`s3://…`) URLs are
+//! recognised and refused with a message saying they are not supported yet.
+
+mod sync;
+pub(crate) mod transfer;
+
+use std::path::{Path, PathBuf};
+
+use cairn_graph::refs::BranchName;
+
+use crate::error::{Error, Result};
+use crate::repo::Repo;
+
+pub use sync::{FetchReport, PushReport, RefUpdate};
+pub use transfer::TransferStats;
+
+/// Meta key prefix of the remotes' URLs.
+const REMOTES_META: &str = "remotes/";
+
+/// A configured remote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Remote {
+    /// Its name (`origin`).
+    pub name: String,
+    /// Where it is, as given to [`Repo::remote_add`] (a path made absolute).
+    pub url: String,
+}
+
+/// Where a remote URL points.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RemoteUrl {
+    /// A repository directory on this machine.
+    Path(PathBuf),
+}
+
+impl RemoteUrl {
+    /// Parses a remote URL (module docs).
+    pub(crate) fn parse(url: &str) -> Result<RemoteUrl> {
+        if let Some(path) = url.strip_prefix("file://") {
+            return Ok(RemoteUrl::Path(PathBuf::from(path)));
+        }
+        if let Some((scheme, _)) = url.split_once("://") {
+            return Err(Error::InvalidArgument(format!(
+                "remote URL {url:?}: `{scheme}://` remotes are not supported yet; give the path of a repository on this machine"
+            )));
+        }
+        if url.is_empty() {
+            return Err(Error::InvalidArgument("a remote URL cannot be empty".into()));
+        }
+        Ok(RemoteUrl::Path(PathBuf::from(url)))
+    }
+
+    /// Opens the repository it names.
+    pub(crate) fn open(&self) -> Result<Repo> {
+        match self {
+            RemoteUrl::Path(p) => Repo::open(p),
+        }
+    }
+}
+
+/// Checks a remote's name: a branch name without `/` (it prefixes tracking refs).
+fn check_remote_name(name: &str) -> Result<()> {
+    BranchName::new(name)?;
+    if name.contains('/') {
+        return Err(Error::InvalidArgument(format!(
+            "remote name `{name}`: a remote name has no `/`"
+        )));
+    }
+    Ok(())
+}
+
+/// `path` made absolute (without resolving links), for storing as a remote's URL.
+fn absolute(path: &Path) -> Result<PathBuf> {
+    std::path::absolute(path).map_err(|e| Error::InvalidArgument(format!("remote path {}: {e}", path.display())))
+}
+
+impl Repo {
+    /// Adds a remote named `name` at `url` (module docs). A path is stored absolute and
+    /// must hold a repository. Fails with [`Error::RemoteExists`] if the name is taken.
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let upstream = cairn::Repo::init(dir.path().join("upstream"))?;
+    /// drop(upstream);
+    /// let repo = cairn::Repo::init(dir.path().join("mine"))?;
+    /// repo.remote_add("origin", dir.path().join("upstream").to_str().unwrap())?;
+    /// assert_eq!(repo.remotes()?[0].name, "origin");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn remote_add(&self, name: &str, url: &str) -> Result<Remote> {
+        check_remote_name(name)?;
+        let url = match RemoteUrl::parse(url)? {
+            RemoteUrl::Path(p) => {
+                let p = absolute(&p)?;
+                if self.path().is_some_and(|mine| absolute(mine).is_ok_and(|m| m == p)) {
+                    return Err(Error::InvalidArgument(format!(
+                        "remote `{name}`: {} is this repository",
+                        p.display()
+                    )));
+                }
+                p.display().to_string()
+            }
+        };
+        match self
+            .refs()
+            .register_meta(&format!("{REMOTES_META}{name}"), url.as_bytes())?
+        {
+            None => Ok(Remote {
+                name: name.to_string(),
+                url,
+            }),
+            Some(_) => Err(Error::RemoteExists(name.to_string())),
+        }
+    }
+
+    /// Removes remote `name` and its remote-tracking refs (the commits they reached stay
+    /// until `gc`).
+    pub fn remote_remove(&self, name: &str) -> Result<()> {
+        let remote = self.remote(name)?;
+        let refs = self.refs();
+        for (branch, _) in refs.remote_branches(&remote.name)? {
+            refs.set_remote_branch(&remote.name, &branch, None)?;
+        }
+        refs.set_meta(&format!("{REMOTES_META}{name}"), None)?;
+        Ok(())
+    }
+
+    /// The configured remotes, in name order.
+    pub fn remotes(&self) -> Result<Vec<Remote>> {
+        self.refs()
+            .meta_list(REMOTES_META)?
+            .into_iter()
+            .map(|(key, url)| {
+                Ok(Remote {
+                    name: key.trim_start_matches(REMOTES_META).to_string(),
+                    url: String::from_utf8(url).map_err(|_| {
+                        Error::Graph(cairn_graph::GraphError::BadRef {
+                            name: format!("meta/{key}"),
+                            detail: "a remote URL that is not UTF-8".into(),
+                        })
+                    })?,
+                })
+            })
+            .collect()
+    }
+
+    /// Remote `name` (fails with [`Error::UnknownRemote`]).
+    pub fn remote(&self, name: &str) -> Result<Remote> {
+        check_remote_name(name)?;
+        self.remotes()?
+            .into_iter()
+            .find(|r| r.name == name)
+            .ok_or_else(|| Error::UnknownRemote(name.to_string()))
+    }
+
+    /// Remote `name`'s tracked branches (`refs/remotes/<name>/*`) with the commits they
+    /// held when last fetched or pushed.
+    pub fn remote_branches(&self, name: &str) -> Result<Vec<(String, crate::CommitId)>> {
+        let remote = self.remote(name)?;
+        Ok(self
+            .refs()
+            .remote_branches(&remote.name)?
+            .into_iter()
+            .map(|(b, c)| (b.to_string(), c))
+            .collect())
+    }
+}
