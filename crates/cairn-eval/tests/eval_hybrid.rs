@@ -57,11 +57,14 @@ fn commit(c: &Collection, with_links: bool) -> ResolvedCommit {
 struct Scores {
     ndcg10: f64,
     recall100: f64,
+    /// The share of queries whose first item is relevant.
+    hit1: f64,
 }
 
 fn evaluate(c: &Collection, commit: &ResolvedCommit, make: impl Fn(usize) -> RetrieveSpec) -> Scores {
     let mut ndcg = Vec::new();
     let mut recall = Vec::new();
+    let mut hit1 = Vec::new();
     for (i, q) in c.queries.iter().enumerate() {
         let qrels: BTreeMap<String, i64> = c.qrels.get(&q.id);
         let spec = make(i);
@@ -69,10 +72,18 @@ fn evaluate(c: &Collection, commit: &ResolvedCommit, make: impl Fn(usize) -> Ret
         let ranked: Vec<String> = r.items.iter().map(|it| it.id.as_str().to_string()).collect();
         ndcg.push(ndcg_at_k(&ranked, &qrels, 10));
         recall.push(recall_at_k(&ranked, &qrels, 100));
+        let relevant = |id: &String| qrels.get(id).is_some_and(|g| *g > 0);
+        hit1.push(
+            qrels
+                .values()
+                .any(|g| *g > 0)
+                .then(|| if ranked.first().is_some_and(relevant) { 1.0 } else { 0.0 }),
+        );
     }
     Scores {
         ndcg10: mean(ndcg),
         recall100: mean(recall),
+        hit1: mean(hit1),
     }
 }
 
@@ -145,6 +156,15 @@ fn default_fusion_never_loses_to_a_lane() {
             hybrid.recall100
         );
         assert_not_below_a_lane(name, &hybrid, &dense, &text);
+        eprintln!(
+            "{name} hit@1: dense {:.4}, text {:.4}, default {:.4}",
+            dense.hit1, text.hit1, hybrid.hit1
+        );
+        assert!(
+            hybrid.hit1 >= dense.hit1.max(text.hit1),
+            "{name}: default fusion hit@1 {:.4} below a single lane",
+            hybrid.hit1
+        );
         if let Some((_, reference)) = REFERENCE_RRF_NDCG10.iter().find(|r| r.0 == name) {
             assert!(
                 hybrid.ndcg10 >= *reference,

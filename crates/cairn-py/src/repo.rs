@@ -255,6 +255,91 @@ impl PyRepo {
         self.repo()?.delete_tag(name).py_err()
     }
 
+    /// Clones the repository at `url` (a path) into `dir`, without the GIL.
+    #[staticmethod]
+    fn clone_from(py: Python<'_>, url: &str, dir: std::path::PathBuf) -> PyResult<PyRepo> {
+        py.allow_threads(|| Repo::clone_from(url, &dir))
+            .py_err()
+            .map(PyRepo::wrap)
+    }
+
+    /// Remotes as `(name, url)`, in name order.
+    fn remotes(&self) -> PyResult<Vec<(String, String)>> {
+        let r = self.repo()?.remotes().py_err()?;
+        Ok(r.into_iter().map(|r| (r.name, r.url)).collect())
+    }
+
+    /// Adds remote `name` at `url` (a repository path).
+    fn remote_add(&self, name: &str, url: &str) -> PyResult<()> {
+        self.repo()?.remote_add(name, url).py_err().map(|_| ())
+    }
+
+    /// Removes remote `name` and its tracking branches.
+    fn remote_remove(&self, name: &str) -> PyResult<()> {
+        self.repo()?.remote_remove(name).py_err()
+    }
+
+    /// Fetches remote `name` without the GIL; the report as JSON.
+    fn fetch_json(&self, py: Python<'_>, name: &str) -> PyResult<String> {
+        let repo = self.repo()?;
+        let r = py.allow_threads(|| repo.fetch(name)).py_err()?;
+        let updates: Vec<serde_json::Value> = r
+            .updates
+            .iter()
+            .map(|u| {
+                serde_json::json!({
+                    "branch": u.branch,
+                    "old": u.old.map(|c| c.to_hex()),
+                    "new": u.new.map(|c| c.to_hex()),
+                })
+            })
+            .collect();
+        Ok(serde_json::json!({
+            "remote": r.remote,
+            "updates": updates,
+            "objects": r.transfer.objects,
+            "bytes": r.transfer.bytes,
+            "commits": r.transfer.commits,
+        })
+        .to_string())
+    }
+
+    /// Pushes `branch` (default: the current one) to remote `name` without the GIL; the
+    /// report as JSON.
+    #[pyo3(signature = (name, branch=None, force=false))]
+    fn push_json(&self, py: Python<'_>, name: &str, branch: Option<&str>, force: bool) -> PyResult<String> {
+        let repo = self.repo()?;
+        let r = py.allow_threads(|| repo.push(name, branch, force)).py_err()?;
+        Ok(serde_json::json!({
+            "remote": r.remote,
+            "branch": r.branch,
+            "old": r.old.map(|c| c.to_hex()),
+            "new": r.new.to_hex(),
+            "objects": r.transfer.objects,
+            "bytes": r.transfer.bytes,
+            "commits": r.transfer.commits,
+        })
+        .to_string())
+    }
+
+    /// Fetches remote `name` and merges its `branch` into the current branch, committing
+    /// a fast-forward or a clean merge (`message`: default "merge NAME/BRANCH"); a merge
+    /// with conflicts commits nothing and raises `Conflict`. Returns the new head.
+    #[pyo3(signature = (name, branch=None, message=None))]
+    fn pull(&self, py: Python<'_>, name: &str, branch: Option<&str>, message: Option<&str>) -> PyResult<String> {
+        let repo = self.repo()?;
+        py.allow_threads(|| {
+            let (_, merge) = repo.pull(name, branch)?;
+            if merge.unresolved() > 0 {
+                return Err(cairn::Error::MergeConflicts(merge.unresolved()));
+            }
+            let theirs = format!("{name}/{}", branch.unwrap_or(merge.branch()));
+            merge.commit(message.unwrap_or(&format!("merge {theirs}")))
+        })
+        .py_err()
+        .map(|c| c.to_hex())
+    }
+
     /// Builds and stores the index chunks of revision `rev` (and with `graphs`, the HNSW
     /// unit graphs) ahead of queries, without the GIL. Returns the report as JSON.
     #[pyo3(signature = (rev="HEAD", graphs=false))]

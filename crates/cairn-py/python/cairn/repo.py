@@ -316,6 +316,45 @@ class Repo:
         """Deletes tag ``name``."""
         self._native.delete_tag(name)
 
+    # Remotes -------------------------------------------------------------------------
+
+    @classmethod
+    def clone_from(cls, url: str | os.PathLike[str], dir: str | os.PathLike[str]) -> "Repo":
+        """Clones the repository at ``url`` (a path) into ``dir`` (which must not exist):
+        remote ``origin``, every branch fetched, the remote's current branch checked out."""
+        return cls(_native.Repo.clone_from(os.fspath(url), os.fspath(dir)))
+
+    def remotes(self) -> dict[str, str]:
+        """Remote name → URL, in name order."""
+        return dict(self._native.remotes())
+
+    def remote_add(self, name: str, url: str | os.PathLike[str]) -> None:
+        """Adds remote ``name`` at ``url`` (a repository path; :class:`~cairn.Conflict`
+        if the name is taken)."""
+        self._native.remote_add(name, os.fspath(url))
+
+    def remote_remove(self, name: str) -> None:
+        """Removes remote ``name`` and its remote-tracking branches."""
+        self._native.remote_remove(name)
+
+    def fetch(self, remote: str = "origin") -> dict[str, Any]:
+        """Copies what the remote's branches reach into remote-tracking branches
+        (revisions ``origin/main``); returns ``{"remote", "updates", "objects", "bytes",
+        "commits"}``. Local branches do not move."""
+        return _json.loads(self._native.fetch_json(remote))
+
+    def push(self, remote: str = "origin", branch: str | None = None, *, force: bool = False) -> dict[str, Any]:
+        """Pushes ``branch`` (default: the current one): fast-forward only, else
+        :class:`~cairn.Conflict` naming the remote's head (fetch and merge first), unless
+        ``force``. Returns ``{"remote", "branch", "old", "new", "objects", "bytes", "commits"}``."""
+        return _json.loads(self._native.push_json(remote, branch, force))
+
+    def pull(self, remote: str = "origin", branch: str | None = None, message: str | None = None) -> str:
+        """Fetches, then merges ``remote/branch`` into the current branch and commits a
+        fast-forward or a clean merge; conflicts commit nothing and raise
+        :class:`~cairn.Conflict` (settle them with :meth:`merge`). Returns the new head."""
+        return self._native.pull(remote, branch, message)
+
     def merge(
         self,
         theirs: str,
