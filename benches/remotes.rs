@@ -1,0 +1,103 @@
+//! Moving commits between repositories on one machine: `cargo bench --bench remotes`.
+//!
+//! An upstream repository of N nodes (the shared benchmark corpus, `common::node`,
+//! imported in commits of 10,000; segment store) is cloned, then: the clone's first query
+//! (cold: it builds the indexes) and a warm one; a one-node commit in the clone pushed;
+//! a one-node commit upstream fetched. Each row gives the time, the objects and bytes that
+//! moved, and the process's peak RSS so far.
+//!
+//! Settings: `CAIRN_BENCH_NODES` (100,000). Repositories live in a temporary directory.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use cairn::{Node, NodeId, Repo, TransferStats};
+
+const IMPORT_BATCH: usize = 10_000;
+const DIM: usize = 384;
+
+fn row(what: &str, took: Duration, moved: Option<TransferStats>) {
+    let (objects, bytes) = moved.map_or(("—".to_string(), "—".to_string()), |t| {
+        (t.objects.to_string(), t.bytes.to_string())
+    });
+    let (_, peak) = cairn_testkit::rss_mib();
+    println!(
+        "| {what} | {:.1} ms | {objects} | {bytes} | {peak:.0} MiB |",
+        took.as_secs_f64() * 1e3
+    );
+}
+
+fn query(repo: &Repo, rng: &mut common::Rng) {
+    repo.retrieve()
+        .label("Document")
+        .vector("minilm", &common::unit_vector(rng, DIM))
+        .text(common::text(rng, 4))
+        .limit(10)
+        .execute()
+        .expect("retrieve");
+}
+
+fn one_node(repo: &Repo, id: &str, rng: &mut common::Rng) {
+    let mut tx = repo.transaction().expect("tx");
+    tx.put_node(
+        Node::new(NodeId::new(id).expect("id"))
+            .with_label("Document")
+            .with_text(common::text(rng, 50))
+            .with_embedding("minilm", common::unit_vector(rng, DIM)),
+    )
+    .expect("put");
+    tx.commit("one node").expect("commit");
+}
+
+fn main() {
+    let n = common::env_usize("CAIRN_BENCH_NODES", 100_000).max(1);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let up_path = dir.path().join("up");
+    let mut rng = common::Rng(0x5eed);
+    {
+        let up = Repo::init(&up_path).expect("init");
+        for start in (0..n).step_by(IMPORT_BATCH) {
+            let mut tx = up.transaction().expect("tx");
+            for i in start..(start + IMPORT_BATCH).min(n) {
+                tx.put_node(common::node(&mut rng, i)).expect("put");
+            }
+            tx.commit("import").expect("commit");
+        }
+    }
+    let url = up_path.to_str().expect("utf-8 path").to_string();
+    println!("{n} nodes, segment store, paths on one disk\n");
+    println!("| step | time | objects moved | bytes moved | peak RSS |");
+    println!("|---|---:|---:|---:|---:|");
+    // A clone's transfer, measured as the fetch it is (init + remote + fetch).
+    let t = Instant::now();
+    let probe = Repo::init(dir.path().join("probe")).expect("init");
+    probe.remote_add("origin", &url).expect("remote");
+    let fetched = probe.fetch("origin").expect("fetch");
+    row("init + fetch of every branch (what a clone moves)", t.elapsed(), Some(fetched.transfer));
+    drop(probe);
+    let t = Instant::now();
+    let clone = Repo::clone_from(&url, dir.path().join("clone")).expect("clone");
+    row("clone_from", t.elapsed(), None);
+    let t = Instant::now();
+    query(&clone, &mut rng);
+    row("first query on the clone (builds its indexes)", t.elapsed(), None);
+    let t = Instant::now();
+    query(&clone, &mut rng);
+    row("warm query on the clone", t.elapsed(), None);
+    one_node(&clone, "doc-pushed", &mut rng);
+    let t = Instant::now();
+    let pushed = clone.push("origin", None, false).expect("push");
+    row("push of a 1-node commit", t.elapsed(), Some(pushed.transfer));
+    {
+        let up = Repo::open(&up_path).expect("open");
+        one_node(&up, "doc-fetched", &mut rng);
+    }
+    let t = Instant::now();
+    let fetched = clone.fetch("origin").expect("fetch");
+    row("fetch of a 1-node commit", t.elapsed(), Some(fetched.transfer));
+    let t = Instant::now();
+    let (_, merge) = clone.pull("origin", None).expect("pull");
+    merge.commit("pull").expect("fast-forward");
+    row("pull (nothing new to fetch; fast-forward)", t.elapsed(), None);
+}
