@@ -74,7 +74,11 @@ fn main() {
     let probe = Repo::init(dir.path().join("probe")).expect("init");
     probe.remote_add("origin", &url).expect("remote");
     let fetched = probe.fetch("origin").expect("fetch");
-    row("init + fetch of every branch (what a clone moves)", t.elapsed(), Some(fetched.transfer));
+    row(
+        "init + fetch of every branch (what a clone moves)",
+        t.elapsed(),
+        Some(fetched.transfer),
+    );
     drop(probe);
     let t = Instant::now();
     let clone = Repo::clone_from(&url, dir.path().join("clone")).expect("clone");
