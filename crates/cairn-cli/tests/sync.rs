@@ -86,3 +86,101 @@ fn clone_push_fetch_pull_round_trip() {
     assert_ne!(code, 0);
     assert!(err.contains("not supported yet"), "{err}");
 }
+
+/// JSON Lines of `n` nodes with text, from id `prefix-0`.
+fn nodes(s: &Sandbox, prefix: &str, n: usize) -> String {
+    let mut lines = String::new();
+    for i in 0..n {
+        lines.push_str(&format!(
+            "{{\"node\": {{\"id\": \"{prefix}-{i:05}\", \"text\": \"note {i} about {prefix}\", \"embeddings\": {{\"m\": [{}, 1.0]}}}}}}\n",
+            (i % 17) as f32 / 17.0
+        ));
+    }
+    s.file(&format!("{prefix}.jsonl"), &lines)
+}
+
+fn head_of(repo: &Path) -> String {
+    let v: serde_json::Value = serde_json::from_str(&ok(repo, &["log", "-n", "1", "--json"])).unwrap();
+    v[0]["commit"].as_str().unwrap().to_string()
+}
+
+/// `cairn push` and `cairn clone` killed (SIGKILL) at a spread of moments: the remote's
+/// branch is at the old head or the new one and fsck passes, and pushing again completes;
+/// a killed clone leaves no target directory, or a complete one.
+#[test]
+fn killed_push_and_clone_leave_the_target_as_before_or_complete() {
+    let s = Sandbox::init();
+    let up = s.repo();
+    ok(&up, &["import", &nodes(&s, "base", 3000)]);
+    let old = head_of(&up);
+    let work = s.dir.path().join("work");
+    ok(&up, &["clone", up.to_str().unwrap(), work.to_str().unwrap()]);
+    ok(&work, &["import", &nodes(&s, "new", 3000)]);
+    let new = head_of(&work);
+    // Undisturbed, on copies.
+    let time = |k: &str| {
+        let (u, w) = (s.dir.path().join(format!("u{k}")), s.dir.path().join(format!("w{k}")));
+        common::copy_tree(&up, &u);
+        common::copy_tree(&work, &w);
+        ok(&w, &["remote", "remove", "origin"]);
+        ok(&w, &["remote", "add", "origin", u.to_str().unwrap()]);
+        (u, w)
+    };
+    let (u, w) = time("-timed");
+    let t = std::time::Instant::now();
+    ok(&w, &["push"]);
+    let push_time = t.elapsed();
+    assert_eq!(head_of(&u), new);
+    for k in 0..6u32 {
+        let (u, w) = time(&k.to_string());
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .arg("--repo")
+            .arg(&w)
+            .arg("push")
+            .env_remove("CAIRN_REMOTE")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(push_time.mul_f64(f64::from(k) / 6.0));
+        let _ = child.kill();
+        let _ = child.wait();
+        let now = head_of(&u);
+        assert!(now == old || now == new, "kill {k}: upstream at {now}");
+        ok(&u, &["fsck"]);
+        ok(&w, &["push"]);
+        assert_eq!(head_of(&u), new, "kill {k}: pushing again completes");
+        ok(&u, &["fsck"]);
+    }
+    // Clone.
+    let t = std::time::Instant::now();
+    ok(
+        &up,
+        &[
+            "clone",
+            work.to_str().unwrap(),
+            s.dir.path().join("c-timed").to_str().unwrap(),
+        ],
+    );
+    let clone_time = t.elapsed();
+    for k in 0..6u32 {
+        let target = s.dir.path().join(format!("c{k}"));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .args(["clone", work.to_str().unwrap(), target.to_str().unwrap()])
+            .env_remove("CAIRN_REMOTE")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(clone_time.mul_f64(f64::from(k) / 6.0));
+        let _ = child.kill();
+        let _ = child.wait();
+        if target.exists() {
+            ok(&target, &["fsck"]);
+            assert_eq!(head_of(&target), new, "kill {k}: a clone that exists is complete");
+        } else {
+            ok(&up, &["clone", work.to_str().unwrap(), target.to_str().unwrap()]);
+            assert_eq!(head_of(&target), new);
+        }
+    }
+}

@@ -259,3 +259,55 @@ fn a_model_at_another_dimension_is_refused_before_anything_is_written() {
     assert!(e.to_string().contains("minilm"), "{e}");
     assert!(repo.resolve("origin/main").is_err());
 }
+
+/// Two writers, each with its own clone, push 25 commits each to one upstream at the same
+/// time; a refused push pulls (fetch + merge) and pushes again. No acknowledged commit is
+/// lost: every node written is in upstream's head at the end.
+#[test]
+fn two_racing_writers_lose_no_acknowledged_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    upstream(dir.path(), "up", 10);
+    let writers: Vec<Repo> = ["w0", "w1"]
+        .iter()
+        .map(|w| Repo::clone_from(&url(dir.path(), "up"), dir.path().join(w)).unwrap())
+        .collect();
+    let refused: usize = std::thread::scope(|scope| {
+        let handles: Vec<_> = writers
+            .iter()
+            .enumerate()
+            .map(|(w, repo)| {
+                scope.spawn(move || {
+                    let mut refused = 0;
+                    for i in 0..25 {
+                        commit_one(repo, &format!("w{w}-{i:02}"), "racing");
+                        loop {
+                            match repo.push("origin", None, false) {
+                                Ok(_) => break,
+                                Err(Error::NotFastForward { .. }) => {
+                                    refused += 1;
+                                    let (_, merge) = repo.pull("origin", None).unwrap();
+                                    merge.commit("merge origin/main").unwrap();
+                                }
+                                Err(e) => panic!("writer {w}: {e}"),
+                            }
+                        }
+                    }
+                    refused
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    drop(writers);
+    let up = Repo::open(dir.path().join("up")).unwrap();
+    let view = up.view("HEAD").unwrap();
+    for w in 0..2 {
+        for i in 0..25 {
+            assert!(
+                view.node(&id(&format!("w{w}-{i:02}"))).unwrap().is_some(),
+                "w{w}-{i:02} lost ({refused} pushes were refused and retried)"
+            );
+        }
+    }
+    assert!(up.fsck().unwrap().problems.is_empty());
+}

@@ -28,6 +28,9 @@ use crate::repo::Repo;
 pub use sync::{FetchReport, PushReport, RefUpdate};
 pub use transfer::TransferStats;
 
+/// How long a fetch or push waits for a path remote another process has open.
+pub const REMOTE_OPEN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Meta key prefix of the remotes' URLs.
 const REMOTES_META: &str = "remotes/";
 
@@ -64,10 +67,11 @@ impl RemoteUrl {
         Ok(RemoteUrl::Path(PathBuf::from(url)))
     }
 
-    /// Opens the repository it names.
+    /// Opens the repository it names, waiting up to [`REMOTE_OPEN_WAIT`] while another
+    /// process (or handle) has it open: pushes from several writers take turns.
     pub(crate) fn open(&self) -> Result<Repo> {
         match self {
-            RemoteUrl::Path(p) => Repo::open(p),
+            RemoteUrl::Path(p) => Repo::open_waiting(p, REMOTE_OPEN_WAIT),
         }
     }
 }
