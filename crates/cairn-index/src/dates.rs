@@ -114,6 +114,11 @@ pub const PERIOD_WORDS: [&str; 12] = [
 /// assert!(text_dates("an army of 1500 men").is_empty());
 /// ```
 pub fn text_dates(text: &str) -> Vec<DaySpan> {
+    // Every date this grammar reads in a text has a digit (relative words are read in
+    // queries only): a text without one, most of them, costs one scan.
+    if !text.bytes().any(|b| b.is_ascii_digit()) {
+        return Vec::new();
+    }
     let mut spans: Vec<DaySpan> = find_dates(text, DateMode::Text)
         .into_iter()
         .take(MAX_TEXT_DATES)
@@ -139,6 +144,17 @@ pub fn find_dates(s: &str, mode: DateMode) -> Vec<DateMention> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < toks.len() {
+        // A date starts with a number or a month name (and in a query, a relative word):
+        // other words are passed over without trying the patterns.
+        let first = &*toks[i].text;
+        let may_start = first.as_bytes()[0].is_ascii_digit()
+            || month(first).is_some()
+            || (matches!(mode, DateMode::Query { .. })
+                && matches!(first, "on" | "last" | "this" | "in" | "yesterday" | "today"));
+        if !may_start {
+            i += 1;
+            continue;
+        }
         match cx.range_at(i) {
             Some((span, end)) => {
                 if let Some(span) = span.to_days() {
@@ -247,30 +263,45 @@ impl Days {
     }
 }
 
-/// A word of the string: lowercased text and its byte span.
+/// A word of the string: its lowercased text (borrowed when it is lowercase already, as
+/// most words are) and its byte span.
 #[derive(Debug, Clone)]
-struct Tok {
-    text: String,
+struct Tok<'a> {
+    text: std::borrow::Cow<'a, str>,
     start: usize,
     end: usize,
 }
 
-fn tokenize(s: &str) -> Vec<Tok> {
+fn tokenize(s: &str) -> Vec<Tok<'_>> {
     let mut out = Vec::new();
     let mut start = None;
-    for (i, c) in s.char_indices().chain(std::iter::once((s.len(), ' '))) {
-        match (start, c.is_alphanumeric()) {
+    let bytes = s.as_bytes();
+    let mut i = 0;
+    // Byte by byte for ASCII (most text), a char at a time otherwise.
+    while i <= bytes.len() {
+        let (alnum, width) = match bytes.get(i) {
+            None => (false, 1),
+            Some(b) if b.is_ascii() => (b.is_ascii_alphanumeric(), 1),
+            Some(_) => {
+                let c = s[i..].chars().next().unwrap_or(' ');
+                (c.is_alphanumeric(), c.len_utf8())
+            }
+        };
+        match (start, alnum) {
             (None, true) => start = Some(i),
             (Some(b), false) => {
-                out.push(Tok {
-                    text: s[b..i].to_lowercase(),
-                    start: b,
-                    end: i,
-                });
+                let word = &s[b..i];
+                let text = if word.chars().any(char::is_uppercase) {
+                    std::borrow::Cow::Owned(word.to_lowercase())
+                } else {
+                    std::borrow::Cow::Borrowed(word)
+                };
+                out.push(Tok { text, start: b, end: i });
                 start = None;
             }
             _ => {}
         }
+        i += width;
     }
     out
 }
@@ -292,6 +323,14 @@ const MONTHS: [&str; 12] = [
 
 /// 1-based month of a month name or abbreviation.
 fn month(word: &str) -> Option<u32> {
+    if !(3..=9).contains(&word.len())
+        || !matches!(
+            word.as_bytes()[0],
+            b'j' | b'f' | b'm' | b'a' | b's' | b'o' | b'n' | b'd'
+        )
+    {
+        return None;
+    }
     if word == "sept" {
         return Some(9);
     }
@@ -327,13 +366,13 @@ const RANGE_WORDS: [&str; 5] = ["to", "until", "till", "through", "thru"];
 
 struct Cx<'a> {
     s: &'a str,
-    toks: &'a [Tok],
+    toks: &'a [Tok<'a>],
     mode: DateMode,
 }
 
 impl Cx<'_> {
     fn w(&self, k: usize) -> Option<&str> {
-        self.toks.get(k).map(|t| t.text.as_str())
+        self.toks.get(k).map(|t| &*t.text)
     }
 
     /// The text between token `k` and the next one (or the end of the string).
@@ -480,9 +519,8 @@ impl Cx<'_> {
         }
         let after = self.gap_after(i);
         let cue = i > 0 && {
-            let prev = self.toks[i - 1].text.as_str();
-            YEAR_CUES.contains(&prev)
-                || (prev == "of" && i > 1 && PERIOD_WORDS.contains(&self.toks[i - 2].text.as_str()))
+            let prev = &*self.toks[i - 1].text;
+            YEAR_CUES.contains(&prev) || (prev == "of" && i > 1 && PERIOD_WORDS.contains(&&*self.toks[i - 2].text))
         };
         let paren = self.gap_before(i).ends_with('(');
         let clause_end = i + 1 == self.toks.len() || after.contains([',', ';', ':', '?', '!', '.', ')']);
