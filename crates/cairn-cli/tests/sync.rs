@@ -42,6 +42,11 @@ fn clone_push_fetch_pull_round_trip() {
     );
     assert!(out.contains(&format!("(branch main at {})", &head[..12])), "{out}");
     assert!(ok(&copy, &["remote"]).starts_with("origin  "));
+    let branches = ok(&copy, &["branch", "list", "--remotes"]);
+    assert!(
+        branches.contains(&format!("  origin/main  {}", &head[..12])),
+        "{branches}"
+    );
     assert_eq!(
         ok(&copy, &["log", "origin/main", "-n", "1", "--json"]),
         ok(&upstream, &["log", "HEAD", "-n", "1", "--json"])

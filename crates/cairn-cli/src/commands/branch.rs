@@ -16,7 +16,12 @@ pub struct Args {
 #[derive(Debug, Subcommand)]
 enum Action {
     /// List branches; `*` marks the current one.
-    List,
+    List {
+        /// Also list remote-tracking branches (`origin/main`: where a remote's branch was
+        /// when last fetched or pushed).
+        #[arg(short, long)]
+        remotes: bool,
+    },
     /// Create a branch.
     Create {
         /// The new branch's name.
@@ -40,8 +45,8 @@ enum Action {
 /// Runs the branch action.
 pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let repo = ctx.open()?;
-    match args.action.unwrap_or(Action::List) {
-        Action::List => {
+    match args.action.unwrap_or(Action::List { remotes: false }) {
+        Action::List { remotes } => {
             // The current branch is listed even before its first commit.
             let list = BranchList::read(&repo)?;
             let width = list.branches.iter().map(|b| b.name.len()).max().unwrap_or(0);
@@ -49,6 +54,13 @@ pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
                 let mark = if b.name == list.current { '*' } else { ' ' };
                 let head = b.head.map_or_else(|| "(no commits)".into(), |h| h.short());
                 writeln!(ctx.out, "{mark} {:<width$}  {head}", b.name)?;
+            }
+            if remotes {
+                for r in repo.remotes()? {
+                    for (branch, head) in repo.remote_branches(&r.name)? {
+                        writeln!(ctx.out, "  {}/{branch}  {}", r.name, head.short())?;
+                    }
+                }
             }
         }
         Action::Create { name, at } => {
