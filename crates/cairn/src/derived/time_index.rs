@@ -7,8 +7,12 @@
 //! otherwise (the branch was moved elsewhere) the index is dropped and rebuilt on next
 //! use by walking the chain once. Timestamps never go backwards along a chain (commits
 //! refuse that), so "head as of T" is a binary search: O(log n) point reads.
+//!
+//! The value's bytes are [`cairn_graph::time_index`]'s (`encode`/`decode`); a value that
+//! does not decode reads as a missing entry.
 
-use cairn_core::{Commit, CommitId, Hash};
+use cairn_core::{Commit, CommitId};
+use cairn_graph::time_index;
 
 use cairn_store::StoreError;
 
@@ -29,24 +33,12 @@ fn key(branch: &str, generation: u64) -> Vec<u8> {
     k
 }
 
-fn encode(id: &CommitId, ts: i64) -> Vec<u8> {
-    let mut v = id.hash().as_bytes().to_vec();
-    v.extend_from_slice(&ts.to_be_bytes());
-    v
-}
-
-fn decode(v: &[u8]) -> Option<(CommitId, i64)> {
-    let id: [u8; 32] = v.get(..32)?.try_into().ok()?;
-    let ts: [u8; 8] = v.get(32..40)?.try_into().ok()?;
-    Some((CommitId(Hash::from_bytes(id)), i64::from_be_bytes(ts)))
-}
-
 impl Repo {
     /// One entry; a damaged or malformed one reads as missing, so that the callers rebuild
     /// the index from the commits (it is a cache).
     fn time_entry(&self, branch: &str, generation: u64) -> Result<Option<(CommitId, i64)>> {
         match self.store().get_derived(&key(branch, generation)) {
-            Ok(v) => Ok(v.and_then(|v| decode(&v))),
+            Ok(v) => Ok(v.and_then(|v| time_index::decode(&v).ok())),
             Err(StoreError::Corrupt { .. }) => Ok(None),
             Err(e) => Err(e.into()),
         }
@@ -65,7 +57,7 @@ impl Repo {
             return Ok(());
         }
         self.store()
-            .put_derived(&[(key(branch, c.generation), encode(id, c.timestamp_ms))])?;
+            .put_derived(&[(key(branch, c.generation), time_index::encode(id, c.timestamp_ms))])?;
         Ok(())
     }
 
@@ -82,7 +74,7 @@ impl Repo {
         let mut cur = Some(head);
         while let Some(id) = cur {
             let c = self.commit(&id)?;
-            entries.push((key(branch, c.generation), encode(&id, c.timestamp_ms)));
+            entries.push((key(branch, c.generation), time_index::encode(&id, c.timestamp_ms)));
             cur = c.parents.first().copied();
         }
         for chunk in entries.chunks(10_000) {
