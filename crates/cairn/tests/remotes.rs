@@ -237,6 +237,14 @@ fn a_damaged_or_missing_remote_object_is_named_and_nothing_moves() {
     assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
     assert!(e.to_string().contains(&victim.to_hex()), "{e}");
     assert!(repo.resolve("origin/main").is_err());
+    // A clone of the damaged remote fails the same way and leaves nothing behind.
+    let e = Repo::clone_from(&url(dir.path(), "up"), dir.path().join("copy")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Corrupt, "{e}");
+    let left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left.len(), 2, "{left:?}");
 }
 
 /// The stored bytes of a node object (its hash is theirs).

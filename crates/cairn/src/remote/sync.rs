@@ -261,7 +261,7 @@ impl Repo {
         if staging.exists() {
             std::fs::remove_dir_all(&staging).map_err(|e| io_error("a clone's staging directory", &staging, e))?;
         }
-        {
+        let built = (|| -> Result<()> {
             let repo = Repo::init(&staging)?;
             let remote = repo.remote_add(
                 "origin",
@@ -282,6 +282,12 @@ impl Repo {
             }
             repo.refs().set_current_branch(&current)?;
             repo.store().flush()?;
+            Ok(())
+        })();
+        if let Err(e) = built {
+            // A clone that failed (a damaged remote, a full disk) leaves nothing behind.
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(e);
         }
         drop(theirs);
         std::fs::rename(&staging, dir).map_err(|e| io_error("the cloned repository", dir, e))?;
