@@ -89,6 +89,8 @@ struct Candidate {
     /// `None`: unreadable (corrupt), deleted last.
     kind: Option<ObjectKind>,
     bytes: u64,
+    /// A tree node's level (0 for the other kinds): a node's subtrees have lower levels.
+    level: u8,
 }
 
 impl Repo {
@@ -140,9 +142,11 @@ impl Repo {
     /// Phase 1 (below) reads the reflog after the refs, so a head moved past after that read
     /// was marked as a head.
     ///
-    /// **Sweep.** Objects stored but not marked are deleted: commits first, then tree nodes,
-    /// then nodes and edges. So a crash part-way leaves every still-stored commit complete
-    /// (an object is only deleted once no stored commit can reach it).
+    /// **Sweep.** Objects stored but not marked are deleted: commits first, then tree nodes
+    /// from the top level down (a node before its subtrees), then nodes and edges. So a
+    /// crash part-way leaves every still-stored object complete — a commit its trees, a
+    /// tree node its subtrees — which fetch and push rely on when they stop at an object
+    /// the destination holds.
     ///
     /// **Concurrency with writers (one process).** Every writer holds the repository's gc
     /// lock for reading from the moment it builds a commit's objects until its ref has moved
@@ -223,12 +227,24 @@ impl Repo {
             if marks.objects.contains(&hash) {
                 continue;
             }
-            let (kind, bytes) = match store.get(&hash) {
-                Ok(Some(b)) => (ObjectKind::of(&b).ok(), b.len() as u64),
-                Ok(None) => continue, // deleted meanwhile (another gc)
-                Err(_) => (None, 0),  // corrupt and unreachable: garbage all the same
+            let (kind, bytes, level) = match store.get(&hash) {
+                Ok(Some(b)) => {
+                    let kind = ObjectKind::of(&b).ok();
+                    let level = match kind {
+                        Some(ObjectKind::Tree) => cairn_core::codec::decode_tree(&b).map_or(0, |t| t.level),
+                        _ => 0,
+                    };
+                    (kind, b.len() as u64, level)
+                }
+                Ok(None) => continue,   // deleted meanwhile (another gc)
+                Err(_) => (None, 0, 0), // corrupt and unreachable: garbage all the same
             };
-            candidates.push(Candidate { hash, kind, bytes });
+            candidates.push(Candidate {
+                hash,
+                kind,
+                bytes,
+                level,
+            });
         }
         scan.flush(&mut scanned);
         // Recent unreachable commits are kept, with all they reach: those a recent reflog
@@ -254,13 +270,17 @@ impl Repo {
             // Objects open transactions wrote ahead of their commit (`pins.rs`).
             let pinned = self.inner.pins.all();
             candidates.retain(|c| !marks.objects.contains(&c.hash) && !pinned.contains(&c.hash));
-            // Commits first, then trees, then nodes, edges and unreadable objects.
+            // Commits first, then trees from the top level down, then nodes, edges and
+            // unreadable objects: every object is deleted before what it references, so a
+            // sweep cut short (a crash keeps a prefix of the deletes) leaves no object
+            // without its closure — what fetch and push rely on when they stop at an
+            // object the destination holds (`remote/transfer.rs`).
             let rank = |k: Option<ObjectKind>| match k {
                 Some(ObjectKind::Commit) => 0,
                 Some(ObjectKind::Tree) => 1,
                 _ => 2,
             };
-            candidates.sort_by_key(|c| rank(c.kind));
+            candidates.sort_by_key(|c| (rank(c.kind), std::cmp::Reverse(c.level)));
             let sweep = self.meter(crate::Step::GcSweep, Some(candidates.len() as u64));
             for chunk in candidates.chunks(DELETE_CHUNK) {
                 let hashes: Vec<Hash> = chunk.iter().map(|c| c.hash).collect();
