@@ -188,4 +188,11 @@ fn killed_push_and_clone_leave_the_target_as_before_or_complete() {
             assert_eq!(head_of(&target), new);
         }
     }
+    // The clones that completed removed what the killed ones left beside their targets.
+    let staging: Vec<String> = std::fs::read_dir(s.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".cloning-"))
+        .collect();
+    assert!(staging.is_empty(), "{staging:?}");
 }

@@ -227,7 +227,7 @@ impl Repo {
     /// branch checked out as a local branch of the same name. The remote's embedder
     /// settings come along, so text queries embed the same way in the clone. Built in a
     /// directory beside `dir` and moved into place when complete, so an interrupted clone
-    /// leaves no `dir`.
+    /// leaves no `dir` (the next clone into `dir` removes what it left beside it).
     ///
     /// ```
     /// let dir = tempfile::tempdir()?;
@@ -253,11 +253,9 @@ impl Repo {
         let file_name = dir
             .file_name()
             .ok_or_else(|| Error::InvalidArgument(format!("clone into {}: not a directory name", dir.display())))?;
-        let staging = dir.with_file_name(format!(
-            ".{}.cloning-{}",
-            file_name.to_string_lossy(),
-            std::process::id()
-        ));
+        let prefix = format!(".{}.cloning-", file_name.to_string_lossy());
+        remove_stale_clones(dir, &prefix);
+        let staging = dir.with_file_name(format!("{prefix}{}", std::process::id()));
         if staging.exists() {
             std::fs::remove_dir_all(&staging).map_err(|e| io_error("a clone's staging directory", &staging, e))?;
         }
@@ -292,6 +290,31 @@ impl Repo {
         drop(theirs);
         std::fs::rename(&staging, dir).map_err(|e| io_error("the cloned repository", dir, e))?;
         Repo::open(dir)
+    }
+}
+
+/// Removes what clones into `dir` killed part-way left beside it (`prefix<pid>`
+/// directories): a staging repository that opens is no longer held by its process (the
+/// store's lock ends with the process), and one that is not a repository yet was left
+/// before its first write. One still held (a clone in progress) stays. Best effort.
+fn remove_stale_clones(dir: &Path, prefix: &str) {
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    for entry in entries.flatten() {
+        if !entry.file_name().to_string_lossy().starts_with(prefix) {
+            continue;
+        }
+        let path = entry.path();
+        let stale = match Repo::open(&path) {
+            Ok(_) | Err(Error::NotARepo { .. }) => true,
+            Err(_) => false,
+        };
+        if stale {
+            let _ = std::fs::remove_dir_all(&path);
+        }
     }
 }
 
