@@ -87,6 +87,20 @@ fn check_remote_name(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// Remote `name` with the stored URL `url` (a damaged ref if it is not UTF-8).
+fn remote_of(name: &str, url: Vec<u8>) -> Result<Remote> {
+    let url = String::from_utf8(url).map_err(|_| {
+        Error::Graph(cairn_graph::GraphError::BadRef {
+            name: format!("meta/{REMOTES_META}{name}"),
+            detail: "a remote URL that is not UTF-8".into(),
+        })
+    })?;
+    Ok(Remote {
+        name: name.to_string(),
+        url,
+    })
+}
+
 /// `path` made absolute (without resolving links), for storing as a remote's URL.
 fn absolute(path: &Path) -> Result<PathBuf> {
     std::path::absolute(path).map_err(|e| Error::InvalidArgument(format!("remote path {}: {e}", path.display())))
@@ -148,27 +162,17 @@ impl Repo {
         self.refs()
             .meta_list(REMOTES_META)?
             .into_iter()
-            .map(|(key, url)| {
-                Ok(Remote {
-                    name: key.trim_start_matches(REMOTES_META).to_string(),
-                    url: String::from_utf8(url).map_err(|_| {
-                        Error::Graph(cairn_graph::GraphError::BadRef {
-                            name: format!("meta/{key}"),
-                            detail: "a remote URL that is not UTF-8".into(),
-                        })
-                    })?,
-                })
-            })
+            .map(|(key, url)| remote_of(key.trim_start_matches(REMOTES_META), url))
             .collect()
     }
 
     /// Remote `name` (fails with [`Error::UnknownRemote`]).
     pub fn remote(&self, name: &str) -> Result<Remote> {
         check_remote_name(name)?;
-        self.remotes()?
-            .into_iter()
-            .find(|r| r.name == name)
-            .ok_or_else(|| Error::UnknownRemote(name.to_string()))
+        match self.refs().meta(&format!("{REMOTES_META}{name}"))? {
+            Some(url) => remote_of(name, url),
+            None => Err(Error::UnknownRemote(name.to_string())),
+        }
     }
 
     /// Remote `name`'s tracked branches (`refs/remotes/<name>/*`) with the commits they

@@ -16,9 +16,10 @@
 //! `gc` may collect).
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use cairn_core::codec::{self, ObjectKind};
-use cairn_core::{CommitId, Hash};
+use cairn_core::{Commit, CommitId, Hash};
 use cairn_graph::objects::Objects;
 use cairn_graph::GraphError;
 use cairn_store::Store;
@@ -50,13 +51,16 @@ pub(crate) fn copy_reachable(from: &Objects, to: &dyn Store, heads: &[CommitId])
         written: HashSet::new(),
         stats: TransferStats::default(),
     };
-    for id in t.missing_commits(heads)? {
-        t.commit(id)?;
+    for (id, raw, commit) in t.missing_commits(heads)? {
+        t.commit(id, &raw, &commit)?;
     }
     t.write_batch()?;
     to.flush()?;
     Ok(t.stats)
 }
+
+/// A commit to copy: its id, verified bytes and decoded form.
+type ReadCommit = (CommitId, Arc<[u8]>, Commit);
 
 struct Transfer<'a> {
     from: &'a Objects,
@@ -69,31 +73,33 @@ struct Transfer<'a> {
 
 impl Transfer<'_> {
     /// The commits `heads` reach that the destination lacks, oldest first (every commit
-    /// after its parents).
-    fn missing_commits(&self, heads: &[CommitId]) -> Result<Vec<CommitId>> {
+    /// after its parents), each with its verified bytes and decoded form (read once).
+    fn missing_commits(&self, heads: &[CommitId]) -> Result<Vec<ReadCommit>> {
         let mut order = Vec::new();
         let mut state: HashSet<CommitId> = HashSet::new();
-        // Depth-first post-order: a commit is emitted after all its missing parents.
-        let mut stack: Vec<(CommitId, bool)> = heads.iter().rev().map(|h| (*h, false)).collect();
-        while let Some((id, expanded)) = stack.pop() {
-            if expanded {
-                order.push(id);
+        // Depth-first post-order: a commit is emitted after all its missing parents; the
+        // second visit carries what the first one read.
+        type Visit = (CommitId, Option<(Arc<[u8]>, Commit)>);
+        let mut stack: Vec<Visit> = heads.iter().rev().map(|h| (*h, None)).collect();
+        while let Some((id, read)) = stack.pop() {
+            if let Some((raw, commit)) = read {
+                order.push((id, raw, commit));
                 continue;
             }
             if !state.insert(id) || self.to.contains(id.hash())? {
                 continue;
             }
-            let commit = self.from.commit(&id)?;
-            stack.push((id, true));
-            stack.extend(commit.parents.iter().rev().map(|p| (*p, false)));
+            let raw = self.from.raw(id.hash(), ObjectKind::Commit)?;
+            let commit = codec::decode_commit(&raw).map_err(|e| corrupt(ObjectKind::Commit, *id.hash(), e))?;
+            let parents: Vec<Visit> = commit.parents.iter().rev().map(|p| (*p, None)).collect();
+            stack.push((id, Some((raw, commit))));
+            stack.extend(parents);
         }
         Ok(order)
     }
 
-    /// Copies commit `id`'s new tree objects (post-order), then the commit.
-    fn commit(&mut self, id: CommitId) -> Result<()> {
-        let raw = self.from.raw(id.hash(), ObjectKind::Commit)?;
-        let c = codec::decode_commit(&raw).map_err(|e| corrupt(ObjectKind::Commit, *id.hash(), e))?;
+    /// Copies commit `id`'s new tree objects (post-order), then the commit (`raw`, `c`).
+    fn commit(&mut self, id: CommitId, raw: &[u8], c: &Commit) -> Result<()> {
         for (root, leaf) in [
             (c.node_root, ObjectKind::Node),
             (c.edge_root, ObjectKind::Edge),
@@ -104,12 +110,12 @@ impl Transfer<'_> {
             }
         }
         self.stats.commits += 1;
-        self.emit(*id.hash(), &raw)
+        self.emit(*id.hash(), raw)
     }
 
     /// Copies the part of the tree at `root` the destination lacks, children first.
     fn tree(&mut self, root: Hash, leaf: ObjectKind) -> Result<()> {
-        let mut stack: Vec<(Hash, Option<std::sync::Arc<[u8]>>)> = vec![(root, None)];
+        let mut stack: Vec<(Hash, Option<Arc<[u8]>>)> = vec![(root, None)];
         while let Some((h, raw)) = stack.pop() {
             if let Some(raw) = raw {
                 self.emit(h, &raw)?;
