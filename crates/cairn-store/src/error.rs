@@ -28,6 +28,34 @@ pub enum StoreError {
         /// The operation that needed the space.
         detail: String,
     },
+    /// An object-store service (S3, GCS, Azure) refused or failed a request, after the
+    /// retries an idempotent request gets. Nothing was changed by it, except where `op`
+    /// says the outcome was unknown and could not be read back.
+    #[error("object store {location}: {op} of key {key} failed ({kind}{}): {detail}", status.map(|s| format!(", HTTP status {s}")).unwrap_or_default())]
+    Service {
+        /// The store's URL (`s3://bucket/prefix`).
+        location: String,
+        /// What was attempted ("get", "put", "list", "delete", "compare-and-swap").
+        op: &'static str,
+        /// The key within the store (`objects/<hex>`, `refs/<name>`, …).
+        key: String,
+        /// The kind of failure `object_store` reported (`NotFound`, `PermissionDenied`,
+        /// `Unauthenticated`, `Generic`, …).
+        kind: &'static str,
+        /// The HTTP status, when the service answered with one.
+        status: Option<u16>,
+        /// The service's message.
+        detail: String,
+    },
+    /// A store location (an object-store URL) that cannot be used: unknown scheme, no
+    /// bucket, a backend this build lacks, a bad setting.
+    #[error("store location {location}: {detail}")]
+    BadLocation {
+        /// The location as given.
+        location: String,
+        /// What is wrong with it.
+        detail: String,
+    },
     /// The database is locked by another process.
     #[error("repository at {path} is in use by another process")]
     Locked {

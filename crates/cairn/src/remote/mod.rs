@@ -12,8 +12,9 @@
 //! ref names them, so an interrupted transfer leaves the destination's refs as they were.
 //!
 //! URLs: a path to a repository on this machine (`/data/memory`, `./memory`, or
-//! `file:///data/memory`). Server (`http://…`) and object-store (`s3://…`) URLs are
-//! recognised and refused with a message saying they are not supported yet.
+//! `file:///data/memory`), or a repository in an object store (`s3://bucket/prefix`,
+//! `gs://…`, `az://…`; see [`Repo::open`]). Server (`http://…`) URLs are recognised and
+//! refused with a message saying they are not supported yet.
 
 mod sync;
 pub(crate) mod transfer;
@@ -48,6 +49,8 @@ pub struct Remote {
 pub(crate) enum RemoteUrl {
     /// A repository directory on this machine.
     Path(PathBuf),
+    /// A repository in an object store, by URL.
+    Store(String),
 }
 
 impl RemoteUrl {
@@ -55,6 +58,9 @@ impl RemoteUrl {
     pub(crate) fn parse(url: &str) -> Result<RemoteUrl> {
         if let Some(path) = url.strip_prefix("file://") {
             return Ok(RemoteUrl::Path(PathBuf::from(path)));
+        }
+        if crate::repo::is_store_url(url) {
+            return Ok(RemoteUrl::Store(url.to_string()));
         }
         if let Some((scheme, _)) = url.split_once("://") {
             return Err(Error::InvalidArgument(format!(
@@ -72,6 +78,16 @@ impl RemoteUrl {
     pub(crate) fn open(&self) -> Result<Repo> {
         match self {
             RemoteUrl::Path(p) => Repo::open_waiting(p, REMOTE_OPEN_WAIT),
+            // Any number of processes may have it open.
+            RemoteUrl::Store(url) => Repo::open(url),
+        }
+    }
+
+    /// The URL to store for it: a path made absolute, an object-store URL as given.
+    pub(crate) fn to_stored(&self) -> Result<String> {
+        match self {
+            RemoteUrl::Path(p) => Ok(absolute(p)?.display().to_string()),
+            RemoteUrl::Store(url) => Ok(url.clone()),
         }
     }
 }
@@ -121,18 +137,20 @@ impl Repo {
     /// ```
     pub fn remote_add(&self, name: &str, url: &str) -> Result<Remote> {
         check_remote_name(name)?;
-        let url = match RemoteUrl::parse(url)? {
-            RemoteUrl::Path(p) => {
-                let p = absolute(&p)?;
-                if self.path().is_some_and(|mine| absolute(mine).is_ok_and(|m| m == p)) {
-                    return Err(Error::InvalidArgument(format!(
-                        "remote `{name}`: {} is this repository",
-                        p.display()
-                    )));
-                }
-                p.display().to_string()
+        let parsed = RemoteUrl::parse(url)?;
+        let url = parsed.to_stored()?;
+        let mine = match (&parsed, self.path()) {
+            (RemoteUrl::Path(_), Some(mine)) if crate::repo::store_url(mine).is_none() => {
+                absolute(mine).ok().map(|m| m.display().to_string())
             }
+            (RemoteUrl::Store(_), Some(mine)) => crate::repo::store_url(mine).map(str::to_string),
+            _ => None,
         };
+        if mine.is_some_and(|m| m.trim_end_matches('/') == url.trim_end_matches('/')) {
+            return Err(Error::InvalidArgument(format!(
+                "remote `{name}`: {url} is this repository"
+            )));
+        }
         match self
             .refs()
             .register_meta(&format!("{REMOTES_META}{name}"), url.as_bytes())?

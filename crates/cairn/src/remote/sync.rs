@@ -261,12 +261,7 @@ impl Repo {
         }
         let built = (|| -> Result<()> {
             let repo = Repo::init(&staging)?;
-            let remote = repo.remote_add(
-                "origin",
-                &match parsed {
-                    RemoteUrl::Path(p) => super::absolute(&p)?.display().to_string(),
-                },
-            )?;
+            let remote = repo.remote_add("origin", &parsed.to_stored()?)?;
             repo.fetch_from(&remote, &theirs)?;
             for key in CLONED_META {
                 if let Some(v) = theirs.refs().meta(key)? {
