@@ -16,11 +16,12 @@ pub struct Args {
 enum Action {
     /// List remotes with their URLs.
     List,
-    /// Add a remote: a name and the path of a repository on this machine.
+    /// Add a remote: a name and where the repository is.
     Add {
         /// The remote's name (e.g. `origin`).
         name: String,
-        /// Where it is: a repository path (or `file://PATH`).
+        /// Where it is: a repository path (or `file://PATH`), or an object-store URL
+        /// (`s3://bucket/prefix`, `gs://…`, `az://…`).
         url: String,
     },
     /// Remove a remote and its remote-tracking branches.

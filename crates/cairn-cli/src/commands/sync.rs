@@ -11,7 +11,8 @@ use crate::Ctx;
 /// Arguments of `cairn clone`.
 #[derive(Debug, clap::Args)]
 pub struct CloneArgs {
-    /// The repository to clone (a path, or `file://PATH`).
+    /// The repository to clone: a path, `file://PATH`, or an object-store URL
+    /// (`s3://bucket/prefix`, `gs://…`, `az://…`).
     url: String,
     /// Where the clone goes (must not exist).
     dir: PathBuf,
