@@ -3,6 +3,7 @@
 //! [`StoreError::Service`] naming the key.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use futures_util::stream::{self, StreamExt, TryStreamExt};
@@ -35,6 +36,34 @@ pub(super) struct Bucket {
     location: String,
     /// Requests in flight at once in a batch.
     concurrency: usize,
+    /// What was sent and received.
+    counts: Counts,
+}
+
+/// Requests and bytes, counted as they complete.
+#[derive(Default)]
+struct Counts {
+    gets: AtomicU64,
+    bytes_read: AtomicU64,
+    puts: AtomicU64,
+    bytes_written: AtomicU64,
+    other: AtomicU64,
+}
+
+/// What an [`ObjectStoreBackend`](super::ObjectStoreBackend) has asked of its service since
+/// it was opened (for benchmarks and `stats`-like reports).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RequestCounts {
+    /// Reads (`GET`), found or not.
+    pub gets: u64,
+    /// Bytes those reads returned.
+    pub bytes_read: u64,
+    /// Writes (`PUT`), refused ones included.
+    pub puts: u64,
+    /// Bytes those writes sent.
+    pub bytes_written: u64,
+    /// Listings, existence checks and deletes.
+    pub other: u64,
 }
 
 impl Drop for Bucket {
@@ -64,7 +93,36 @@ impl Bucket {
             runtime: Some(runtime),
             location,
             concurrency: concurrency.max(1),
+            counts: Counts::default(),
         })
+    }
+
+    /// What was asked of the service so far.
+    pub(super) fn counts(&self) -> RequestCounts {
+        let c = &self.counts;
+        RequestCounts {
+            gets: c.gets.load(Ordering::Relaxed),
+            bytes_read: c.bytes_read.load(Ordering::Relaxed),
+            puts: c.puts.load(Ordering::Relaxed),
+            bytes_written: c.bytes_written.load(Ordering::Relaxed),
+            other: c.other.load(Ordering::Relaxed),
+        }
+    }
+
+    fn count_get(&self, bytes: Option<usize>) {
+        self.counts.gets.fetch_add(1, Ordering::Relaxed);
+        self.counts
+            .bytes_read
+            .fetch_add(bytes.unwrap_or(0) as u64, Ordering::Relaxed);
+    }
+
+    fn count_put(&self, bytes: usize) {
+        self.counts.puts.fetch_add(1, Ordering::Relaxed);
+        self.counts.bytes_written.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    fn count_other(&self) {
+        self.counts.other.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The store's URL.
@@ -107,8 +165,11 @@ impl Bucket {
     /// Reads `key`: its bytes and version, `None` if absent.
     pub(super) fn get(&self, key: &str) -> Result<Option<(Vec<u8>, UpdateVersion)>, StoreError> {
         let path = self.path(key);
-        self.block(get_one(&self.store, &path))
-            .map_err(|e| self.error("get", key, e))
+        let got = self
+            .block(get_one(&self.store, &path))
+            .map_err(|e| self.error("get", key, e))?;
+        self.count_get(got.as_ref().map(|(b, _)| b.len()));
+        Ok(got)
     }
 
     /// Reads many keys at once (up to the concurrency limit in flight), in the order
@@ -118,10 +179,12 @@ impl Bucket {
         let fut = stream::iter(keys.iter().map(|k| {
             let path = self.path(k);
             async move {
-                get_one(store, &path)
+                let got = get_one(store, &path)
                     .await
                     .map(|o| o.map(|(b, _)| b))
-                    .map_err(|e| self.error("get", k, e))
+                    .map_err(|e| self.error("get", k, e))?;
+                self.count_get(got.as_ref().map(Vec::len));
+                Ok(got)
             }
         }))
         .buffered(self.concurrency)
@@ -132,6 +195,7 @@ impl Bucket {
     /// True if `key` exists.
     pub(super) fn exists(&self, key: &str) -> Result<bool, StoreError> {
         let path = self.path(key);
+        self.count_other();
         match self.block(self.store.head(&path)) {
             Ok(_) => Ok(true),
             Err(object_store::Error::NotFound { .. }) => Ok(false),
@@ -139,9 +203,29 @@ impl Bucket {
         }
     }
 
+    /// Which of `keys` exist, asked at once (up to the concurrency limit in flight).
+    pub(super) fn exists_many(&self, keys: &[String]) -> Result<Vec<bool>, StoreError> {
+        let store = &self.store;
+        let fut = stream::iter(keys.iter().map(|k| {
+            let path = self.path(k);
+            async move {
+                self.count_other();
+                match store.head(&path).await {
+                    Ok(_) => Ok(true),
+                    Err(object_store::Error::NotFound { .. }) => Ok(false),
+                    Err(e) => Err(self.error("head", k, e)),
+                }
+            }
+        }))
+        .buffered(self.concurrency)
+        .try_collect::<Vec<_>>();
+        self.block(fut)
+    }
+
     /// Writes `bytes` at `key` in `mode`.
     pub(super) fn put(&self, key: &str, bytes: Vec<u8>, mode: PutMode) -> Result<Put, StoreError> {
         let path = self.path(key);
+        self.count_put(bytes.len());
         let fut = self
             .store
             .put_opts(&path, PutPayload::from(bytes), PutOptions::from(mode));
@@ -161,6 +245,7 @@ impl Bucket {
         let fut = stream::iter(items.into_iter().map(|(k, bytes)| {
             let path = self.path(&k);
             async move {
+                self.count_put(bytes.len());
                 let opts = PutOptions::from(PutMode::Create);
                 match store.put_opts(&path, PutPayload::from(bytes), opts).await {
                     Ok(_) | Err(object_store::Error::AlreadyExists { .. }) => Ok(()),
@@ -179,6 +264,7 @@ impl Bucket {
         let fut = stream::iter(items.into_iter().map(|(k, bytes)| {
             let path = self.path(&k);
             async move {
+                self.count_put(bytes.len());
                 store
                     .put(&path, PutPayload::from(bytes))
                     .await
@@ -197,6 +283,7 @@ impl Bucket {
         let fut = stream::iter(keys.into_iter().map(|k| {
             let path = self.path(&k);
             async move {
+                self.count_other();
                 match store.delete(&path).await {
                     Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
                     Err(e) => Err(self.error("delete", &k, e)),
@@ -213,6 +300,7 @@ impl Bucket {
     pub(super) fn list(&self, dir: &str) -> Result<Vec<(String, ObjectMeta)>, StoreError> {
         let base = self.path(dir);
         let depth = base.parts().count();
+        self.count_other();
         let metas: Vec<ObjectMeta> = self
             .block(self.store.list(Some(&base)).try_collect())
             .map_err(|e| self.error("list", dir, e))?;

@@ -35,6 +35,7 @@ use crate::memory::MemoryStore;
 use crate::segment::SegmentStore;
 
 use bucket::Bucket;
+pub use bucket::RequestCounts;
 use cache::ObjectCache;
 
 /// The URL schemes [`ObjectStoreBackend::open`] takes.
@@ -280,6 +281,11 @@ impl ObjectStoreBackend {
         self.bucket.location()
     }
 
+    /// The requests sent to the service since the store was opened, and their bytes.
+    pub fn requests(&self) -> RequestCounts {
+        self.bucket.counts()
+    }
+
     /// The directory of the local derived-data cache (`None`: kept in memory).
     pub fn cache_dir(&self) -> Option<&FsPath> {
         self.local_dir.as_deref()
@@ -376,6 +382,35 @@ impl Store for ObjectStoreBackend {
             self.objects.mark_present([*hash]);
         }
         Ok(found)
+    }
+
+    fn contains_many(&self, hashes: &[Hash]) -> Result<Vec<bool>, StoreError> {
+        let unknown: Vec<Hash> = hashes.iter().filter(|h| !self.objects.known(h)).copied().collect();
+        let found = self
+            .bucket
+            .exists_many(&unknown.iter().map(keys::object).collect::<Vec<_>>())?;
+        self.objects
+            .mark_present(unknown.iter().zip(&found).filter(|(_, f)| **f).map(|(h, _)| *h));
+        Ok(hashes.iter().map(|h| self.objects.known(h)).collect())
+    }
+
+    /// Reads the objects not in the read cache concurrently into it (those whose bytes
+    /// fail their hash are left out: the read that follows names them).
+    fn prefetch(&self, hashes: &[Hash]) -> Result<(), StoreError> {
+        let wanted: Vec<Hash> = hashes
+            .iter()
+            .filter(|h| self.objects.get(h).is_none())
+            .copied()
+            .collect();
+        let got = self
+            .bucket
+            .get_many(&wanted.iter().map(keys::object).collect::<Vec<_>>())?;
+        for (hash, bytes) in wanted.into_iter().zip(got) {
+            if let Some(bytes) = bytes.filter(|b| Hash::of(b) == hash) {
+                self.objects.insert(hash, Arc::from(bytes));
+            }
+        }
+        Ok(())
     }
 
     /// Writes the objects not known to be stored, 32 requests at a time, each with

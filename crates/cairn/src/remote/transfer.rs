@@ -127,8 +127,27 @@ impl Transfer<'_> {
             let raw = self.from.raw(&h, ObjectKind::Tree)?;
             let t = codec::decode_tree(&raw).map_err(|e| corrupt(ObjectKind::Tree, h, e))?;
             stack.push((h, Some(raw)));
+            // The node's leaves checked, and the missing ones fetched, at once: one round
+            // trip for all of them where the stores are object stores.
+            let values: Vec<Hash> = t
+                .entries
+                .iter()
+                .map(|e| e.value)
+                .filter(|v| !self.written.contains(v))
+                .collect();
+            let present = self.to.contains_many(&values)?;
+            let missing: HashSet<Hash> = values
+                .iter()
+                .zip(present)
+                .filter(|(_, p)| !p)
+                .map(|(v, _)| *v)
+                .collect();
+            if missing.len() > 1 {
+                // A hint: a failure here is met again, and reported, by the read below.
+                let _ = self.from.store().prefetch(&missing.iter().copied().collect::<Vec<_>>());
+            }
             for e in &t.entries {
-                if !self.written.contains(&e.value) && !self.to.contains(&e.value)? {
+                if missing.contains(&e.value) && !self.written.contains(&e.value) {
                     let value = self.from.raw(&e.value, leaf)?;
                     self.emit(e.value, &value)?;
                 }
