@@ -29,24 +29,9 @@ pub enum StoreError {
         detail: String,
     },
     /// An object-store service (S3, GCS, Azure) refused or failed a request, after the
-    /// retries an idempotent request gets. Nothing was changed by it, except where `op`
-    /// says the outcome was unknown and could not be read back.
-    #[error("object store {location}: {op} of key {key} failed ({kind}{}): {detail}", status.map(|s| format!(", HTTP status {s}")).unwrap_or_default())]
-    Service {
-        /// The store's URL (`s3://bucket/prefix`).
-        location: String,
-        /// What was attempted ("get", "put", "list", "delete", "compare-and-swap").
-        op: &'static str,
-        /// The key within the store (`objects/<hex>`, `refs/<name>`, …).
-        key: String,
-        /// The kind of failure `object_store` reported (`NotFound`, `PermissionDenied`,
-        /// `Unauthenticated`, `Generic`, …).
-        kind: &'static str,
-        /// The HTTP status, when the service answered with one.
-        status: Option<u16>,
-        /// The service's message.
-        detail: String,
-    },
+    /// retries an idempotent request gets ([`ServiceError`] says which, on which key).
+    #[error("{0}")]
+    Service(Box<ServiceError>),
     /// A store location (an object-store URL) that cannot be used: unknown scheme, no
     /// bucket, a backend this build lacks, a bad setting.
     #[error("store location {location}: {detail}")]
@@ -62,6 +47,35 @@ pub enum StoreError {
         /// Path of the database.
         path: String,
     },
+}
+
+/// A failed request to an object-store service ([`StoreError::Service`]). Nothing was
+/// changed by it, except where `op` says the outcome was unknown and could not be read back.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("object store {location}: {op} of key {key} failed ({kind}{}): {detail}", status.map(|s| format!(", HTTP status {s}")).unwrap_or_default())]
+#[non_exhaustive]
+pub struct ServiceError {
+    /// The store's URL (`s3://bucket/prefix`).
+    pub location: String,
+    /// What was attempted (`get`, `put`, `head`, `list`, `delete`, or a compare-and-swap
+    /// whose outcome is unknown).
+    pub op: &'static str,
+    /// The key within the store (`objects/<hex>`, `refs/<name>`, …).
+    pub key: String,
+    /// The kind of failure `object_store` reported (`NotFound`, `PermissionDenied`,
+    /// `Unauthenticated`, `Generic`, …).
+    pub kind: &'static str,
+    /// The HTTP status, when the service answered with one.
+    pub status: Option<u16>,
+    /// The service's message.
+    pub detail: String,
+}
+
+impl ServiceError {
+    /// A service error, boxed into a [`StoreError`].
+    pub fn into_store_error(self) -> StoreError {
+        StoreError::Service(Box::new(self))
+    }
 }
 
 impl StoreError {

@@ -24,7 +24,7 @@ mod sled_store;
 pub use backend::{CasOutcome, DerivedEntry, Store, StoreDamage, StoreStats, MAX_REF_LOG_RECORD};
 #[cfg(feature = "object-store")]
 pub use cloud::{ObjectStoreBackend, ObjectStoreOptions, RequestCounts};
-pub use error::StoreError;
+pub use error::{ServiceError, StoreError};
 pub use frame::{frame, unframe};
 pub use memory::MemoryStore;
 #[cfg(feature = "object-store")]

@@ -12,7 +12,7 @@ use object_store::{
     GetOptions, ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion,
 };
 
-use crate::error::StoreError;
+use crate::error::{ServiceError, StoreError};
 
 /// The result of a conditional write ([`Bucket::put`]).
 #[derive(Debug)]
@@ -353,7 +353,7 @@ pub(super) fn service_error(location: &str, op: &'static str, key: &str, e: obje
         _ => "Other",
     };
     let detail = error_chain(&e);
-    StoreError::Service {
+    ServiceError {
         location: location.to_owned(),
         op,
         key: key.to_owned(),
@@ -361,6 +361,7 @@ pub(super) fn service_error(location: &str, op: &'static str, key: &str, e: obje
         status: http_status(&detail),
         detail,
     }
+    .into_store_error()
 }
 
 /// The messages of `e` and its sources, joined.

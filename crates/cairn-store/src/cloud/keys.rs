@@ -102,7 +102,7 @@ pub(super) fn derived(key: &[u8]) -> String {
 
 /// The derived key a remote derived key's file name spells.
 pub(super) fn derived_key(file_name: &str) -> Option<Vec<u8>> {
-    if file_name.len() % 2 != 0 {
+    if !file_name.len().is_multiple_of(2) {
         return None;
     }
     (0..file_name.len())

@@ -98,11 +98,15 @@ fn decode(name: &str, key: &str, bytes: &[u8]) -> Result<(Option<Vec<u8>>, [u8; 
     }
 }
 
+/// A ref's value as a listing last read it (`None`: a tombstone), with the ETag of the
+/// version read.
+type Listed = (String, Option<Vec<u8>>);
+
 /// The refs of one repository in an object store.
 pub(super) struct Refs {
-    /// Values last read by a listing, by ref name, with the ETag they were read at: a
-    /// listing reads again only the refs whose ETag changed.
-    listed: Mutex<HashMap<String, (String, Option<Vec<u8>>)>>,
+    /// Values last read by a listing, by ref name: a listing reads again only the refs
+    /// whose ETag changed.
+    listed: Mutex<HashMap<String, Listed>>,
 }
 
 impl Refs {
@@ -269,7 +273,7 @@ pub(super) struct RefListing {
 
 /// The error of a ref write whose outcome could not be read back either.
 fn unknown(bucket: &Bucket, key: &str, e: &StoreError) -> StoreError {
-    StoreError::Service {
+    crate::error::ServiceError {
         location: bucket.location().to_owned(),
         op: "compare-and-swap (outcome unknown: the ref could not be read back)",
         key: key.to_owned(),
@@ -277,6 +281,7 @@ fn unknown(bucket: &Bucket, key: &str, e: &StoreError) -> StoreError {
         status: None,
         detail: e.to_string(),
     }
+    .into_store_error()
 }
 
 #[cfg(test)]
