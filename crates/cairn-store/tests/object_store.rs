@@ -343,3 +343,123 @@ fn bad_locations_are_refused() {
         );
     }
 }
+
+/// An in-memory store whose writes can be made to fail: before reaching it (`refuse`), or
+/// after it applied them (`lose`: the response lost, as when a connection drops).
+#[derive(Debug)]
+struct Flaky {
+    inner: InMemory,
+    refuse: std::sync::atomic::AtomicBool,
+    lose: std::sync::atomic::AtomicBool,
+}
+
+impl std::fmt::Display for Flaky {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Flaky")
+    }
+}
+
+mod flaky_impl {
+    use super::Flaky;
+    use cairn_store::object_store::path::Path;
+    use cairn_store::object_store::{
+        CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore, PutMultipartOptions,
+        PutOptions, PutPayload, PutResult, Result,
+    };
+    use futures_util::stream::BoxStream;
+    use std::sync::atomic::Ordering;
+
+    fn failure() -> cairn_store::object_store::Error {
+        cairn_store::object_store::Error::Generic {
+            store: "Flaky",
+            source: "connection reset".into(),
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl ObjectStore for Flaky {
+        async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> Result<PutResult> {
+            if self.refuse.load(Ordering::SeqCst) {
+                return Err(failure());
+            }
+            let r = self.inner.put_opts(location, payload, opts).await?;
+            if self.lose.load(Ordering::SeqCst) {
+                return Err(failure());
+            }
+            Ok(r)
+        }
+        async fn put_multipart_opts(
+            &self,
+            location: &Path,
+            opts: PutMultipartOptions,
+        ) -> Result<Box<dyn MultipartUpload>> {
+            self.inner.put_multipart_opts(location, opts).await
+        }
+        async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+            self.inner.get_opts(location, options).await
+        }
+        fn delete_stream(&self, locations: BoxStream<'static, Result<Path>>) -> BoxStream<'static, Result<Path>> {
+            self.inner.delete_stream(locations)
+        }
+        fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
+            self.inner.list(prefix)
+        }
+        async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+            self.inner.list_with_delimiter(prefix).await
+        }
+        async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
+            self.inner.copy_opts(from, to, options).await
+        }
+    }
+}
+
+/// A ref write whose outcome is unknown is resolved by reading the ref back: one that landed
+/// is a swap (once), one that did not is an error that changed nothing; the ref log likewise.
+#[test]
+fn a_write_of_unknown_outcome_is_resolved_by_reading_back() {
+    use std::sync::atomic::Ordering;
+    let flaky = Arc::new(Flaky {
+        inner: InMemory::new(),
+        refuse: false.into(),
+        lose: false.into(),
+    });
+    let store = ObjectStoreBackend::with_object_store(
+        Arc::clone(&flaky) as Arc<dyn ObjectStore>,
+        "repo",
+        "flaky://",
+        ObjectStoreOptions::default(),
+    )
+    .unwrap();
+    store.cas_ref("refs/heads/main", None, Some(b"a")).unwrap();
+
+    // The response is lost, the write landed: a swap.
+    flaky.lose.store(true, Ordering::SeqCst);
+    assert_eq!(
+        store.cas_ref("refs/heads/main", Some(b"a"), Some(b"b")).unwrap(),
+        CasOutcome::Swapped
+    );
+    assert_eq!(
+        store.cas_ref("refs/heads/new", None, Some(b"n")).unwrap(),
+        CasOutcome::Swapped
+    );
+    store.append_ref_log(b"one record").unwrap();
+    flaky.lose.store(false, Ordering::SeqCst);
+    assert_eq!(store.get_ref("refs/heads/main").unwrap(), Some(b"b".to_vec()));
+    assert_eq!(store.get_ref("refs/heads/new").unwrap(), Some(b"n".to_vec()));
+    assert_eq!(store.ref_log().unwrap(), vec![b"one record".to_vec()], "appended once");
+
+    // The write never reached the store: a typed error, and nothing changed.
+    flaky.refuse.store(true, Ordering::SeqCst);
+    match store.cas_ref("refs/heads/main", Some(b"b"), Some(b"c")) {
+        Err(StoreError::Service(e)) => assert_eq!(e.key, "refs/refs_2Fheads_2Fmain"),
+        other => panic!("expected a service error, got {other:?}"),
+    }
+    assert!(store.append_ref_log(b"lost").is_err());
+    flaky.refuse.store(false, Ordering::SeqCst);
+    assert_eq!(store.get_ref("refs/heads/main").unwrap(), Some(b"b".to_vec()));
+    assert_eq!(store.ref_log().unwrap().len(), 1);
+    assert_eq!(
+        store.cas_ref("refs/heads/main", Some(b"b"), Some(b"c")).unwrap(),
+        CasOutcome::Swapped
+    );
+}

@@ -173,10 +173,13 @@ fn remote_configuration_errors_are_typed() {
         Err(Error::RemoteExists(_))
     ));
     assert!(matches!(repo.fetch("nope"), Err(Error::UnknownRemote(_))));
-    for bad in ["s3://bucket/prefix", "http://localhost:7700", ""] {
+    for bad in ["s3://", "s3:///prefix", "http://localhost:7700", ""] {
         let e = repo.remote_add("x", bad).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidInput, "{bad}: {e}");
     }
+    // An object-store URL is a remote (tests/object_store.rs moves commits through one).
+    repo.remote_add("cloud", "s3://bucket/prefix").unwrap();
+    repo.remote_remove("cloud").unwrap();
     assert!(repo.remote_add("a/b", &url(dir.path(), "up")).is_err());
     assert!(repo.remote_add("self", &url(dir.path(), "mine")).is_err());
     // A remote path without a repository fails at fetch, naming it.

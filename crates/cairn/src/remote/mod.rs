@@ -60,6 +60,14 @@ impl RemoteUrl {
             return Ok(RemoteUrl::Path(PathBuf::from(path)));
         }
         if crate::repo::is_store_url(url) {
+            let bucket = url
+                .split_once("://")
+                .map_or("", |(_, rest)| rest.split('/').next().unwrap_or(""));
+            if bucket.is_empty() {
+                return Err(Error::InvalidArgument(format!(
+                    "remote URL {url:?}: no bucket (s3://bucket/prefix, gs://bucket/prefix, az://container/prefix)"
+                )));
+            }
             return Ok(RemoteUrl::Store(url.to_string()));
         }
         if let Some((scheme, _)) = url.split_once("://") {
