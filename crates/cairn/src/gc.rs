@@ -400,7 +400,7 @@ impl Repo {
             .filter(|k| k.len() == 3 + 32 + 1 && k[3 + 32] == TAG_SPLIT)
             .filter_map(|k| Space::Chunk.hash_of(k))
             .collect();
-        let keep = self.live_derived(live, &|h| split.contains(h))?;
+        let keep = self.derived().live(live, &|h| split.contains(h))?;
         let mut doomed: Vec<Vec<u8>> = Vec::new();
         for space in SPACES {
             let set = match space {

@@ -263,7 +263,7 @@ fn move_branch_as(
             // The time index is derived data: if recording fails, it is rebuilt from the
             // chain on next use, so the (already durable) commit still stands.
             drop_intents(&intents);
-            let _ = repo.record_head(branch.as_str(), &id, commit);
+            let _ = repo.derived().record_head(branch.as_str(), &id, commit);
             reflog::record_move(repo, branch, expected, id, commit, action);
             Ok(id)
         }

@@ -10,7 +10,7 @@ use cairn_index::unit::{chunk_levels, unit_ranges};
 use crate::derived::keys::{manifest_key, unit_key, TreeKind};
 use crate::derived::spans::{self, Span};
 use crate::error::Result;
-use crate::repo::Repo;
+use crate::derived::DerivedData;
 
 /// The derived keys live commits use.
 #[derive(Debug, Default)]
@@ -23,15 +23,15 @@ pub(crate) struct LiveSet {
     pub(crate) manifests: HashSet<Hash>,
 }
 
-impl Repo {
+impl DerivedData {
     /// The derived keys `commits` use. `is_split(chunk key)` says whether a split marker is
     /// stored for a span (then its pieces are chunks too).
-    pub(crate) fn live_derived(
+    pub(crate) fn live(
         &self,
         commits: &HashSet<CommitId>,
         is_split: &dyn Fn(&Hash) -> bool,
     ) -> Result<LiveSet> {
-        let fp = self.inner.derived.fingerprint;
+        let fp = self.fingerprint;
         let mut live = LiveSet::default();
         let mut roots_seen: HashSet<(u8, Hash)> = HashSet::new();
         for id in commits {
@@ -47,7 +47,7 @@ impl Repo {
                     continue;
                 }
                 let mut leaves: Vec<(Hash, Vec<u8>)> = Vec::new();
-                for span in spans::top_spans(self.objects(), root, CHUNK_LEVEL)? {
+                for span in spans::top_spans(&self.objects, root, CHUNK_LEVEL)? {
                     self.mark_span(&fp, tree, span, is_split, &mut live, &mut leaves)?;
                 }
                 if tree == TreeKind::Nodes {
@@ -74,7 +74,7 @@ impl Repo {
         let key = span.key(fp, tree);
         live.chunks.insert(key);
         if span.gap.is_some() && is_split(&key) {
-            for piece in spans::pieces(self.objects(), &span)? {
+            for piece in spans::pieces(&self.objects, &span)? {
                 self.mark_span(fp, tree, piece, is_split, live, leaves)?;
             }
         } else {

@@ -86,7 +86,7 @@ impl Repo {
     /// assembly takes it from the handle's commit cache). The error names the commit.
     fn resolved(&self, id: CommitId, needs: &IndexNeeds) -> Result<ResolvedCommit, (String, Error)> {
         let c = self.commit_shared(&id).map_err(|e| (id.to_hex(), e))?;
-        let (indexes, repairs) = self.index_view(&id, needs).map_err(|e| (id.to_hex(), e))?;
+        let (indexes, repairs) = self.derived().index_view(&id, needs).map_err(|e| (id.to_hex(), e))?;
         Ok(ResolvedCommit {
             commit: id,
             timestamp_ms: c.timestamp_ms,

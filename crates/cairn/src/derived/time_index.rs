@@ -18,7 +18,7 @@ use cairn_store::StoreError;
 
 use super::keys::Space;
 use crate::error::Result;
-use crate::repo::Repo;
+use crate::derived::DerivedData;
 
 fn prefix(branch: &str) -> Vec<u8> {
     let mut p = Space::TimeIndex.prefix().to_vec();
@@ -33,11 +33,11 @@ fn key(branch: &str, generation: u64) -> Vec<u8> {
     k
 }
 
-impl Repo {
+impl DerivedData {
     /// One entry; a damaged or malformed one reads as missing, so that the callers rebuild
     /// the index from the commits (it is a cache).
     fn time_entry(&self, branch: &str, generation: u64) -> Result<Option<(CommitId, i64)>> {
-        match self.store().get_derived(&key(branch, generation)) {
+        match self.store.get_derived(&key(branch, generation)) {
             Ok(v) => Ok(v.and_then(|v| time_index::decode(&v).ok())),
             Err(StoreError::Corrupt { .. }) => Ok(None),
             Err(e) => Err(e.into()),
@@ -56,15 +56,15 @@ impl Repo {
             self.drop_time_index(branch)?;
             return Ok(());
         }
-        self.store()
+        self.store
             .put_derived(&[(key(branch, c.generation), time_index::encode(id, c.timestamp_ms))])?;
         Ok(())
     }
 
     fn drop_time_index(&self, branch: &str) -> Result<()> {
         // By key alone: a damaged value must not stop its own removal.
-        let keys = self.store().derived_keys(&prefix(branch))?;
-        self.store().delete_derived(&keys)?;
+        let keys = self.store.derived_keys(&prefix(branch))?;
+        self.store.delete_derived(&keys)?;
         Ok(())
     }
 
@@ -78,18 +78,14 @@ impl Repo {
             cur = c.parents.first().copied();
         }
         for chunk in entries.chunks(10_000) {
-            self.store().put_derived(chunk)?;
+            self.store.put_derived(chunk)?;
         }
         Ok(())
     }
 
-    /// The commit that was the head of `branch` at transaction time `time_ms`: the last
-    /// commit on the branch's first-parent chain with timestamp ≤ `time_ms` (`None` if the
-    /// branch's first commit is later). O(log n) reads of the branch's time index.
-    pub fn as_of(&self, branch: &str, time_ms: i64) -> Result<Option<CommitId>> {
-        let Some(head) = self.branch_head(branch)? else {
-            return Ok(None);
-        };
+    /// The commit that was the head of `branch` (whose head is `head`) at transaction
+    /// time `time_ms` ([`Repo::as_of`](crate::Repo::as_of)).
+    pub(crate) fn head_as_of(&self, branch: &str, head: CommitId, time_ms: i64) -> Result<Option<CommitId>> {
         let hc = self.commit(&head)?;
         if hc.timestamp_ms <= time_ms {
             return Ok(Some(head));

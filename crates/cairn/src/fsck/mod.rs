@@ -76,7 +76,7 @@ impl Repo {
     /// branches and tags reach (and their history), for the dimension records' repair.
     fn fsck_with_dims(&self) -> Result<(FsckReport, dims::Dims)> {
         let mut report = FsckReport::default();
-        let (checked, damage) = self.check_derived()?;
+        let (checked, damage) = self.derived().check()?;
         report.derived_checked = checked;
         report.derived_problems = damage.iter().map(crate::derived::check::describe).collect();
         // Damage the store found in its own files (bytes that held no readable record).
