@@ -58,6 +58,7 @@
 struct ReadmeDoctests;
 
 mod commit_cache;
+mod dense_dims;
 mod derived;
 mod diff;
 mod embed_on_write;

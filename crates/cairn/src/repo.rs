@@ -755,7 +755,7 @@ impl Repo {
     pub fn dense_dim(&self, model: &str) -> Result<Option<usize>> {
         Ok(self
             .refs()
-            .meta(&format!("dense-dim/{model}"))?
+            .meta(&crate::dense_dims::dense_dim_key(model))?
             .and_then(|v| <[u8; 4]>::try_from(v.as_slice()).ok())
             .map(|b| u32::from_le_bytes(b) as usize))
     }

@@ -22,7 +22,8 @@ use cairn_index::params::{MAX_CHUNK_BYTES, MAX_CHUNK_KEYS};
 use cairn_index::persist;
 use cairn_index::unit::{build_unit_graph, chunk_levels, unit_ranges, unit_seed};
 use cairn_index::{
-    BaseUnit, CommitIndexes, DenseChunk, IndexError, IndexNeeds, IndexParams, NodeChunk, SparseChunk, TextChunk, UnitGraph,
+    BaseUnit, CommitIndexes, DenseChunk, IndexError, IndexNeeds, IndexParams, NodeChunk, SparseChunk, TextChunk,
+    UnitGraph,
 };
 use parking_lot::Mutex;
 use rayon::prelude::*;
@@ -35,9 +36,9 @@ use crate::derived::keys::{
 };
 use crate::derived::list::{Donor, FromDonor};
 use crate::derived::spans::{self, positions, ChunkList, ChunkRef};
+use crate::derived::DerivedData;
 use crate::error::{Error, Result};
 use crate::progress::{Meter, Step};
-use crate::derived::DerivedData;
 
 /// Bytes of derived values written per store batch.
 const PERSIST_BATCH_BYTES: usize = 32 << 20;
@@ -914,8 +915,7 @@ impl DerivedData {
                 let last = p.vector(p.len() - 1).and_then(|v| v.last()).map(|x| x.to_le_bytes());
                 let mut tail = [0u8; 4];
                 let at = first + (p.len() * p.dim() * 4) as u64 - 4;
-                let stored =
-                    matches!(self.store.read_derived_at(&key, at, &mut tail), Ok(true)) && Some(tail) == last;
+                let stored = matches!(self.store.read_derived_at(&key, at, &mut tail), Ok(true)) && Some(tail) == last;
                 if !stored {
                     return Some(p);
                 }

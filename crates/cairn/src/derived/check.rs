@@ -6,9 +6,9 @@
 use cairn_index::persist;
 
 use crate::derived::keys::{Space, SPACES};
+use crate::derived::DerivedData;
 use crate::error::Result;
 use crate::progress::Step;
-use crate::derived::DerivedData;
 
 /// One damaged derived entry: its store key and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,7 +31,7 @@ fn printable(key: &[u8]) -> String {
 /// Decodes one entry of a hashed space; the error says what is wrong.
 fn check_entry(space: Space, key: &[u8], value: &[u8]) -> std::result::Result<(), String> {
     let hash = space.hash_of(key).ok_or("malformed key")?;
-    let suffix = &key[3 + 32..];
+    let suffix = &key[space.prefix().len() + 32..];
     let model_of = |rest: &[u8]| String::from_utf8(rest.to_vec()).map_err(|_| "model name is not UTF-8".to_string());
     match space {
         Space::Chunk => {

@@ -5,8 +5,8 @@
 use std::sync::atomic::Ordering;
 
 use crate::derived::keys::SPACES;
-use crate::error::Result;
 use crate::derived::DerivedData;
+use crate::error::Result;
 
 /// Keys deleted per store call.
 const DELETE_BATCH: usize = 4096;

@@ -31,8 +31,8 @@ use cairn_core::{Commit, CommitId, Hash};
 use crate::derived::build::Ctx;
 use crate::derived::keys::TreeKind;
 use crate::derived::spans::ChunkList;
-use crate::error::Result;
 use crate::derived::DerivedData;
+use crate::error::Result;
 
 /// Generation strides of base candidates, most preferred first.
 pub(crate) const BASE_STRIDES: [u64; 3] = [512, 64, 8];

@@ -15,9 +15,9 @@ use crate::derived::build::{Ctx, Found, Tick};
 use crate::derived::cache::ViewEntry;
 use crate::derived::keys::{TreeKind, TAG_EDGES, TAG_NODE_CORE};
 use crate::derived::spans::{self, ChunkList, ChunkRef, Item, Placed, Span, SpanMemo};
+use crate::derived::DerivedData;
 use crate::error::{Error, Result};
 use crate::progress::{Meter, Step};
-use crate::derived::DerivedData;
 
 /// Top-level spans of a tree resolved (and, when new, built) together before their values
 /// are written and released: a build holds at most this window's encoded values, not the

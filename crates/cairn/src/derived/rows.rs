@@ -22,6 +22,7 @@ use cairn_index::RowSource;
 use cairn_store::Store;
 use parking_lot::Mutex;
 
+use crate::dense_dims::{dense_dim_model, DENSE_DIM_META};
 use crate::derived::DerivedData;
 
 /// The text bytes per node the rule for leaving texts on disk assumes
@@ -101,13 +102,13 @@ impl DerivedData {
             damaged: Arc::clone(&self.damaged_rows),
         });
         // A repository whose dimensions cannot be read keeps every row in memory.
-        let dims = self.refs().meta_list("dense-dim/").unwrap_or_default();
+        let dims = self.refs().meta_list(DENSE_DIM_META).unwrap_or_default();
         for (key, value) in dims {
             let Ok(dim) = <[u8; 4]>::try_from(value.as_slice()).map(u32::from_le_bytes) else {
                 continue;
             };
             if node_count.saturating_mul(u64::from(dim)).saturating_mul(4) > quarter {
-                let model = key.trim_start_matches("dense-dim/").to_string();
+                let model = dense_dim_model(&key).to_string();
                 out.rows.insert(model, Arc::clone(&source));
             }
         }

@@ -143,7 +143,9 @@ impl Repo {
         for name in store.damaged_refs("")? {
             let own = name == cairn_graph::refs::HEAD
                 || name == format!("meta/{}", crate::repo::FORMAT_META)
-                || name.starts_with("meta/dense-dim/");
+                || name
+                    .strip_prefix("meta/")
+                    .is_some_and(|n| n.starts_with(crate::dense_dims::DENSE_DIM_META));
             if own {
                 continue;
             }

@@ -10,13 +10,11 @@ use cairn_graph::refs::BranchName;
 
 use super::transfer::{copy_reachable, TransferStats};
 use super::{Remote, RemoteUrl};
+use crate::dense_dims::{dense_dim_model, DENSE_DIM_META};
 use crate::error::{Error, Result};
 use crate::merge::MergeOutcome;
 use crate::repo::Repo;
 use crate::writer;
-
-/// Meta key prefix of the dense-dimension records (storage-format §5).
-const DIMS_META: &str = "dense-dim/";
 
 /// The repository settings a clone copies (storage-format §5.1): the embedders, so that a
 /// text query embeds the same way in the clone.
@@ -91,7 +89,7 @@ impl Repo {
 
     fn fetch_from(&self, remote: &Remote, theirs: &Repo) -> Result<FetchReport> {
         let heads = theirs.refs().branches()?;
-        let dims = theirs.refs().meta_list(DIMS_META)?;
+        let dims = theirs.refs().meta_list(DENSE_DIM_META)?;
         check_dims(self, &dims, &remote.name)?;
         // Published under the gc lock: what the transfer wrote cannot be collected before
         // the tracking refs make it reachable.
@@ -167,7 +165,7 @@ impl Repo {
                     return Err(refused(h));
                 }
             }
-            let dims = self.refs().meta_list(DIMS_META)?;
+            let dims = self.refs().meta_list(DENSE_DIM_META)?;
             check_dims(&theirs, &dims, &remote.name)?;
             let _publishing = theirs.inner.gc_lock.read();
             transfer = copy_reachable(self.objects(), theirs.store().as_ref(), &[local])?;
@@ -335,7 +333,7 @@ fn check_dims(repo: &Repo, dims: &[(String, Vec<u8>)], remote: &str) -> Result<(
                 let dim = |v: &[u8]| <[u8; 4]>::try_from(v).map_or(0, u32::from_le_bytes);
                 return Err(Error::InvalidArgument(format!(
                     "model `{}` has dimension {} on remote `{remote}`'s side and {} on the other: the two repositories cannot share commits",
-                    key.trim_start_matches(DIMS_META),
+                    dense_dim_model(key),
                     dim(value),
                     dim(&mine)
                 )));
