@@ -1,5 +1,10 @@
-//! Loading or building chunk parts, and assembling a commit's view (a tree's chunk list:
-//! `list.rs`).
+//! [`DerivedData`]'s view assembly: loading or building chunk parts, and assembling a
+//! commit's view (a tree's chunk list: `list.rs`) from them; writing what was built, and
+//! the manifests that say a tree's chunks are all stored.
+//!
+//! A view takes four kinds of node-chunk part — core, text, and per model sparse and
+//! dense — through one loader ([`DerivedData::chunk_parts`]) driven by a table of the
+//! kinds ([`PartKind`]); edge chunks and unit graphs have loaders of their own.
 //!
 //! For each chunk part a query needs, in order: the part cache; the store (decoded by the
 //! bounded reader, refused unless it carries the expected key); else the chunk is built
