@@ -72,6 +72,18 @@ pub enum Error {
         /// The remote branch's head (hex).
         remote_head: String,
     },
+    /// A `cairn serve` remote could not be reached, or answered with an error (other
+    /// than a branch that moved under a push: [`Error::NotFastForward`]), or sent
+    /// something malformed or damaged (an object that does not match its name).
+    #[error("remote {url}: {detail}{}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+    Remote {
+        /// The remote's URL.
+        url: String,
+        /// The HTTP status of an error answer.
+        status: Option<u16>,
+        /// What happened.
+        detail: String,
+    },
     /// Deleting the current branch.
     #[error("cannot delete the current branch `{0}`; switch to another branch first")]
     DeleteCurrentBranch(String),

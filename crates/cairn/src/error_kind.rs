@@ -112,7 +112,7 @@ impl Error {
             Error::Store(s) => of_store(s),
             Error::Index(i) => of_index(i),
             Error::Retrieve(r) => ErrorKind::of_retrieve(r),
-            Error::Write { .. } => ErrorKind::Storage,
+            Error::Write { .. } | Error::Remote { .. } => ErrorKind::Storage,
             Error::Embedder(e) => of_embedder(e),
         }
     }
