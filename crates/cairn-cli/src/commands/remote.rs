@@ -16,11 +16,13 @@ pub struct Args {
 enum Action {
     /// List remotes with their URLs.
     List,
-    /// Add a remote: a name and the path of a repository on this machine.
+    /// Add a remote: a name and a repository path on this machine, or a `cairn serve` URL.
     Add {
         /// The remote's name (e.g. `origin`).
         name: String,
-        /// Where it is: a repository path (or `file://PATH`).
+        /// Where it is: a repository path (or `file://PATH`), or a server's
+        /// `http://HOST:PORT` (`http://HOST:PORT/t/TENANT` for a tenant; the bearer token
+        /// is $CAIRN_TOKEN).
         url: String,
     },
     /// Remove a remote and its remote-tracking branches.

@@ -11,7 +11,8 @@ use crate::Ctx;
 /// Arguments of `cairn clone`.
 #[derive(Debug, clap::Args)]
 pub struct CloneArgs {
-    /// The repository to clone (a path, or `file://PATH`).
+    /// The repository to clone: a path (or `file://PATH`), or a `cairn serve` URL
+    /// (`http://HOST:PORT`, `http://HOST:PORT/t/TENANT`; token: $CAIRN_TOKEN).
     url: String,
     /// Where the clone goes (must not exist).
     dir: PathBuf,

@@ -68,7 +68,7 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 
 /// The bytes of lowercase or uppercase hex `s`.
 pub(crate) fn unhex(s: &str) -> Result<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return Err(Error::InvalidArgument(format!("{s:?}: odd-length hex")));
     }
     (0..s.len())
@@ -92,7 +92,7 @@ pub(crate) fn encode_hashes(hashes: &[Hash]) -> Vec<u8> {
 
 /// Decodes a list of hashes (at most [`MAX_BATCH`]).
 pub(crate) fn decode_hashes(body: &[u8]) -> Result<Vec<Hash>> {
-    if body.len() % 32 != 0 {
+    if !body.len().is_multiple_of(32) {
         return Err(Error::InvalidArgument(format!(
             "a hash list of {} bytes: expected a multiple of 32",
             body.len()
