@@ -127,6 +127,11 @@ pub enum Error {
         line: usize,
         /// What is wrong.
         detail: String,
+        /// The typed error behind `detail` when the line parsed but the operation it
+        /// names was refused (a validation error, a node that does not exist, …); `None`
+        /// for a line that does not read or parse.
+        #[source]
+        source: Option<Box<Error>>,
     },
     /// A bad argument (e.g. an empty commit message where one is required).
     #[error("invalid argument: {0}")]

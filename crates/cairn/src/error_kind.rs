@@ -72,6 +72,11 @@ impl ErrorKind {
             RetrieveError::Source(s) => match s {
                 SourceError::UnknownRevision { .. } | SourceError::NoCommits { .. } => ErrorKind::NotFound,
                 SourceError::Corrupt(_) => ErrorKind::Corrupt,
+                // A repository's own error keeps its kind (a held lock, a full disk).
+                SourceError::Storage(cause) => cause
+                    .get()
+                    .downcast_ref::<Error>()
+                    .map_or(ErrorKind::Storage, Error::kind),
                 _ => ErrorKind::Storage,
             },
             RetrieveError::Embedder { .. } => ErrorKind::Embedder,
