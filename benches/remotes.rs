@@ -3,8 +3,10 @@
 //! An upstream repository of N nodes (the shared benchmark corpus, `common::node`,
 //! imported in commits of 10,000; segment store) is cloned, then: the clone's first query
 //! (cold: it builds the indexes) and a warm one; a one-node commit in the clone pushed;
-//! a one-node commit upstream fetched. Each row gives the time, the objects and bytes that
-//! moved, and the process's peak RSS so far.
+//! a one-node commit upstream fetched. Then the same through a `cairn serve` server on
+//! loopback (`http://` remotes, the sync protocol): a clone, a one-node push from a second
+//! clone, and the first clone's fetch of it. Each row gives the time, the objects and bytes
+//! that moved, and the process's peak RSS so far.
 //!
 //! Settings: `CAIRN_BENCH_NODES` (100,000). Repositories live in a temporary directory.
 
@@ -104,4 +106,39 @@ fn main() {
     let (_, merge) = clone.pull("origin", None).expect("pull");
     merge.commit("pull").expect("fast-forward");
     row("pull (nothing new to fetch; fast-forward)", t.elapsed(), None);
+    drop(clone);
+
+    // The same through a server on loopback.
+    let served = Repo::open(&up_path).expect("open");
+    let server = cairn_server::RunningServer::start(
+        cairn_server::Server::new(
+            cairn_server::Repos::Single(served),
+            cairn_server::ServerOptions::default(),
+        ),
+        "127.0.0.1:0".parse().expect("addr"),
+    )
+    .expect("serve");
+    let http = server.url();
+    let t = Instant::now();
+    let probe = Repo::init(dir.path().join("http-probe")).expect("init");
+    probe.remote_add("origin", &http).expect("remote");
+    let fetched = probe.fetch("origin").expect("fetch");
+    row(
+        "server: init + fetch of every branch (what a clone moves)",
+        t.elapsed(),
+        Some(fetched.transfer),
+    );
+    drop(probe);
+    let t = Instant::now();
+    let a = Repo::clone_from(&http, dir.path().join("http-a")).expect("clone");
+    row("server: clone_from", t.elapsed(), None);
+    let b = Repo::clone_from(&http, dir.path().join("http-b")).expect("clone");
+    one_node(&b, "doc-http", &mut rng);
+    let t = Instant::now();
+    let pushed = b.push("origin", None, false).expect("push");
+    row("server: push of a 1-node commit", t.elapsed(), Some(pushed.transfer));
+    let t = Instant::now();
+    let fetched = a.fetch("origin").expect("fetch");
+    row("server: fetch of a 1-node commit", t.elapsed(), Some(fetched.transfer));
+    server.shutdown().expect("shutdown");
 }

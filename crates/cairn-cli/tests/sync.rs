@@ -87,7 +87,7 @@ fn clone_push_fetch_pull_round_trip() {
     let (code, _, err) = on(&copy, &["fetch", "nowhere"]);
     assert_ne!(code, 0);
     assert!(err.contains("unknown remote `nowhere`"), "{err}");
-    let (code, _, err) = on(&copy, &["remote", "add", "server", "http://localhost:7700"]);
+    let (code, _, err) = on(&copy, &["remote", "add", "web", "https://localhost:7700"]);
     assert_ne!(code, 0);
     assert!(err.contains("not supported yet"), "{err}");
 }
@@ -195,4 +195,94 @@ fn killed_push_and_clone_leave_the_target_as_before_or_complete() {
         .filter(|n| n.contains(".cloning-"))
         .collect();
     assert!(staging.is_empty(), "{staging:?}");
+}
+
+/// `cairn serve` on `repo`, any free port: the child and its URL.
+fn serve(repo: &Path) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .arg("--repo")
+        .arg(repo)
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env_remove("CAIRN_REMOTE")
+        .env_remove("CAIRN_TOKEN")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line.trim().strip_prefix("listening on ").unwrap().to_string();
+    (child, url)
+}
+
+/// The head of the served repository, through `cairn --remote URL log`.
+fn served_head(url: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["--remote", url, "log", "-n", "1", "--json"])
+        .env_remove("CAIRN_REPO")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v[0]["commit"].as_str().unwrap().to_string()
+}
+
+/// Clone, push and pull through `cairn serve`; a push to the server killed (SIGKILL) at a
+/// spread of moments leaves the served branch at the old head or the new one, `fsck`
+/// passes, and pushing again completes.
+#[test]
+fn clone_push_and_killed_pushes_through_a_server() {
+    let s = Sandbox::init();
+    let up = s.repo();
+    ok(&up, &["import", &nodes(&s, "base", 2000)]);
+    let (mut server, url) = serve(&up);
+    let work = s.dir.path().join("work");
+    ok(&up, &["clone", &url, work.to_str().unwrap()]);
+    assert_eq!(head_of(&work), served_head(&url));
+    let mut push_time = std::time::Duration::ZERO;
+    for k in 0..5u32 {
+        let old = served_head(&url);
+        ok(&work, &["import", &nodes(&s, &format!("round{k}"), 2000)]);
+        let new = head_of(&work);
+        if k > 0 {
+            let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+                .arg("--repo")
+                .arg(&work)
+                .arg("push")
+                .env_remove("CAIRN_REMOTE")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            std::thread::sleep(push_time * k / 5);
+            let _ = child.kill();
+            let _ = child.wait();
+            let now = served_head(&url);
+            assert!(now == old || now == new, "kill {k}: served branch at {now}");
+        }
+        let t = std::time::Instant::now();
+        ok(&work, &["push"]);
+        if k == 0 {
+            push_time = t.elapsed();
+        }
+        assert_eq!(served_head(&url), new, "round {k}: pushing again completes");
+        let fsck = Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .args(["--remote", &url, "fsck"])
+            .env_remove("CAIRN_REPO")
+            .output()
+            .unwrap();
+        assert!(fsck.status.success(), "fsck: {}", String::from_utf8_lossy(&fsck.stdout));
+    }
+    // A second clone sees the pushed head.
+    let new = head_of(&work);
+    let other = s.dir.path().join("other");
+    ok(&up, &["clone", &url, other.to_str().unwrap()]);
+    assert_eq!(head_of(&other), new);
+    let _ = server.kill();
+    let _ = server.wait();
+    ok(&up, &["fsck"]);
+    assert_eq!(head_of(&up), new);
 }

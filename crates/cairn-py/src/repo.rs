@@ -255,7 +255,7 @@ impl PyRepo {
         self.repo()?.delete_tag(name).py_err()
     }
 
-    /// Clones the repository at `url` (a path) into `dir`, without the GIL.
+    /// Clones the repository at `url` (a path, or a `cairn serve` URL) into `dir`, without the GIL.
     #[staticmethod]
     fn clone_from(py: Python<'_>, url: &str, dir: std::path::PathBuf) -> PyResult<PyRepo> {
         py.allow_threads(|| Repo::clone_from(url, &dir))
@@ -269,7 +269,7 @@ impl PyRepo {
         Ok(r.into_iter().map(|r| (r.name, r.url)).collect())
     }
 
-    /// Adds remote `name` at `url` (a repository path).
+    /// Adds remote `name` at `url` (a repository path, or a `cairn serve` URL `http://HOST:PORT`).
     fn remote_add(&self, name: &str, url: &str) -> PyResult<()> {
         self.repo()?.remote_add(name, url).py_err().map(|_| ())
     }

@@ -14,7 +14,7 @@ use crate::planner::QueryPlanner;
 use crate::rerank::Reranker;
 use crate::result::RetrievalResult;
 use crate::run::run_plan;
-use crate::source::{ResolvedCommit, SourceError};
+use crate::source::{ResolvedCommit, SourceCause, SourceError};
 use crate::spec::RetrieveSpec;
 use crate::tokens::TokenEstimator;
 
@@ -81,9 +81,9 @@ pub fn execute_spec(
     // the builder's own (unless `"embed": false`), and a named one is an error.
     let plan = Plan::new(spec, QueryEmbedding::choose(&NoSource, spec, plugins)?)?;
     if !resolved.indexes.satisfies(&plan.needs()) {
-        return Err(RetrieveError::Source(SourceError::Storage(
-            "the resolved commit's index view lacks parts this spec reads".into(),
-        )));
+        return Err(RetrieveError::Source(SourceError::Storage(SourceCause::message(
+            "the resolved commit's index view lacks parts this spec reads",
+        ))));
     }
     run_plan(resolved, &plan, plugins)
 }
@@ -94,7 +94,9 @@ struct NoSource;
 
 impl crate::source::RetrievalSource for NoSource {
     fn resolve(&self, _at: Option<&str>, _needs: &cairn_index::IndexNeeds) -> Result<ResolvedCommit, SourceError> {
-        Err(SourceError::Storage("execute_spec resolves nothing".into()))
+        Err(SourceError::Storage(SourceCause::message(
+            "execute_spec resolves nothing",
+        )))
     }
 }
 

@@ -84,7 +84,7 @@ pub use planner::{PlanError, PlanReport, PlanRequest, PlannerMode, QueryPlan, Qu
 pub use render::DEFAULT_TEXT_CAP_CHARS;
 pub use rerank::{RerankCandidate, RerankError, Reranker, TermOverlapReranker};
 pub use result::{LaneReport, LaneScore, RetrievalResult, RetrievedItem, Warning, WarningCode};
-pub use source::{ResolvedCommit, RetrievalSource, SourceError};
+pub use source::{ResolvedCommit, RetrievalSource, SourceCause, SourceError};
 pub use spec::{RetrieveSpec, SparseQuery, ValidAt, VectorQuery, WhereClause, WhereOp, ANN_DEFAULT_MIN_VECTORS};
 pub use time_expr::{TimeExpression, TimeWindow};
 pub use tokens::{CharRatioEstimator, TokenEstimator};

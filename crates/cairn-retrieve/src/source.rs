@@ -21,9 +21,10 @@ pub enum SourceError {
         /// Why.
         detail: String,
     },
-    /// Storage failed (I/O, or the source's own failure). The message says what.
+    /// Storage failed (I/O, or the source's own failure): the source's own typed error,
+    /// kept as the [`std::error::Error::source`] (a `cairn::Error`, for a repository).
     #[error("storage error: {0}")]
-    Storage(String),
+    Storage(#[source] SourceCause),
     /// Stored data the retrieval needs is damaged (detected, never returned as data).
     /// The message names what.
     #[error("damaged data: {0}")]
@@ -38,6 +39,69 @@ pub enum SourceError {
         branch: String,
     },
 }
+
+/// The error a [`RetrievalSource`] met, as that source's own type: shared (a
+/// [`RetrieveError`](crate::RetrieveError) is `Clone`), compared by its message, and
+/// reachable through [`SourceCause::get`] or `downcast_ref` on it.
+///
+/// ```
+/// use cairn_retrieve::{SourceCause, SourceError};
+///
+/// let io = std::io::Error::other("disk gone");
+/// let e = SourceError::Storage(SourceCause::new(io));
+/// let cause = match &e { SourceError::Storage(c) => c, _ => unreachable!() };
+/// assert!(cause.get().downcast_ref::<std::io::Error>().is_some());
+/// assert_eq!(e.to_string(), "storage error: disk gone");
+/// ```
+#[derive(Debug, Clone)]
+pub struct SourceCause(Arc<dyn std::error::Error + Send + Sync + 'static>);
+
+impl SourceCause {
+    /// Wraps a source's error.
+    pub fn new(e: impl std::error::Error + Send + Sync + 'static) -> SourceCause {
+        SourceCause(Arc::new(e))
+    }
+
+    /// A cause that is only a message (the pipeline's own refusals).
+    pub fn message(m: impl Into<String>) -> SourceCause {
+        /// A message as an error.
+        #[derive(Debug)]
+        struct Message(String);
+        impl std::fmt::Display for Message {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+        impl std::error::Error for Message {}
+        SourceCause(Arc::new(Message(m.into())))
+    }
+
+    /// The source's error.
+    pub fn get(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.0
+    }
+}
+
+impl std::fmt::Display for SourceCause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for SourceCause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl PartialEq for SourceCause {
+    /// By message: two causes read alike compare equal.
+    fn eq(&self, other: &SourceCause) -> bool {
+        self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl Eq for SourceCause {}
 
 /// A commit resolved for reading: its id, its timestamp (the default validity time of a
 /// retrieval, so nothing reads the wall clock), and its index view with the parts the

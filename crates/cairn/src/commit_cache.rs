@@ -1,4 +1,5 @@
-//! [`CommitCache`]: the commit objects a repository handle read last, decoded.
+//! [`CommitCache`]: the commit objects a repository handle read last, decoded, shared by
+//! the handle and its derived data (whose graph-base walk reads first-parent chains).
 //!
 //! A commit is immutable and named by its hash, so a decoded copy stays right for as long
 //! as it is kept: a retrieval resolves its revision, reads the commit's timestamp and
@@ -11,6 +12,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use cairn_core::{Commit, CommitId};
+use cairn_graph::{GraphError, Objects};
 use parking_lot::Mutex;
 
 /// Commits kept.
@@ -23,12 +25,12 @@ pub(crate) struct CommitCache {
 }
 
 impl CommitCache {
-    /// The commit `id`, from the cache or from `read` (then kept).
-    pub(crate) fn get_or<E>(&self, id: &CommitId, read: impl FnOnce() -> Result<Commit, E>) -> Result<Arc<Commit>, E> {
+    /// The commit `id`, from the cache or read from `objects` (then kept).
+    pub(crate) fn get(&self, objects: &Objects, id: &CommitId) -> Result<Arc<Commit>, GraphError> {
         if let Some((_, c)) = self.recent.lock().iter().rev().find(|(k, _)| k == id) {
             return Ok(Arc::clone(c));
         }
-        let c = Arc::new(read()?);
+        let c = Arc::new(objects.commit(id)?);
         let mut recent = self.recent.lock();
         if !recent.iter().any(|(k, _)| k == id) {
             if recent.len() >= COMMITS {

@@ -72,6 +72,18 @@ pub enum Error {
         /// The remote branch's head (hex).
         remote_head: String,
     },
+    /// A `cairn serve` remote could not be reached, or answered with an error (other
+    /// than a branch that moved under a push: [`Error::NotFastForward`]), or sent
+    /// something malformed or damaged (an object that does not match its name).
+    #[error("remote {url}: {detail}{}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+    Remote {
+        /// The remote's URL.
+        url: String,
+        /// The HTTP status of an error answer.
+        status: Option<u16>,
+        /// What happened.
+        detail: String,
+    },
     /// Deleting the current branch.
     #[error("cannot delete the current branch `{0}`; switch to another branch first")]
     DeleteCurrentBranch(String),
@@ -115,6 +127,11 @@ pub enum Error {
         line: usize,
         /// What is wrong.
         detail: String,
+        /// The typed error behind `detail` when the line parsed but the operation it
+        /// names was refused (a validation error, a node that does not exist, …); `None`
+        /// for a line that does not read or parse.
+        #[source]
+        source: Option<Box<Error>>,
     },
     /// A bad argument (e.g. an empty commit message where one is required).
     #[error("invalid argument: {0}")]

@@ -72,6 +72,11 @@ impl ErrorKind {
             RetrieveError::Source(s) => match s {
                 SourceError::UnknownRevision { .. } | SourceError::NoCommits { .. } => ErrorKind::NotFound,
                 SourceError::Corrupt(_) => ErrorKind::Corrupt,
+                // A repository's own error keeps its kind (a held lock, a full disk).
+                SourceError::Storage(cause) => cause
+                    .get()
+                    .downcast_ref::<Error>()
+                    .map_or(ErrorKind::Storage, Error::kind),
                 _ => ErrorKind::Storage,
             },
             RetrieveError::Embedder { .. } => ErrorKind::Embedder,
@@ -112,7 +117,7 @@ impl Error {
             Error::Store(s) => of_store(s),
             Error::Index(i) => of_index(i),
             Error::Retrieve(r) => ErrorKind::of_retrieve(r),
-            Error::Write { .. } => ErrorKind::Storage,
+            Error::Write { .. } | Error::Remote { .. } => ErrorKind::Storage,
             Error::Embedder(e) => of_embedder(e),
         }
     }

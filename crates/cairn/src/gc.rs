@@ -1,12 +1,11 @@
 //! Garbage collection ([`Repo::gc`]; how it works is documented there).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use cairn_core::codec::ObjectKind;
 use cairn_core::{CommitId, Hash};
 use serde::Serialize;
 
-use crate::derived::keys::{Space, SPACES, TAG_SPLIT};
 use crate::error::Result;
 use crate::repo::Repo;
 
@@ -298,7 +297,7 @@ impl Repo {
         report.commits_live = marks.commits.len() as u64;
         report.commits_kept_recent = recent.len() as u64;
 
-        report.derived_removed = self.sweep_derived(&marks.commits)?;
+        report.derived_removed = self.derived().sweep(&marks.commits)?;
         report.reflog_removed = self.expire_reflog(cutoff)?;
         // The deletes above compacted only large sealed segments; now every mostly dead
         // one, the newest included, gives its space back.
@@ -387,77 +386,6 @@ impl Repo {
             }
         }
         Ok(())
-    }
-
-    /// Deletes derived entries only dead commits or deleted branches use; returns how many.
-    /// Judges chunk, unit-graph and manifest entries by their keys alone (no value is
-    /// read); entries of retired spaces go entirely.
-    fn sweep_derived(&self, live: &HashSet<CommitId>) -> Result<u64> {
-        let store = self.store();
-        let chunk_keys = store.derived_keys(Space::Chunk.prefix())?;
-        let split: HashSet<Hash> = chunk_keys
-            .iter()
-            .filter(|k| k.len() == 3 + 32 + 1 && k[3 + 32] == TAG_SPLIT)
-            .filter_map(|k| Space::Chunk.hash_of(k))
-            .collect();
-        let keep = self.live_derived(live, &|h| split.contains(h))?;
-        let mut doomed: Vec<Vec<u8>> = Vec::new();
-        for space in SPACES {
-            let set = match space {
-                Space::Chunk => &keep.chunks,
-                Space::Graph => &keep.units,
-                Space::Manifest => &keep.manifests,
-                Space::TimeIndex => continue,
-                Space::Retired(_) => {
-                    doomed.extend(store.derived_keys(space.prefix())?);
-                    continue;
-                }
-            };
-            let keys = if space == Space::Chunk {
-                chunk_keys.clone()
-            } else {
-                store.derived_keys(space.prefix())?
-            };
-            for k in keys {
-                // A key that does not name a live entry, or is malformed, is garbage.
-                if space.hash_of(&k).is_none_or(|h| !set.contains(&h)) {
-                    doomed.push(k);
-                }
-            }
-        }
-        // Time indexes: `tl/<branch>\0<generation u64>` → commit id ‖ timestamp. A
-        // branch's whole index goes if the branch is gone or an entry names a dead commit
-        // (it is rebuilt from the chain on next use).
-        let branches: HashSet<String> = self
-            .refs()
-            .branches()?
-            .into_iter()
-            .map(|(b, _)| b.to_string())
-            .collect();
-        let mut by_branch: BTreeMap<Vec<u8>, (bool, Vec<Vec<u8>>)> = BTreeMap::new();
-        for (k, v) in store.scan_derived(crate::derived::keys::Space::TimeIndex.prefix())? {
-            if k.len() < 3 + 1 + 8 || k[k.len() - 9] != 0 {
-                continue;
-            }
-            let name = k[3..k.len() - 9].to_vec();
-            let names_live_commit = v
-                .get(..32)
-                .and_then(|b| <[u8; 32]>::try_from(b).ok())
-                .is_some_and(|b| live.contains(&CommitId(Hash::from_bytes(b))));
-            let entry = by_branch.entry(name).or_insert((true, Vec::new()));
-            entry.0 &= names_live_commit;
-            entry.1.push(k);
-        }
-        for (name, (all_live, keys)) in by_branch {
-            let exists = std::str::from_utf8(&name).is_ok_and(|n| branches.contains(n));
-            if !exists || !all_live {
-                doomed.extend(keys);
-            }
-        }
-        for chunk in doomed.chunks(DELETE_CHUNK) {
-            store.delete_derived(chunk)?;
-        }
-        Ok(doomed.len() as u64)
     }
 }
 

@@ -58,6 +58,7 @@
 struct ReadmeDoctests;
 
 mod commit_cache;
+mod dense_dims;
 mod derived;
 mod diff;
 mod embed_on_write;
@@ -113,7 +114,9 @@ pub use node_history::NodeHistoryEntry;
 pub use patch::NodePatch;
 pub use progress::{Progress, ProgressFn, Step};
 pub use reflog::{RefAction, RefLogEntry, MAX_REFLOG_MESSAGE};
-pub use remote::{FetchReport, PushReport, RefUpdate, Remote, TransferStats};
+pub use remote::{
+    FetchReport, PushReport, RefUpdate, Remote, SyncBranch, SyncRefs, SyncServer, TransferStats, SYNC_MAX_BATCH,
+};
 pub use repo::{Repo, Stats, StoreKind, DEFAULT_BRANCH};
 pub use rev::{format_time_ms, parse_time, parse_time_ms, system_time_ms, TimeParseError, TIME_FORMS};
 pub use shapes::history_line::HistoryLine;

@@ -15,7 +15,7 @@
 
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 use crate::repo::Repo;
 
@@ -134,12 +134,31 @@ impl Repo {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn set_progress(&self, observer: Option<ProgressFn>) {
-        *self.inner.progress.write() = observer;
+        self.inner.progress.set(observer);
     }
 
     /// Starts a run of `step`: reports `done == 0` to the observer, if there is one.
     pub(crate) fn meter(&self, step: Step, total: Option<u64>) -> Meter {
-        let observer = self.inner.progress.read().clone();
+        self.inner.progress.meter(step, total)
+    }
+}
+
+/// The observer a repository handle, its clones and its derived data report to: one slot,
+/// shared, set by [`Repo::set_progress`].
+#[derive(Default)]
+pub(crate) struct ProgressHook {
+    observer: RwLock<Option<ProgressFn>>,
+}
+
+impl ProgressHook {
+    /// Sets (or removes) the observer.
+    pub(crate) fn set(&self, observer: Option<ProgressFn>) {
+        *self.observer.write() = observer;
+    }
+
+    /// Starts a run of `step`: reports `done == 0` to the observer, if there is one.
+    pub(crate) fn meter(&self, step: Step, total: Option<u64>) -> Meter {
+        let observer = self.observer.read().clone();
         Meter::new(observer, step, total)
     }
 }

@@ -8,9 +8,11 @@ use cairn_graph::refs::BranchName;
 use cairn_graph::{history, EdgeTree, NodeTree, Objects, Refs, ReverseEdgeTree};
 use cairn_store::{MemoryStore, SegmentStore, SledStore, Store};
 
-use crate::derived::Derived;
+use crate::commit_cache::CommitCache;
+use crate::derived::DerivedData;
 use crate::diff::{Diff, EdgeChange, NodeChange};
 use crate::error::{Error, Result};
+use crate::progress::ProgressHook;
 use crate::transaction::Transaction;
 
 /// The branch a new repository starts on.
@@ -42,9 +44,12 @@ pub struct Repo {
 
 pub(crate) struct Inner {
     pub(crate) store: Arc<dyn Store>,
-    pub(crate) objects: Objects,
+    /// The objects view, shared with `derived` (its tree-node cache serves both).
+    pub(crate) objects: Arc<Objects>,
     pub(crate) path: Option<PathBuf>,
-    pub(crate) derived: Derived,
+    /// The repository's derived data (indexes, time indexes): its own handles on the
+    /// store, the objects, the commit cache and the progress observer.
+    pub(crate) derived: DerivedData,
     /// Held for reading by every writer from the moment it builds a commit's objects
     /// until its ref has moved, and for writing by `gc` while it marks and sweeps: an
     /// object of an unpublished commit is never collected (see `gc.rs`).
@@ -59,10 +64,11 @@ pub(crate) struct Inner {
     /// built from, shared by every [`Repo::retrieve`] of this handle (a local model is
     /// loaded once, not per retrieval).
     pub(crate) built_embedders: crate::embedders::BuiltEmbedders,
-    /// The observer of long steps' progress ([`Repo::set_progress`]).
-    pub(crate) progress: parking_lot::RwLock<Option<crate::progress::ProgressFn>>,
-    /// Commits read last, decoded ([`Repo::commit`]).
-    pub(crate) commits: crate::commit_cache::CommitCache,
+    /// The observer of long steps' progress ([`Repo::set_progress`]), shared with
+    /// `derived`.
+    pub(crate) progress: Arc<ProgressHook>,
+    /// Commits read last, decoded ([`Repo::commit`]), shared with `derived`.
+    pub(crate) commits: Arc<CommitCache>,
 }
 
 impl std::fmt::Debug for Repo {
@@ -368,18 +374,27 @@ impl Repo {
     }
 
     fn from_store(store: Arc<dyn Store>, path: Option<PathBuf>) -> Repo {
+        let objects = Arc::new(Objects::new(Arc::clone(&store)));
+        let commits = Arc::new(CommitCache::default());
+        let progress = Arc::new(ProgressHook::default());
+        let derived = DerivedData::new(
+            Arc::clone(&store),
+            Arc::clone(&objects),
+            Arc::clone(&commits),
+            Arc::clone(&progress),
+        );
         Repo {
             inner: Arc::new(Inner {
-                objects: Objects::new(Arc::clone(&store)),
+                objects,
                 store,
                 path,
-                derived: Derived::default(),
+                derived,
                 gc_lock: parking_lot::RwLock::new(()),
                 pins: Default::default(),
                 dims_lock: parking_lot::Mutex::new(()),
                 built_embedders: Default::default(),
-                progress: parking_lot::RwLock::new(None),
-                commits: Default::default(),
+                progress,
+                commits,
             }),
         }
     }
@@ -400,6 +415,11 @@ impl Repo {
 
     pub(crate) fn refs(&self) -> Refs<'_> {
         Refs::new(self.inner.store.as_ref())
+    }
+
+    /// The repository's derived data.
+    pub(crate) fn derived(&self) -> &DerivedData {
+        &self.inner.derived
     }
 
     // -----------------------------------------------------------------------------------
@@ -620,7 +640,7 @@ impl Repo {
 
     /// [`Repo::commit`], shared: the handle keeps the last commits it read.
     pub(crate) fn commit_shared(&self, id: &CommitId) -> Result<Arc<Commit>> {
-        Ok(self.inner.commits.get_or(id, || self.objects().commit(id))?)
+        Ok(self.inner.commits.get(self.objects(), id)?)
     }
 
     /// The node `id` at the current head (`None`: absent, or no commits yet).
@@ -794,7 +814,7 @@ impl Repo {
     pub fn dense_dim(&self, model: &str) -> Result<Option<usize>> {
         Ok(self
             .refs()
-            .meta(&format!("dense-dim/{model}"))?
+            .meta(&crate::dense_dims::dense_dim_key(model))?
             .and_then(|v| <[u8; 4]>::try_from(v.as_slice()).ok())
             .map(|b| u32::from_le_bytes(b) as usize))
     }

@@ -333,7 +333,10 @@ impl<'r> Transaction<'r> {
     /// without a record.
     fn committed_dim(&self, model: &str) -> Result<Option<usize>> {
         let Some(base) = self.base else { return Ok(None) };
-        let (view, _) = self.repo.index_view(&base, &cairn_index::IndexNeeds::default())?;
+        let (view, _) = self
+            .repo
+            .derived()
+            .index_view(&base, &cairn_index::IndexNeeds::default())?;
         Ok(view.dense_models().get(model).copied())
     }
 

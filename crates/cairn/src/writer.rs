@@ -30,6 +30,7 @@ use cairn_core::{Commit, CommitId, EdgeKey, Hash, NodeId, Subject, ValidationErr
 use cairn_graph::refs::BranchName;
 use cairn_graph::{EdgeTree, NodeTree, PendingWrites, ReverseEdgeTree};
 
+use crate::dense_dims::dense_dim_key;
 use crate::error::{Error, Result};
 use crate::reflog::{self, RefAction};
 use crate::repo::Repo;
@@ -208,7 +209,7 @@ fn move_branch_as(
         }
     };
     for (model, (dim, node)) in dims {
-        let key = format!("dense-dim/{model}");
+        let key = dense_dim_key(model);
         let value = (*dim as u32).to_le_bytes();
         // A registration this commit may make: say so first (crash recovery at open).
         if matches!(refs.meta(&key), Ok(None)) {
@@ -263,7 +264,7 @@ fn move_branch_as(
             // The time index is derived data: if recording fails, it is rebuilt from the
             // chain on next use, so the (already durable) commit still stands.
             drop_intents(&intents);
-            let _ = repo.record_head(branch.as_str(), &id, commit);
+            let _ = repo.derived().record_head(branch.as_str(), &id, commit);
             reflog::record_move(repo, branch, expected, id, commit, action);
             Ok(id)
         }
@@ -319,9 +320,7 @@ pub(crate) fn recover_dim_intents(repo: &Repo) -> Vec<String> {
             .flatten();
         if let Some((expected, dim, branch)) = parsed {
             if matches!(refs.branch(&branch), Ok(now) if now == expected)
-                && refs
-                    .remove_meta_if(&format!("dense-dim/{model}"), &dim)
-                    .unwrap_or(false)
+                && refs.remove_meta_if(&dense_dim_key(&model), &dim).unwrap_or(false)
             {
                 taken_back.push(model.clone());
             }

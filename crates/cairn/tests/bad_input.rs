@@ -142,7 +142,7 @@ fn bad_import_line_imports_nothing() {
     let head = repo.head().unwrap();
     let file = "{\"node\": {\"id\": \"x\"}}\n{\"node\": {\"id\": \"y\", \"embeddings\": {\"m\": [1.0]}}}\n";
     match repo.import_jsonl(file.as_bytes(), "bad", &mut |_| {}) {
-        Err(Error::Import { line: 2, detail }) => assert!(detail.contains("dimension"), "{detail}"),
+        Err(Error::Import { line: 2, detail, .. }) => assert!(detail.contains("dimension"), "{detail}"),
         other => panic!("expected an import error on line 2, got {other:?}"),
     }
     let file = "{\"node\": {\"id\": \"x\"}}\n\n{not json\n";
@@ -178,7 +178,7 @@ fn a_time_of_the_wrong_json_type_names_the_field_and_the_forms() {
         ),
     ] {
         match repo.import_jsonl(line.as_bytes(), "bad", &mut |_| {}) {
-            Err(Error::Import { line: 1, detail }) => {
+            Err(Error::Import { line: 1, detail, .. }) => {
                 assert!(detail.starts_with(&format!("`{field}`: ")), "{detail}");
                 assert!(detail.contains(what), "{detail}");
                 assert!(
@@ -216,7 +216,7 @@ fn a_line_of_the_wrong_shape_says_what_a_line_is() {
         ),
     ] {
         match repo.import_jsonl(format!("\n{line}\n").as_bytes(), "bad", &mut |_| {}) {
-            Err(Error::Import { line: 2, detail }) => {
+            Err(Error::Import { line: 2, detail, .. }) => {
                 assert!(
                     detail.starts_with("a line is an object with exactly one of node, edge, "),
                     "{detail}"
@@ -237,7 +237,7 @@ fn a_line_of_the_wrong_shape_says_what_a_line_is() {
         ),
     ] {
         match repo.import_jsonl(line.as_bytes(), "bad", &mut |_| {}) {
-            Err(Error::Import { line: 1, detail }) => assert!(detail.contains(says), "{detail}"),
+            Err(Error::Import { line: 1, detail, .. }) => assert!(detail.contains(says), "{detail}"),
             other => panic!("{line}: expected an import error, got {other:?}"),
         }
     }

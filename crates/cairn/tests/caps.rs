@@ -175,7 +175,7 @@ fn every_cap_holds_through_import_lines() {
         let head = repo.head().unwrap();
         let line = json_line(&case.past_cap);
         match repo.import_jsonl(line.as_bytes(), "past cap", &mut |_| {}) {
-            Err(Error::Import { line: 1, detail }) => {
+            Err(Error::Import { line: 1, detail, .. }) => {
                 assert!(
                     detail.contains(&case.cap.to_string()),
                     "{}: cap not named: {detail}",
@@ -255,7 +255,7 @@ fn an_import_line_may_be_exactly_the_line_cap_long() {
     line.insert(line.len() - 1, ' ');
     let before = repo.head().unwrap();
     match repo.import_jsonl(line.as_bytes(), "past cap", &mut |_| {}) {
-        Err(Error::Import { line: 1, detail }) => {
+        Err(Error::Import { line: 1, detail, .. }) => {
             assert!(detail.contains(&MAX_IMPORT_LINE_BYTES.to_string()), "{detail}")
         }
         other => panic!("expected the line cap, got {other:?}"),

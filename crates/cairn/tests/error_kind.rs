@@ -1,7 +1,7 @@
 //! `Error::kind`: the one classification every front end maps from. Damage is never bad
 //! input and bad input never damage.
 
-use cairn::retrieve::{RetrieveError, SourceError};
+use cairn::retrieve::{RetrieveError, SourceCause, SourceError};
 use cairn::{Error, ErrorKind, GraphError, Hash, IndexError, Node, NodeId, Repo, StoreError, ValidationError};
 
 fn id(s: &str) -> NodeId {
@@ -17,6 +17,7 @@ fn every_family_has_its_kind() {
             Error::Import {
                 line: 3,
                 detail: "bad".into(),
+                source: None,
             },
             ErrorKind::InvalidInput,
         ),
@@ -50,6 +51,17 @@ fn every_family_has_its_kind() {
             ErrorKind::Corrupt,
         ),
         (Error::Retrieve(RetrieveError::NoLane), ErrorKind::InvalidInput),
+        // A repository's own failure under a retrieval keeps its kind through the seam.
+        (
+            Error::Retrieve(RetrieveError::Source(SourceError::Storage(SourceCause::new(
+                Error::Store(StoreError::Locked { path: "p".into() }),
+            )))),
+            ErrorKind::Locked,
+        ),
+        (
+            Error::Retrieve(RetrieveError::Source(SourceError::Storage(SourceCause::message("x")))),
+            ErrorKind::Storage,
+        ),
     ];
     for (e, kind) in cases {
         assert_eq!(e.kind(), kind, "{e:?}");
@@ -91,4 +103,38 @@ fn errors_met_through_the_api_have_their_kind() {
     let _held = Repo::init(dir.path().join("r")).unwrap();
     let e = Repo::open(dir.path().join("r")).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Locked, "{e}");
+}
+
+/// A line refused by the operation it names carries that typed error as its source; a
+/// line that does not parse has none.
+#[test]
+fn an_import_line_keeps_the_typed_error_behind_it() {
+    let repo = Repo::in_memory().unwrap();
+    let bad_op = "{\"delete_node\": \"ghost\"}\n";
+    let mut tx = repo.transaction().unwrap();
+    let e = tx.import_jsonl(bad_op.as_bytes(), &mut |_| {}).unwrap_err();
+    match &e {
+        Error::Import {
+            line: 1,
+            source: Some(inner),
+            ..
+        } => {
+            assert!(matches!(**inner, Error::NodeNotFound { .. }), "{inner:?}");
+            assert!(std::error::Error::source(&e).is_some());
+        }
+        other => panic!("expected an import error with a source, got {other:?}"),
+    }
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    let e = tx.import_jsonl("{not json\n".as_bytes(), &mut |_| {}).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Import {
+                line: 1,
+                source: None,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
 }

@@ -85,7 +85,7 @@ fn child(kind: &str) {
     let repo = Repo::in_memory().unwrap();
     let reader = std::io::BufReader::with_capacity(1 << 16, line(kind));
     match repo.import_jsonl(reader, "huge", &mut |_| {}) {
-        Err(Error::Import { line: 1, detail }) => println!("\nDETAIL {detail}"),
+        Err(Error::Import { line: 1, detail, .. }) => println!("\nDETAIL {detail}"),
         other => panic!("{kind}: expected a refusal of line 1, got {other:?}"),
     }
     assert!(repo.head().unwrap().is_none(), "{kind}: a refused line committed");

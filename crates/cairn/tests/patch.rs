@@ -143,12 +143,12 @@ fn the_import_format_invalidates_and_patches() {
     let before = repo.head().unwrap();
     let bad = "{\"invalidate\": {\"id\": \"alice\", \"valid_until\": \"2024-06-01\"}}\n{\"invalidate\": {\"id\": \"ghost\", \"valid_until\": 5}}\n";
     match repo.import_jsonl(bad.as_bytes(), "bad", &mut |_| {}) {
-        Err(Error::Import { line: 2, detail }) => assert!(detail.contains("ghost"), "{detail}"),
+        Err(Error::Import { line: 2, detail, .. }) => assert!(detail.contains("ghost"), "{detail}"),
         other => panic!("{other:?}"),
     }
     let bad_time = r#"{"invalidate": {"id": "alice", "valid_until": "June 1st"}}"#;
     match repo.import_jsonl(bad_time.as_bytes(), "bad", &mut |_| {}) {
-        Err(Error::Import { line: 1, detail }) => {
+        Err(Error::Import { line: 1, detail, .. }) => {
             assert!(detail.contains("plain date") || detail.contains("a date"), "{detail}")
         }
         other => panic!("{other:?}"),

@@ -173,10 +173,29 @@ fn remote_configuration_errors_are_typed() {
         Err(Error::RemoteExists(_))
     ));
     assert!(matches!(repo.fetch("nope"), Err(Error::UnknownRemote(_))));
-    for bad in ["s3://", "s3:///prefix", "http://localhost:7700", ""] {
+    for bad in [
+        "s3://",
+        "s3:///prefix",
+        "https://localhost:7700",
+        "http://",
+        "http:///path",
+        "",
+    ] {
         let e = repo.remote_add("x", bad).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidInput, "{bad}: {e}");
     }
+    // A server that does not answer: a typed failure naming it, nothing changed.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    repo.remote_add("down", &format!("http://127.0.0.1:{port}")).unwrap();
+    let e = repo.fetch("down").unwrap_err();
+    assert!(
+        matches!(&e, Error::Remote { status: None, url, .. } if url.contains(&port.to_string())),
+        "{e}"
+    );
+    assert!(repo.remote_branches("down").unwrap().is_empty());
+    repo.remote_remove("down").unwrap();
     // An object-store URL is a remote (tests/object_store.rs moves commits through one).
     repo.remote_add("cloud", "s3://bucket/prefix").unwrap();
     repo.remote_remove("cloud").unwrap();

@@ -4,6 +4,7 @@
 pub(crate) mod mcp;
 pub(crate) mod read;
 pub(crate) mod retrieve;
+pub(crate) mod sync;
 pub(crate) mod write;
 
 use std::sync::Arc;
@@ -36,6 +37,11 @@ pub(crate) fn repo_routes() -> Router<Arc<State>> {
         .route("/fsck", get(read::fsck))
         .route("/stats", get(read::stats))
         .route("/mcp", post(mcp::mcp))
+        .route("/sync/refs", get(sync::refs))
+        .route("/sync/missing", post(sync::missing))
+        .route("/sync/get", post(sync::get))
+        .route("/sync/put", post(sync::put))
+        .route("/sync/branch", post(sync::branch))
 }
 
 /// Runs a blocking Cairn call on tokio's blocking pool.

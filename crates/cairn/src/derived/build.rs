@@ -1,5 +1,10 @@
-//! Loading or building chunk parts, and assembling a commit's view (a tree's chunk list:
-//! `list.rs`).
+//! [`DerivedData`]'s view assembly: loading or building chunk parts, and assembling a
+//! commit's view (a tree's chunk list: `list.rs`) from them; writing what was built, and
+//! the manifests that say a tree's chunks are all stored.
+//!
+//! A view takes four kinds of node-chunk part — core, text, and per model sparse and
+//! dense — through one loader ([`DerivedData::chunk_parts`]) driven by a table of the
+//! kinds ([`PartKind`]); edge chunks and unit graphs have loaders of their own.
 //!
 //! For each chunk part a query needs, in order: the part cache; the store (decoded by the
 //! bounded reader, refused unless it carries the expected key); else the chunk is built
@@ -21,7 +26,10 @@ use cairn_index::chunk::{ChunkParts, EdgeChunk, EdgeDirection};
 use cairn_index::params::{MAX_CHUNK_BYTES, MAX_CHUNK_KEYS};
 use cairn_index::persist;
 use cairn_index::unit::{build_unit_graph, chunk_levels, unit_ranges, unit_seed};
-use cairn_index::{BaseUnit, CommitIndexes, DenseChunk, IndexError, IndexNeeds, IndexParams, NodeChunk, UnitGraph};
+use cairn_index::{
+    BaseUnit, CommitIndexes, DenseChunk, IndexError, IndexNeeds, IndexParams, NodeChunk, SparseChunk, TextChunk,
+    UnitGraph,
+};
 use parking_lot::Mutex;
 use rayon::prelude::*;
 use serde::Serialize;
@@ -33,14 +41,14 @@ use crate::derived::keys::{
 };
 use crate::derived::list::{Donor, FromDonor};
 use crate::derived::spans::{self, positions, ChunkList, ChunkRef};
+use crate::derived::DerivedData;
 use crate::error::{Error, Result};
 use crate::progress::{Meter, Step};
-use crate::repo::Repo;
 
 /// Bytes of derived values written per store batch.
 const PERSIST_BATCH_BYTES: usize = 32 << 20;
 
-/// What [`Repo::build_indexes`] did.
+/// What [`Repo::build_indexes`](crate::Repo::build_indexes) did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct IndexReport {
     /// The commit.
@@ -61,12 +69,12 @@ pub struct IndexReport {
     pub repaired: Vec<String>,
 }
 
-/// The state of a repository handle's index cache ([`Repo::index_stats`]).
+/// The state of a repository handle's index cache ([`Repo::index_stats`](crate::Repo::index_stats)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct IndexStats {
     /// Bytes of index parts held in memory (estimated).
     pub cached_bytes: u64,
-    /// The memory budget ([`Repo::set_memory_budget`]).
+    /// The memory budget ([`Repo::set_memory_budget`](crate::Repo::set_memory_budget)).
     pub memory_budget: u64,
     /// Derived values this handle has written to the store.
     pub stored_values: usize,
@@ -108,7 +116,7 @@ pub(super) struct Ctx {
     /// (`rows.rs`): their parts are put on disk as they are built or loaded.
     rows_on_disk: std::collections::BTreeMap<String, Arc<dyn cairn_index::RowSource>>,
     /// Where this assembly's core parts read their node texts from, when they leave them
-    /// on disk ([`Repo::on_disk`]).
+    /// on disk ([`DerivedData::on_disk`]).
     texts_on_disk: Option<Arc<dyn cairn_index::RowSource>>,
     /// What the view being assembled needs (`None`: everything).
     needs: Option<IndexNeeds>,
@@ -226,55 +234,100 @@ fn tag_name(tag: u8) -> &'static str {
     }
 }
 
+/// One kind of chunk part a view loads for all its chunks at once
+/// ([`DerivedData::chunk_parts`]): the table of the four kinds below.
+struct PartKind<T> {
+    /// The part's tag in its store key.
+    tag: u8,
+    /// Which chunks have the part, by their core part and the model (`None`: every chunk).
+    wanted: Option<fn(&NodeChunk, &str) -> bool>,
+    /// The donor view's part of its chunk `i`, of the model.
+    donor: fn(&CommitIndexes, &str, usize) -> Option<Arc<T>>,
+    /// The part, if a loaded or built [`Part`] is of this kind.
+    take: fn(Part) -> Option<Arc<T>>,
+    /// True if loading it is a run of [`Step::IndexParts`] (the core parts are loaded with
+    /// the chunk list, under [`Step::IndexChunks`]).
+    metered: bool,
+}
+
+/// Core parts: every chunk has one.
+const CORE: PartKind<NodeChunk> = PartKind {
+    tag: TAG_NODE_CORE,
+    wanted: None,
+    donor: |dv, _, i| dv.chunks().get(i).cloned(),
+    take: |p| match p {
+        Part::Core(c) => Some(c),
+        _ => None,
+    },
+    metered: false,
+};
+
+/// Text parts: every chunk has one.
+const TEXT: PartKind<TextChunk> = PartKind {
+    tag: TAG_TEXT,
+    wanted: None,
+    donor: |dv, _, i| dv.text_part(i).cloned(),
+    take: |p| match p {
+        Part::Text(t) => Some(t),
+        _ => None,
+    },
+    metered: true,
+};
+
+/// Sparse parts of one model: chunks with a vector of it.
+const SPARSE: PartKind<SparseChunk> = PartKind {
+    tag: TAG_SPARSE,
+    wanted: Some(|core, model| core.sparse_models().contains_key(model)),
+    donor: |dv, model, i| dv.sparse_part(model, i).cloned(),
+    take: |p| match p {
+        Part::Sparse(s) => Some(s),
+        _ => None,
+    },
+    metered: true,
+};
+
+/// Dense parts of one model: chunks with a vector of it.
+const DENSE: PartKind<DenseChunk> = PartKind {
+    tag: TAG_DENSE,
+    wanted: Some(|core, model| core.dense_models().contains_key(model)),
+    donor: |dv, model, i| dv.dense(model).and_then(|d| d.part(i)).cloned(),
+    take: |p| match p {
+        Part::Dense(d) => Some(d),
+        _ => None,
+    },
+    metered: true,
+};
+
 fn inconsistent(e: IndexError) -> Error {
     Error::Index(e)
 }
 
-impl Repo {
-    /// The parameters indexes are built with.
-    pub fn index_params(&self) -> &IndexParams {
-        &self.inner.derived.params
-    }
-
-    /// Sets the memory budget of this handle's derived data (default
-    /// [`DEFAULT_MEMORY_BUDGET`](crate::DEFAULT_MEMORY_BUDGET), 1 GiB). It bounds the
-    /// index part cache: parts no cached view holds are evicted beyond it (and loaded from
-    /// the store again when needed). A quarter of it bounds each dense model's exact `f32`
-    /// rows held in memory: beyond that, on a store that reads value ranges (the segment
-    /// store), a view keeps the rows' int8 codes and reads each row rescoring needs from
-    /// the store. A view's other parts stay in memory while the view is used. Results are
-    /// the same bytes under every budget; shrinking it evicts at once.
-    ///
-    /// ```
-    /// let repo = cairn::Repo::in_memory()?;
-    /// repo.set_memory_budget(256 << 20);
-    /// assert_eq!(repo.index_stats().memory_budget, 256 << 20);
-    /// # Ok::<(), cairn::Error>(())
-    /// ```
-    pub fn set_memory_budget(&self, bytes: usize) {
-        self.inner.derived.cache.set_capacity(bytes);
+impl DerivedData {
+    /// Sets the part cache's memory budget ([`Repo::set_memory_budget`](crate::Repo::set_memory_budget)).
+    pub(crate) fn set_memory_budget(&self, bytes: usize) {
+        self.cache.set_capacity(bytes);
     }
 
     /// What the index cache holds and what this handle has stored.
-    pub fn index_stats(&self) -> IndexStats {
-        let (stored_values, stored_bytes) = *self.inner.derived.stored.lock();
+    pub(crate) fn stats(&self) -> IndexStats {
+        let (stored_values, stored_bytes) = *self.stored.lock();
         IndexStats {
-            cached_bytes: self.inner.derived.cache.bytes() as u64,
-            memory_budget: self.inner.derived.cache.capacity() as u64,
+            cached_bytes: self.cache.bytes() as u64,
+            memory_budget: self.cache.capacity() as u64,
             stored_values,
             stored_bytes,
-            parts_loaded: self.inner.derived.parts_loaded.load(Ordering::Relaxed),
-            chunks_built: self.inner.derived.chunks_built.load(Ordering::Relaxed),
-            graphs_built: self.inner.derived.graphs_built.load(Ordering::Relaxed),
+            parts_loaded: self.parts_loaded.load(Ordering::Relaxed),
+            chunks_built: self.chunks_built.load(Ordering::Relaxed),
+            graphs_built: self.graphs_built.load(Ordering::Relaxed),
         }
     }
 
     fn ctx(&self) -> Ctx {
-        let params = self.index_params().clone();
+        let params = self.params().clone();
         Ctx {
             fp: params.fingerprint(),
             params,
-            persistent: self.store().is_persistent(),
+            persistent: self.store.is_persistent(),
             notes: Mutex::new(Vec::new()),
             pending: Mutex::new(Vec::new()),
             rows_on_disk: Default::default(),
@@ -294,10 +347,10 @@ impl Repo {
     /// parent's), every part of every chunk the two share: a small commit's view costs its
     /// new chunks and a walk of its tree's upper levels, not a lookup per chunk.
     pub(crate) fn index_view(&self, id: &CommitId, needs: &IndexNeeds) -> Result<(Arc<CommitIndexes>, Vec<String>)> {
-        let c = self.commit_shared(id)?;
+        let c = self.commit(id)?;
         let (repaired, dropped) = self.drop_damaged_rows();
-        let cache = &self.inner.derived.cache;
-        let fp = self.inner.derived.fingerprint;
+        let cache = &self.cache;
+        let fp = self.fingerprint;
         let vkey = view_key(&fp, c.node_root, c.edge_root);
         // A cached view serves if it has the parts, and graphs of the base this commit
         // walks (`graph_base.rs`; decided once per commit).
@@ -342,23 +395,12 @@ impl Repo {
             (None, None) => vec![None; list.len()],
         };
         let dv = donor.as_ref().map(|d| &*d.entry.view);
+        let lists = (&list[..], &from_donor[..], dv);
         let mut view = match &base {
             Some(e) => (*e.view).clone(),
             None => {
                 let cores: Vec<Arc<NodeChunk>> = self
-                    .chunk_parts(
-                        &ctx,
-                        &list,
-                        &from_donor,
-                        (TAG_NODE_CORE, None),
-                        None,
-                        |_| true,
-                        |i| dv.and_then(|dv| dv.chunks().get(i)).cloned(),
-                        |p| match p {
-                            Part::Core(c) => Some(c),
-                            _ => None,
-                        },
-                    )?
+                    .chunk_parts(&ctx, lists, &CORE, None, &[])?
                     .into_iter()
                     .flatten()
                     .collect();
@@ -370,21 +412,8 @@ impl Repo {
             }
         };
         if needs.text && !view.has_text() {
-            let meter = self.meter(Step::IndexParts, Some(list.len() as u64));
             let parts = self
-                .chunk_parts(
-                    &ctx,
-                    &list,
-                    &from_donor,
-                    (TAG_TEXT, None),
-                    Some(&meter),
-                    |_| true,
-                    |i| dv.and_then(|dv| dv.text_part(i)).cloned(),
-                    |p| match p {
-                        Part::Text(t) => Some(t),
-                        _ => None,
-                    },
-                )?
+                .chunk_parts(&ctx, lists, &TEXT, None, &[])?
                 .into_iter()
                 .flatten()
                 .collect();
@@ -395,21 +424,7 @@ impl Repo {
             if !view.has_sparse_model(model) || view.sparse_loaded(model) {
                 continue;
             }
-            let meter = self.meter(Step::IndexParts, Some(list.len() as u64));
-            let cores = view.chunks();
-            let parts = self.chunk_parts(
-                &ctx,
-                &list,
-                &from_donor,
-                (TAG_SPARSE, Some(model)),
-                Some(&meter),
-                |c| cores[c].sparse_models().contains_key(model),
-                |i| dv.and_then(|dv| dv.sparse_part(model, i)).cloned(),
-                |p| match p {
-                    Part::Sparse(s) => Some(s),
-                    _ => None,
-                },
-            )?;
+            let parts = self.chunk_parts(&ctx, lists, &SPARSE, Some(model), view.chunks())?;
             view.set_sparse_from(model, parts, dv.map(|d| (d, from_donor.as_slice())))
                 .map_err(inconsistent)?;
         }
@@ -418,22 +433,7 @@ impl Repo {
             if !view.has_dense_model(model) || view.dense(model).is_some() {
                 continue;
             }
-            let donor_dense = dv.and_then(|dv| dv.dense(model));
-            let meter = self.meter(Step::IndexParts, Some(list.len() as u64));
-            let cores = view.chunks();
-            let parts = self.chunk_parts(
-                &ctx,
-                &list,
-                &from_donor,
-                (TAG_DENSE, Some(model)),
-                Some(&meter),
-                |c| cores[c].dense_models().contains_key(model.as_str()),
-                |i| donor_dense.and_then(|dd| dd.part(i)).cloned(),
-                |p| match p {
-                    Part::Dense(d) => Some(d),
-                    _ => None,
-                },
-            )?;
+            let parts = self.chunk_parts(&ctx, lists, &DENSE, Some(model), view.chunks())?;
             let parts = self.leave_rows_on_disk(&ctx, &list, model, parts);
             view.set_dense_from(model, parts, dv.map(|d| (d, from_donor.as_slice())))
                 .map_err(inconsistent)?;
@@ -500,15 +500,11 @@ impl Repo {
         Ok((view, notes))
     }
 
-    /// Builds (or loads) every index part of `rev` — core, text, sparse and dense parts,
-    /// edge chunks, and with `graphs` the HNSW unit graphs of every dense model — and
-    /// stores what was missing, so later queries (in this or another process) start warm.
-    /// Fails with [`Error::Store`](crate::Error::Store) (say `NoSpace`) if what was built
-    /// could not be stored; it is then kept in this process's memory only.
-    pub fn build_indexes_with(&self, rev: &str, graphs: bool) -> Result<IndexReport> {
-        let id = self.resolve(rev)?;
-        self.inner.derived.store_failure.lock().take();
-        let before = *self.inner.derived.stored.lock();
+    /// Builds (or loads) every index part of commit `id` — with `graphs`, its unit graphs
+    /// too — stores what was missing, and reports it ([`Repo::build_indexes_with`](crate::Repo::build_indexes_with)).
+    pub(crate) fn build(&self, id: CommitId, graphs: bool) -> Result<IndexReport> {
+        self.store_failure.lock().take();
+        let before = *self.stored.lock();
         let (probe, mut repaired) = self.index_view(&id, &IndexNeeds::default())?;
         let mut needs = IndexNeeds {
             text: true,
@@ -522,9 +518,9 @@ impl Repo {
         }
         let (view, more) = self.index_view(&id, &needs)?;
         repaired.extend(more);
-        let after = *self.inner.derived.stored.lock();
-        self.store().flush()?;
-        if let Some(e) = self.inner.derived.store_failure.lock().take() {
+        let after = *self.stored.lock();
+        self.store.flush()?;
+        if let Some(e) = self.store_failure.lock().take() {
             return Err(e.into());
         }
         Ok(IndexReport {
@@ -551,19 +547,9 @@ impl Repo {
         })
     }
 
-    /// [`Repo::build_indexes_with`] without unit graphs.
-    pub fn build_indexes(&self, rev: &str) -> Result<IndexReport> {
-        self.build_indexes_with(rev, false)
-    }
-
-    /// The whole index of `rev`: every part (text, every dense and sparse model, edges),
-    /// built, loaded or cached; unit graphs are left out (see
-    /// [`Repo::build_indexes_with`]). A read-only view, a pure function of the commit's
-    /// content: [`CommitIndexes::digest`] is the same for the same content in any
-    /// repository, history or process. Retrieval ([`Repo::retrieve`]) reads it for you.
-    pub fn indexes(&self, rev: &str) -> Result<Arc<CommitIndexes>> {
-        let id = self.resolve(rev)?;
-        let probe = self.index_view(&id, &IndexNeeds::default())?.0;
+    /// Commit `id`'s whole index, unit graphs left out ([`Repo::indexes`](crate::Repo::indexes)).
+    pub(crate) fn whole_view(&self, id: &CommitId) -> Result<Arc<CommitIndexes>> {
+        let probe = self.index_view(id, &IndexNeeds::default())?.0;
         let needs = IndexNeeds {
             text: true,
             dense: probe.dense_models().into_keys().collect(),
@@ -571,31 +557,21 @@ impl Repo {
             edges: true,
             graphs: BTreeSet::new(),
         };
-        Ok(self.index_view(&id, &needs)?.0)
+        Ok(self.index_view(id, &needs)?.0)
     }
 
-    /// The keys of the node chunks `rev`'s index is cut into, in key order: a function of
-    /// the commit's nodes and the index parameters alone, the same in every repository
-    /// and history holding those nodes (`storage-format.md` §7.2). Builds what it must.
-    pub fn index_chunk_keys(&self, rev: &str) -> Result<Vec<Hash>> {
-        let id = self.resolve(rev)?;
-        let c = self.commit(&id)?;
+    /// The keys of the node chunks commit `id`'s node tree is cut into, in key order
+    /// ([`Repo::index_chunk_keys`](crate::Repo::index_chunk_keys)); builds what it must.
+    pub(crate) fn chunk_keys(&self, id: &CommitId) -> Result<Vec<Hash>> {
+        let node_root = self.commit(id)?.node_root;
         let ctx = self.ctx();
         let list = {
-            let _building = self.inner.derived.cache.build.lock();
-            let list = self.chunk_list(&ctx, TreeKind::Nodes, c.node_root)?;
+            let _building = self.cache.build.lock();
+            let list = self.chunk_list(&ctx, TreeKind::Nodes, node_root)?;
             self.store_pending(&ctx);
             list
         };
         Ok(list.iter().map(|c| c.key).collect())
-    }
-
-    /// The view of commit `id` with every part `needs` names (built, loaded or cached).
-    /// Support for the crate's own tests and benches (the index's internal parts), not
-    /// part of the API: use [`Repo::indexes`].
-    #[doc(hidden)]
-    pub fn indexes_at(&self, id: &CommitId, needs: &IndexNeeds) -> Result<Arc<CommitIndexes>> {
-        Ok(self.index_view(id, needs)?.0)
     }
 
     /// Notes a damaged or missing manifest-covered tree.
@@ -604,7 +580,7 @@ impl Repo {
             return;
         }
         let key = manifest_key(&ctx.fp, tree, root);
-        match self.store().get_derived(&manifest_store_key(&key)) {
+        match self.store.get_derived(&manifest_store_key(&key)) {
             Ok(Some(bytes)) => match persist::decode_manifest(&bytes, &key) {
                 Ok(_) => {
                     ctx.manifests.lock().insert((tree as u8, key));
@@ -639,7 +615,7 @@ impl Repo {
         tag: u8,
         model: Option<&str>,
     ) -> Result<Found> {
-        let cache = &self.inner.derived.cache;
+        let cache = &self.cache;
         let skey = part_store_key(&ch.key, tag, model);
         let is_core = matches!(tag, TAG_NODE_CORE | TAG_EDGES);
         let split_key = part_store_key(&ch.key, TAG_SPLIT, None);
@@ -669,7 +645,7 @@ impl Repo {
                 Some(found) => found,
                 None => {
                     let mut decoded = None;
-                    self.store()
+                    self.store
                         .with_derived(&skey, &mut |bytes| {
                             let texts = ctx.texts_on_disk.as_ref().map(|s| (s, skey.as_slice()));
                             decoded = Some(decode_part(tag, bytes, &ch.key, texts))
@@ -686,7 +662,7 @@ impl Repo {
                             }
                             (p, _) => p,
                         };
-                        self.inner.derived.parts_loaded.fetch_add(1, Ordering::Relaxed);
+                        self.parts_loaded.fetch_add(1, Ordering::Relaxed);
                         self.remember(ctx, skey, p.clone());
                         return Ok(Found::Part(p));
                     }
@@ -694,7 +670,7 @@ impl Repo {
                 },
                 Ok(None) => {
                     if is_core {
-                        if let Ok(Some(bytes)) = self.store().get_derived(&split_key) {
+                        if let Ok(Some(bytes)) = self.store.get_derived(&split_key) {
                             if persist::decode_split(&bytes, &ch.key).is_ok() {
                                 self.remember(ctx, split_key, Part::Split);
                                 return Ok(Found::Split);
@@ -728,12 +704,12 @@ impl Repo {
     /// Caches a part, and keeps it for the rest of this assembly.
     fn remember(&self, ctx: &Ctx, key: Vec<u8>, part: Part) {
         ctx.seen.lock().insert(key.clone(), part.clone());
-        self.inner.derived.cache.put_part(key, part);
+        self.cache.put_part(key, part);
     }
 
     /// Builds every part of one chunk from its span's objects (or records it as split).
     fn build_chunk(&self, ctx: &Ctx, tree: TreeKind, ch: &ChunkRef) -> Result<()> {
-        let objs = self.objects();
+        let objs = &*self.objects;
         let entries = spans::entries(objs, &ch.span)?;
         let split = || {
             let k = part_store_key(&ch.key, TAG_SPLIT, None);
@@ -744,7 +720,7 @@ impl Repo {
             split();
             return Ok(());
         }
-        self.inner.derived.chunks_built.fetch_add(1, Ordering::Relaxed);
+        self.chunks_built.fetch_add(1, Ordering::Relaxed);
         match tree {
             TreeKind::Nodes => {
                 let mut nodes: Vec<(Hash, Node)> = Vec::with_capacity(entries.len());
@@ -870,7 +846,7 @@ impl Repo {
         model: &str,
         source: &Arc<dyn cairn_index::RowSource>,
     ) -> Option<StoredPart> {
-        let store = self.store();
+        let store = &self.store;
         if !store.reads_derived_ranges() {
             return None;
         }
@@ -918,7 +894,7 @@ impl Repo {
     }
 
     /// `parts` with their rows left on disk, if the view's `model` rows stay there
-    /// ([`Repo::on_disk`]) and a part still holds them: one an earlier assembly
+    /// ([`DerivedData::on_disk`]) and a part still holds them: one an earlier assembly
     /// built or loaded under another rule (this assembly's own are put on disk as they
     /// are built or loaded, [`rows_to_disk`]). A part whose stored value does not end with
     /// its last row (not stored, or not what was built) keeps its rows in memory.
@@ -935,7 +911,7 @@ impl Repo {
         if parts.iter().flatten().all(|p| !p.rows_in_memory()) {
             return parts;
         }
-        let cache = &self.inner.derived.cache;
+        let cache = &self.cache;
         parts
             .into_par_iter()
             .zip(list.par_iter())
@@ -949,8 +925,7 @@ impl Repo {
                 let last = p.vector(p.len() - 1).and_then(|v| v.last()).map(|x| x.to_le_bytes());
                 let mut tail = [0u8; 4];
                 let at = first + (p.len() * p.dim() * 4) as u64 - 4;
-                let stored =
-                    matches!(self.store().read_derived_at(&key, at, &mut tail), Ok(true)) && Some(tail) == last;
+                let stored = matches!(self.store.read_derived_at(&key, at, &mut tail), Ok(true)) && Some(tail) == last;
                 if !stored {
                     return Some(p);
                 }
@@ -961,36 +936,39 @@ impl Repo {
             .collect()
     }
 
-    /// One part kind of every chunk of `list` (the four lanes' loaders are this one): for
-    /// chunk `c`, `None` unless `wanted(c)`; else the donor's part where the donor has the
-    /// chunk (`from_donor[c]`, read by `donor`), else the part loaded or built
-    /// ([`Repo::part`]) as `take` reads it — another kind of part is an inconsistency.
-    /// Ticks `meter` once a chunk.
-    #[allow(clippy::too_many_arguments)]
+    /// One kind of part of every chunk of `list` (the one loader of the four kinds a view
+    /// assembles: [`CORE`], [`TEXT`], [`SPARSE`], [`DENSE`]), of `model` for sparse and
+    /// dense parts. For chunk `c`: `None` unless the kind wants it (by its core part,
+    /// `cores[c]`); else the donor view's part where the donor has the chunk
+    /// (`from_donor[c]`); else the part loaded or built ([`DerivedData::part`]) — another
+    /// kind of part there is an inconsistency. A metered kind ticks a run of
+    /// [`Step::IndexParts`] once a chunk.
     fn chunk_parts<T: Send + Sync>(
         &self,
         ctx: &Ctx,
-        list: &[ChunkRef],
-        from_donor: &[Option<usize>],
-        (tag, model): (u8, Option<&str>),
-        meter: Option<&Meter>,
-        wanted: impl Fn(usize) -> bool + Sync,
-        donor: impl Fn(usize) -> Option<Arc<T>> + Sync,
-        take: fn(Part) -> Option<Arc<T>>,
+        (list, from_donor, donor): (&[ChunkRef], &[Option<usize>], Option<&CommitIndexes>),
+        kind: &PartKind<T>,
+        model: Option<&str>,
+        cores: &[Arc<NodeChunk>],
     ) -> Result<Vec<Option<Arc<T>>>> {
+        let meter = kind
+            .metered
+            .then(|| self.meter(Step::IndexParts, Some(list.len() as u64)));
+        let m = model.unwrap_or_default();
+        let tag = kind.tag;
         list.par_iter()
             .zip(from_donor)
             .enumerate()
             .map(|(c, (ch, d))| {
-                let _tick = meter.map(Tick);
-                if !wanted(c) {
+                let _tick = meter.as_ref().map(Tick);
+                if !kind.wanted.is_none_or(|wanted| wanted(&cores[c], m)) {
                     return Ok(None);
                 }
-                if let Some(p) = d.and_then(&donor) {
+                if let Some(p) = d.and_then(|i| (kind.donor)(donor?, m, i)) {
                     return Ok(Some(p));
                 }
                 let part = self.part(ctx, TreeKind::Nodes, ch, tag, model)?;
-                take(part).map(Some).ok_or_else(|| {
+                (kind.take)(part).map(Some).ok_or_else(|| {
                     Error::Index(IndexError::Inconsistent(format!(
                         "a part of another kind under tag {tag:#04x} of chunk {}",
                         ch.key.short()
@@ -1069,14 +1047,14 @@ impl Repo {
 
     /// Unit `key`'s graph over `parts`: cached, stored, or built (and stored).
     fn unit_graph(&self, ctx: &Ctx, key: &Hash, model: &str, parts: &[&DenseChunk]) -> Result<Arc<UnitGraph>> {
-        let cache = &self.inner.derived.cache;
+        let cache = &self.cache;
         let skey = graph_store_key(key, model);
         let rows: usize = parts.iter().map(|p| p.len()).sum();
         if let Some(Part::Graph(g)) = cache.part(&skey) {
             return Ok(g);
         }
         let stored = if ctx.persistent {
-            match self.store().get_derived(&skey) {
+            match self.store.get_derived(&skey) {
                 Ok(Some(bytes)) => match persist::decode_unit_graph(&bytes, key) {
                     Ok((m, g)) if m == model && g.len() as usize == rows => Some(Arc::new(g)),
                     Ok(_) => {
@@ -1105,7 +1083,7 @@ impl Repo {
             None => {
                 let g = build_unit_graph(parts, &ctx.params.graph, unit_seed(&ctx.params.graph, key));
                 ctx.persist(skey.clone(), || persist::encode_unit_graph(key, model, &g));
-                self.inner.derived.graphs_built.fetch_add(1, Ordering::Relaxed);
+                self.graphs_built.fetch_add(1, Ordering::Relaxed);
                 Arc::new(g)
             }
         };
@@ -1142,7 +1120,7 @@ impl Repo {
             // Flushing each batch keeps a large build from piling up unwritten values in
             // the store's memory (sled held ~2 GiB extra across a 325 MiB build without it).
             let values = batch.len() as u64;
-            let result = self.store().put_derived(batch).and_then(|()| self.store().flush());
+            let result = self.store.put_derived(batch).and_then(|()| self.store.flush());
             meter.add(values);
             match result {
                 Ok(()) => {
@@ -1154,7 +1132,7 @@ impl Repo {
                         "could not store {} derived values ({e}); kept in memory",
                         batch.len()
                     ));
-                    self.inner.derived.store_failure.lock().get_or_insert(e);
+                    self.store_failure.lock().get_or_insert(e);
                 }
             }
             batch.clear();
@@ -1168,7 +1146,7 @@ impl Repo {
             }
         }
         flush(&mut batch, &mut size);
-        let mut stored = self.inner.derived.stored.lock();
+        let mut stored = self.stored.lock();
         stored.0 += written.0;
         stored.1 += written.1;
         let mut s = ctx.stored_values.lock();
@@ -1203,7 +1181,7 @@ impl Repo {
             ));
         }
         if !entries.is_empty() {
-            if let Err(e) = self.store().put_derived(&entries) {
+            if let Err(e) = self.store.put_derived(&entries) {
                 ctx.note(format!("could not store index manifests ({e})"));
             }
         }

@@ -1,14 +1,14 @@
 //! Checking stored derived data (`fsck`): every entry of the chunk, unit-graph and
 //! manifest spaces is read and decoded by the bounded reader under the key it is stored
 //! at. Damage here is reported apart from damage to the data: derived data is rebuilt from
-//! the objects on use, and [`Repo::repair_derived`] deletes what is damaged at once.
+//! the objects on use, and [`Repo::repair_derived`](crate::Repo::repair_derived) deletes what is damaged at once.
 
 use cairn_index::persist;
 
 use crate::derived::keys::{Space, SPACES};
+use crate::derived::DerivedData;
 use crate::error::Result;
 use crate::progress::Step;
-use crate::repo::Repo;
 
 /// One damaged derived entry: its store key and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,7 +31,7 @@ fn printable(key: &[u8]) -> String {
 /// Decodes one entry of a hashed space; the error says what is wrong.
 fn check_entry(space: Space, key: &[u8], value: &[u8]) -> std::result::Result<(), String> {
     let hash = space.hash_of(key).ok_or("malformed key")?;
-    let suffix = &key[3 + 32..];
+    let suffix = &key[space.prefix().len() + 32..];
     let model_of = |rest: &[u8]| String::from_utf8(rest.to_vec()).map_err(|_| "model name is not UTF-8".to_string());
     match space {
         Space::Chunk => {
@@ -70,11 +70,11 @@ fn check_entry(space: Space, key: &[u8], value: &[u8]) -> std::result::Result<()
     }
 }
 
-impl Repo {
+impl DerivedData {
     /// Reads and decodes every stored chunk part, unit graph and manifest; returns how
     /// many entries were checked and the damaged ones.
-    pub(crate) fn check_derived(&self) -> Result<(u64, Vec<DerivedDamage>)> {
-        let store = self.store();
+    pub(crate) fn check(&self) -> Result<(u64, Vec<DerivedDamage>)> {
+        let store = &self.store;
         let mut checked = 0u64;
         let mut damage = Vec::new();
         let mut spaces = Vec::new();
@@ -102,15 +102,15 @@ impl Repo {
         Ok((checked, damage))
     }
 
-    /// Deletes every damaged derived entry [`Repo::fsck`] would report (they are rebuilt
-    /// from the objects on next use) and drops the in-memory index cache; returns the
-    /// entries deleted, described as `fsck` describes them.
-    pub fn repair_derived(&self) -> Result<Vec<String>> {
-        let (_, damage) = self.check_derived()?;
+    /// Deletes every damaged entry [`DerivedData::check`] finds and drops the in-memory
+    /// cache ([`Repo::repair_derived`](crate::Repo::repair_derived)); returns the entries
+    /// deleted, described as `fsck` describes them.
+    pub(crate) fn repair(&self) -> Result<Vec<String>> {
+        let (_, damage) = self.check()?;
         let keys: Vec<Vec<u8>> = damage.iter().map(|d| d.key.clone()).collect();
-        self.store().delete_derived(&keys)?;
-        self.store().flush()?;
-        self.inner.derived.cache.clear();
+        self.store.delete_derived(&keys)?;
+        self.store.flush()?;
+        self.cache.clear();
         Ok(damage.iter().map(describe).collect())
     }
 }

@@ -31,8 +31,8 @@ use cairn_core::{Commit, CommitId, Hash};
 use crate::derived::build::Ctx;
 use crate::derived::keys::TreeKind;
 use crate::derived::spans::ChunkList;
+use crate::derived::DerivedData;
 use crate::error::Result;
-use crate::repo::Repo;
 
 /// Generation strides of base candidates, most preferred first.
 pub(crate) const BASE_STRIDES: [u64; 3] = [512, 64, 8];
@@ -50,10 +50,10 @@ const MEMO: usize = 4096;
 /// A commit's graph base: `None` when it walks its own units.
 pub(crate) type GraphBase = Option<(Hash, Arc<ChunkList>)>;
 
-impl Repo {
+impl DerivedData {
     /// The remembered base root of commit `id`, if decided (`Some(None)`: its own units).
     pub(super) fn known_graph_base(&self, id: &CommitId) -> Option<Option<Hash>> {
-        self.inner.derived.graph_bases.lock().get(id).copied()
+        self.graph_bases.lock().get(id).copied()
     }
 
     /// The base whose units commit `id` (with node chunks `list`) walks (module docs).
@@ -63,7 +63,7 @@ impl Repo {
             Some(Some(root)) => return Ok(Some((root, self.chunk_list(ctx, TreeKind::Nodes, Some(root))?))),
             None => {}
         }
-        let c = self.commit_shared(id)?;
+        let c = self.commit(id)?;
         let g = c.generation;
         // The candidates, most preferred first: the strides' multiples, then the rest of
         // the last stride's window, oldest first (at most 7 first-parent steps back).
@@ -73,7 +73,7 @@ impl Repo {
         let mut at = Arc::clone(&c);
         while at.generation > last + 1 {
             let Some(p) = at.parents.first().copied() else { break };
-            at = self.commit_shared(&p)?;
+            at = self.commit(&p)?;
             window.push((at.generation, at.node_root));
         }
         window.reverse();
@@ -96,7 +96,7 @@ impl Repo {
                 break;
             }
         }
-        let mut memo = self.inner.derived.graph_bases.lock();
+        let mut memo = self.graph_bases.lock();
         if memo.len() >= MEMO {
             memo.clear();
         }
@@ -105,19 +105,19 @@ impl Repo {
     }
 }
 
-impl Repo {
+impl DerivedData {
     /// Commit `id`'s first-parent ancestors at its generation rounded down to each stride
     /// of [`BASE_STRIDES`] (`None`: the chain is shorter), with their node trees: from the
     /// parent's when known (the same ancestor, unless the commit is itself a multiple),
     /// else by a walk of at most the largest stride.
     fn stride_ancestors(&self, id: &CommitId, c: &Commit) -> Result<StrideAncestors> {
-        if let Some(known) = self.inner.derived.stride_ancestors.lock().get(id) {
+        if let Some(known) = self.stride_ancestors.lock().get(id) {
             return Ok(*known);
         }
         let g = c.generation;
         let targets = BASE_STRIDES.map(|s| g - g % s);
         let parent = c.parents.first().copied();
-        let from_parent = parent.and_then(|p| self.inner.derived.stride_ancestors.lock().get(&p).copied());
+        let from_parent = parent.and_then(|p| self.stride_ancestors.lock().get(&p).copied());
         let out = match from_parent {
             Some(theirs) => {
                 let mut out = theirs;
@@ -144,13 +144,13 @@ impl Repo {
                         break;
                     }
                     let Some(p) = next else { break };
-                    let pc = self.commit_shared(&p)?;
+                    let pc = self.commit(&p)?;
                     (generation, root, next) = (pc.generation, pc.node_root, pc.parents.first().copied());
                 }
                 out
             }
         };
-        let mut memo = self.inner.derived.stride_ancestors.lock();
+        let mut memo = self.stride_ancestors.lock();
         if memo.len() >= MEMO {
             memo.clear();
         }

@@ -1,8 +1,10 @@
 //! The registry of derived key spaces, and every derivation of a derived key.
 //!
 //! Derived data lives in the store's derived space (`Store::put_derived`), under keys that
-//! start with one of the prefixes below. `gc`, `fsck` and persistence iterate
-//! [`SPACES`]; nothing else spells a prefix.
+//! start with one of the prefixes below. `gc`, `fsck`, `drop` and persistence iterate
+//! [`SPACES`], and every store key of a space is made (and, where it is read back by key
+//! alone, taken apart) by a function below; nothing else spells a prefix or a key's
+//! layout.
 
 use cairn_core::Hash;
 
@@ -145,4 +147,37 @@ pub(crate) fn manifest_store_key(key: &Hash) -> Vec<u8> {
     let mut k = Space::Manifest.prefix().to_vec();
     k.extend_from_slice(key.as_bytes());
     k
+}
+
+/// The chunk whose split marker a store key of the chunk space is (`ck/ ‖ chunk ‖
+/// TAG_SPLIT`, no model); `None` for any other key.
+pub(crate) fn split_marker_chunk(key: &[u8]) -> Option<Hash> {
+    let rest = key.strip_prefix(Space::Chunk.prefix())?;
+    if rest.len() != 32 + 1 || rest[32] != TAG_SPLIT {
+        return None;
+    }
+    Space::Chunk.hash_of(key)
+}
+
+/// The store-key prefix of `branch`'s time index: `tl/ ‖ branch ‖ 0x00`.
+pub(crate) fn time_index_prefix(branch: &str) -> Vec<u8> {
+    let mut p = Space::TimeIndex.prefix().to_vec();
+    p.extend_from_slice(branch.as_bytes());
+    p.push(0);
+    p
+}
+
+/// The store key of `branch`'s time-index entry at first-parent depth `generation`:
+/// `tl/ ‖ branch ‖ 0x00 ‖ generation (u64 big-endian)`.
+pub(crate) fn time_index_key(branch: &str, generation: u64) -> Vec<u8> {
+    let mut k = time_index_prefix(branch);
+    k.extend_from_slice(&generation.to_be_bytes());
+    k
+}
+
+/// The branch name bytes a time-index store key names (`None`: not of that shape).
+pub(crate) fn time_index_branch(key: &[u8]) -> Option<&[u8]> {
+    let rest = key.strip_prefix(Space::TimeIndex.prefix())?;
+    let end = rest.len().checked_sub(1 + 8)?;
+    (rest[end] == 0).then_some(&rest[..end])
 }

@@ -15,9 +15,9 @@ use crate::derived::build::{Ctx, Found, Tick};
 use crate::derived::cache::ViewEntry;
 use crate::derived::keys::{TreeKind, TAG_EDGES, TAG_NODE_CORE};
 use crate::derived::spans::{self, ChunkList, ChunkRef, Item, Placed, Span, SpanMemo};
+use crate::derived::DerivedData;
 use crate::error::{Error, Result};
 use crate::progress::{Meter, Step};
-use crate::repo::Repo;
 
 /// Top-level spans of a tree resolved (and, when new, built) together before their values
 /// are written and released: a build holds at most this window's encoded values, not the
@@ -50,7 +50,7 @@ impl Donor {
 /// Each chunk of a list's position in the donor's list, if the donor has it.
 pub(super) type FromDonor = Vec<Option<usize>>;
 
-impl Repo {
+impl DerivedData {
     /// The resolved chunks of a tree (split spans replaced by their pieces), cached by root.
     pub(super) fn chunk_list(&self, ctx: &Ctx, tree: TreeKind, root: Option<Hash>) -> Result<Arc<ChunkList>> {
         Ok(self.chunk_list_with(ctx, tree, root, None)?.0)
@@ -76,8 +76,8 @@ impl Repo {
         out
     }
 
-    /// [`Repo::chunk_list`], taking a donor view's chunks as known leaves.
-    /// [`Repo::chunk_list`], and where each upper tree node's chunks are in it
+    /// [`DerivedData::chunk_list`], taking a donor view's chunks as known leaves.
+    /// [`DerivedData::chunk_list`], and where each upper tree node's chunks are in it
     /// ([`SpanMemo`]), taking over from a donor view (node trees only) every subtree the two
     /// trees share: its chunks are copied from the donor's list, not walked, keyed and
     /// matched again, so a small commit's list costs its changed path. The list is the same
@@ -92,11 +92,11 @@ impl Repo {
         let Some(r) = root else {
             return Ok((Arc::new(Vec::new()), Arc::default(), None));
         };
-        let cache = &self.inner.derived.cache;
+        let cache = &self.cache;
         if let Some((l, m)) = cache.list(tree as u8, &r) {
             return Ok((l, m, None));
         }
-        let objs = self.objects();
+        let objs = &*self.objects;
         let donor = donor.filter(|_| tree == TreeKind::Nodes);
         let reused = match donor {
             Some(d) => spans::top_items(objs, root, CHUNK_LEVEL, &d.entry.memo)?.map(|x| (d, x)),
@@ -238,7 +238,7 @@ impl Repo {
                 match self.lookup(ctx, tree, &ch, core_tag, None)? {
                     Found::Part(_) => Ok(vec![ch]),
                     Found::Split => {
-                        let pieces = spans::pieces(self.objects(), &ch.span)?;
+                        let pieces = spans::pieces(&self.objects, &ch.span)?;
                         Ok(self
                             .resolve_spans(ctx, tree, pieces, None, None)?
                             .into_iter()

@@ -1,15 +1,31 @@
-//! Derived data: the chunks, unit graphs and manifests a commit's indexes are made of —
-//! built from the objects on first use, cached in memory, stored under their own keys,
-//! shared by every commit whose content they cover (`storage-format.md` §7).
+//! Derived data: the chunks, unit graphs and manifests a commit's indexes are made of,
+//! and each branch's time index — built from the objects on first use, cached in memory,
+//! stored under their own keys, shared by every commit whose content they cover
+//! (`storage-format.md` §7).
 //!
-//! * [`keys`] — the registry of derived key spaces and every key derivation;
+//! [`DerivedData`] is their owner: one per repository handle, holding its own handles on
+//! the store, the objects view, the commit cache and the progress observer, the index
+//! parameters, and every piece of in-memory state (caches, counters, graph-base
+//! decisions). Everything below is a method of it or plain data it uses; none reads the
+//! [`Repo`](crate::Repo)'s fields. The repository's face onto it is `api` (and `source`,
+//! the retrieval pipeline's): each resolves a revision or a branch's head and passes the
+//! commit id in.
+//!
+//! * `api` — [`Repo`](crate::Repo)'s index, drop, repair and `as_of` methods, delegating;
+//! * [`keys`] — the registry of derived key spaces and every key derivation (nothing else
+//!   spells a derived key);
 //! * [`spans`] — chunk spans read off a tree's upper levels;
 //! * `list` — a tree's resolved chunk list, taken over subtree by subtree from the previous
 //!   view's;
 //! * [`cache`] — the byte-bounded part cache, and the view and chunk-list caches;
 //! * `build` — resolving a tree's chunks (loading, or building and storing, each part),
-//!   assembling a commit's view for the parts a query needs;
+//!   assembling a commit's view for the parts a query needs (one loader for the four part
+//!   kinds), writing what was built;
+//! * `rows` — which dense rows and node texts a view leaves on disk, and the source it
+//!   reads them through;
 //! * `graph_base` — which commit's unit graphs an approximate search walks;
+//! * `live` — which derived entries live commits use, and `gc`'s sweep of the others;
+//! * [`check`] — reading back every stored entry (`fsck`) and deleting the damaged ones;
 //! * `drop` — dropping every derived value (`Repo::drop_derived`, `cairn index drop`);
 //! * `source` — the retrieval pipeline's [`RetrievalSource`](cairn_retrieve::RetrievalSource)
 //!   over a repository;
@@ -21,6 +37,7 @@
 //! a part that cannot be stored is only kept in memory. Nothing here can make the data
 //! unreadable.
 
+mod api;
 mod build;
 pub(crate) mod cache;
 pub(crate) mod check;
@@ -37,50 +54,110 @@ mod time_index;
 pub use build::{DenseReport, IndexReport, IndexStats};
 pub use cache::DEFAULT_MEMORY_BUDGET;
 
-use cairn_core::Hash;
-use cairn_index::IndexParams;
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 
-/// A repository's derived-data state: parameters, cache, and what it has stored.
-pub(crate) struct Derived {
-    pub(crate) params: IndexParams,
-    pub(crate) fingerprint: Hash,
-    pub(crate) cache: cache::DerivedCache,
+use cairn_core::{Commit, CommitId, Hash};
+use cairn_graph::{Objects, Refs};
+use cairn_index::IndexParams;
+use cairn_store::{Store, StoreError};
+use parking_lot::Mutex;
+
+use crate::commit_cache::CommitCache;
+use crate::error::Result;
+use crate::progress::{Meter, ProgressHook, Step};
+
+/// A repository's derived data: everything built from its objects and stored apart from
+/// them, and the handles it is built with.
+///
+/// It owns
+/// * its handles: the store it reads and writes derived values in, the objects view it
+///   builds chunks from, the commit cache its graph-base walk reads first-parent chains
+///   through, and the progress observer its long steps report to — each shared with the
+///   [`Repo`](crate::Repo) that made it, which reaches none of this type's state;
+/// * its parameters ([`IndexParams`], and their fingerprint, which every derived key
+///   carries);
+/// * its in-memory state: the part, view and chunk-list caches; the counters
+///   [`IndexStats`] reports; the first store failure since a build last looked; the
+///   stored dense parts found damaged at query time; the graph-base decisions per commit.
+///
+/// It knows nothing of revisions, branches' heads or embedders: the repository resolves
+/// those and passes a [`CommitId`] (or a branch's head) in.
+pub(crate) struct DerivedData {
+    store: Arc<dyn Store>,
+    objects: Arc<Objects>,
+    commits: Arc<CommitCache>,
+    progress: Arc<ProgressHook>,
+    params: IndexParams,
+    fingerprint: Hash,
+    cache: cache::DerivedCache,
     /// Derived values and bytes this handle has written (for reports and benchmarks).
-    pub(crate) stored: parking_lot::Mutex<(usize, u64)>,
+    stored: Mutex<(usize, u64)>,
     /// Index parts this handle read from the store, and chunks it built from their
     /// objects (for [`IndexStats`]).
-    pub(crate) parts_loaded: std::sync::atomic::AtomicU64,
-    pub(crate) chunks_built: std::sync::atomic::AtomicU64,
+    parts_loaded: AtomicU64,
+    chunks_built: AtomicU64,
     /// Unit graphs it built (for [`IndexStats`]).
-    pub(crate) graphs_built: std::sync::atomic::AtomicU64,
-    /// The first failure to store derived values since [`Repo::build_indexes_with`] last
+    graphs_built: AtomicU64,
+    /// The first failure to store derived values since [`DerivedData::build`] last
     /// looked (queries only note such failures; a build that was asked to store reports it).
-    pub(crate) store_failure: parking_lot::Mutex<Option<cairn_store::StoreError>>,
+    store_failure: Mutex<Option<StoreError>>,
     /// Stored dense parts whose rows could not be read at query time (key, why): deleted
     /// and rebuilt by the next view assembly ([`rows`]).
-    pub(crate) damaged_rows: rows::DamagedRows,
+    damaged_rows: rows::DamagedRows,
     /// Each queried commit's graph base root (`graph_base.rs`; `None`: its own units).
-    pub(crate) graph_bases: parking_lot::Mutex<std::collections::HashMap<cairn_core::CommitId, Option<Hash>>>,
+    graph_bases: Mutex<HashMap<CommitId, Option<Hash>>>,
     /// Each such commit's ancestors at the base strides (`graph_base.rs`).
-    pub(crate) stride_ancestors:
-        parking_lot::Mutex<std::collections::HashMap<cairn_core::CommitId, graph_base::StrideAncestors>>,
+    stride_ancestors: Mutex<HashMap<CommitId, graph_base::StrideAncestors>>,
 }
 
-impl Default for Derived {
-    fn default() -> Self {
+impl DerivedData {
+    /// Derived data over `store`, with the default parameters and memory budget; the
+    /// handles are the repository's own (shared).
+    pub(crate) fn new(
+        store: Arc<dyn Store>,
+        objects: Arc<Objects>,
+        commits: Arc<CommitCache>,
+        progress: Arc<ProgressHook>,
+    ) -> DerivedData {
         let params = IndexParams::default();
-        Derived {
+        DerivedData {
+            store,
+            objects,
+            commits,
+            progress,
             fingerprint: params.fingerprint(),
             params,
             cache: cache::DerivedCache::default(),
-            stored: parking_lot::Mutex::new((0, 0)),
-            parts_loaded: Default::default(),
-            chunks_built: Default::default(),
-            graphs_built: Default::default(),
-            store_failure: parking_lot::Mutex::new(None),
+            stored: Mutex::new((0, 0)),
+            parts_loaded: AtomicU64::default(),
+            chunks_built: AtomicU64::default(),
+            graphs_built: AtomicU64::default(),
+            store_failure: Mutex::new(None),
             damaged_rows: Default::default(),
             graph_bases: Default::default(),
             stride_ancestors: Default::default(),
         }
+    }
+
+    /// The parameters indexes are built with.
+    pub(crate) fn params(&self) -> &IndexParams {
+        &self.params
+    }
+
+    /// The commit `id`, through the shared commit cache.
+    fn commit(&self, id: &CommitId) -> Result<Arc<Commit>> {
+        Ok(self.commits.get(&self.objects, id)?)
+    }
+
+    /// The refs (for the dense-dimension records and the branch list).
+    fn refs(&self) -> Refs<'_> {
+        Refs::new(self.store.as_ref())
+    }
+
+    /// Starts a run of `step` on the progress observer.
+    fn meter(&self, step: Step, total: Option<u64>) -> Meter {
+        self.progress.meter(step, total)
     }
 }

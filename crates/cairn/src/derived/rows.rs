@@ -4,7 +4,7 @@
 //!
 //! A model's exact `f32` rows stay in memory while a commit's nodes times the model's
 //! dimension times 4 bytes fit in a quarter of the memory budget
-//! ([`Repo::set_memory_budget`], 1 GiB by default: 256 MiB, ~170,000 384-d vectors);
+//! ([`Repo::set_memory_budget`](crate::Repo::set_memory_budget), 1 GiB by default: 256 MiB, ~170,000 384-d vectors);
 //! beyond that, on a store that reads value ranges (the segment store, or
 //! a memory store keeping derived data), each part keeps its int8 codes and a crc32 per row,
 //! and rescoring reads the rows it needs from the stored part. A part is put on disk as it
@@ -22,13 +22,14 @@ use cairn_index::RowSource;
 use cairn_store::Store;
 use parking_lot::Mutex;
 
-use crate::repo::Repo;
+use crate::dense_dims::{dense_dim_model, DENSE_DIM_META};
+use crate::derived::DerivedData;
 
 /// The text bytes per node the rule for leaving texts on disk assumes
-/// ([`Repo::on_disk`]).
+/// ([`DerivedData::on_disk`]).
 const TEXT_BYTES_GUESS: u64 = 512;
 
-/// What a view leaves on disk ([`Repo::on_disk`]).
+/// What a view leaves on disk ([`DerivedData::on_disk`]).
 #[derive(Default)]
 pub(super) struct OnDisk {
     /// The dense models whose rows stay on disk, each with the source its parts read
@@ -78,7 +79,7 @@ impl RowSource for StoreRows {
     }
 }
 
-impl Repo {
+impl DerivedData {
     /// What views of a commit of `node_count` nodes leave on disk (module docs), with the
     /// one source their parts read it through — nothing unless the store keeps derived
     /// data and reads value ranges. Decided before any part is built or loaded, so that no
@@ -92,22 +93,22 @@ impl Repo {
     ///   nodes of ~450-byte texts, 450 of its 660 MiB).
     pub(super) fn on_disk(&self, persistent: bool, node_count: u64) -> OnDisk {
         let mut out = OnDisk::default();
-        if !persistent || !self.store().reads_derived_ranges() {
+        if !persistent || !self.store.reads_derived_ranges() {
             return out;
         }
-        let quarter = self.inner.derived.cache.capacity() as u64 / 4;
+        let quarter = self.cache.capacity() as u64 / 4;
         let source: Arc<dyn RowSource> = Arc::new(StoreRows {
-            store: Arc::clone(self.store()),
-            damaged: Arc::clone(&self.inner.derived.damaged_rows),
+            store: Arc::clone(&self.store),
+            damaged: Arc::clone(&self.damaged_rows),
         });
         // A repository whose dimensions cannot be read keeps every row in memory.
-        let dims = self.refs().meta_list("dense-dim/").unwrap_or_default();
+        let dims = self.refs().meta_list(DENSE_DIM_META).unwrap_or_default();
         for (key, value) in dims {
             let Ok(dim) = <[u8; 4]>::try_from(value.as_slice()).map(u32::from_le_bytes) else {
                 continue;
             };
             if node_count.saturating_mul(u64::from(dim)).saturating_mul(4) > quarter {
-                let model = key.trim_start_matches("dense-dim/").to_string();
+                let model = dense_dim_model(&key).to_string();
                 out.rows.insert(model, Arc::clone(&source));
             }
         }
@@ -121,18 +122,18 @@ impl Repo {
     /// empties the cache, so they are rebuilt from the data: one note each, and their keys
     /// (whose absence the assembly then expects).
     pub(super) fn drop_damaged_rows(&self) -> (Vec<String>, Vec<Vec<u8>>) {
-        let damaged = std::mem::take(&mut *self.inner.derived.damaged_rows.lock());
+        let damaged = std::mem::take(&mut *self.damaged_rows.lock());
         if damaged.is_empty() {
             return (Vec::new(), Vec::new());
         }
         let keys: Vec<Vec<u8>> = damaged.iter().map(|(k, _)| k.clone()).collect();
         // A part that cannot be deleted is read whole on its next load, where the
         // store's own checksum finds the damage and it is rebuilt all the same.
-        let deleted = match self.store().delete_derived(&keys) {
+        let deleted = match self.store.delete_derived(&keys) {
             Ok(()) => String::new(),
             Err(e) => format!(" (deleting it failed: {e})"),
         };
-        self.inner.derived.cache.clear();
+        self.cache.clear();
         let notes = damaged
             .into_iter()
             .map(|(k, why)| format!("the stored {} is damaged ({why}); rebuilt{deleted}", part_name(&k)))

@@ -4,16 +4,18 @@ use std::sync::Arc;
 
 use cairn_core::CommitId;
 use cairn_index::IndexNeeds;
-use cairn_retrieve::{EmbedError, ModelEmbedder, ResolvedCommit, RetrievalSource, SourceError};
+use cairn_retrieve::{EmbedError, ModelEmbedder, ResolvedCommit, RetrievalSource, SourceCause, SourceError};
 
 use crate::error::Error;
 use crate::repo::Repo;
 
-/// A repository failure as the retrieval source's: damage stays damage.
+/// A repository failure as the retrieval source's: damage stays damage, and any other
+/// failure keeps the typed [`Error`] as its cause ([`crate::ErrorKind::of_retrieve`]
+/// classifies it by that error's own kind).
 fn storage(e: Error) -> SourceError {
     match e.kind() {
         crate::ErrorKind::Corrupt => SourceError::Corrupt(e.to_string()),
-        _ => SourceError::Storage(e.to_string()),
+        _ => SourceError::Storage(SourceCause::new(e)),
     }
 }
 
@@ -86,7 +88,7 @@ impl Repo {
     /// assembly takes it from the handle's commit cache). The error names the commit.
     fn resolved(&self, id: CommitId, needs: &IndexNeeds) -> Result<ResolvedCommit, (String, Error)> {
         let c = self.commit_shared(&id).map_err(|e| (id.to_hex(), e))?;
-        let (indexes, repairs) = self.index_view(&id, needs).map_err(|e| (id.to_hex(), e))?;
+        let (indexes, repairs) = self.derived().index_view(&id, needs).map_err(|e| (id.to_hex(), e))?;
         Ok(ResolvedCommit {
             commit: id,
             timestamp_ms: c.timestamp_ms,

@@ -1,7 +1,7 @@
 //! Transaction time: which commit was a branch's head at time T.
 //!
 //! Each branch has a derived index in the store: key `tl/<branch>\0` ‖ generation (u64
-//! big-endian) → commit id (32 bytes) ‖ timestamp (i64 big-endian). Entry `g` is the commit
+//! big-endian; [`time_index_key`]) → commit id (32 bytes) ‖ timestamp (i64 big-endian). Entry `g` is the commit
 //! at first-parent depth `g` on the branch's chain. Invariant: entries `0..=g` form one
 //! first-parent chain; a commit appends its entry only if entry `g-1` is its parent,
 //! otherwise (the branch was moved elsewhere) the index is dropped and rebuilt on next
@@ -16,28 +16,15 @@ use cairn_graph::time_index;
 
 use cairn_store::StoreError;
 
-use super::keys::Space;
+use crate::derived::keys::{time_index_key, time_index_prefix};
+use crate::derived::DerivedData;
 use crate::error::Result;
-use crate::repo::Repo;
 
-fn prefix(branch: &str) -> Vec<u8> {
-    let mut p = Space::TimeIndex.prefix().to_vec();
-    p.extend_from_slice(branch.as_bytes());
-    p.push(0);
-    p
-}
-
-fn key(branch: &str, generation: u64) -> Vec<u8> {
-    let mut k = prefix(branch);
-    k.extend_from_slice(&generation.to_be_bytes());
-    k
-}
-
-impl Repo {
+impl DerivedData {
     /// One entry; a damaged or malformed one reads as missing, so that the callers rebuild
     /// the index from the commits (it is a cache).
     fn time_entry(&self, branch: &str, generation: u64) -> Result<Option<(CommitId, i64)>> {
-        match self.store().get_derived(&key(branch, generation)) {
+        match self.store.get_derived(&time_index_key(branch, generation)) {
             Ok(v) => Ok(v.and_then(|v| time_index::decode(&v).ok())),
             Err(StoreError::Corrupt { .. }) => Ok(None),
             Err(e) => Err(e.into()),
@@ -56,15 +43,17 @@ impl Repo {
             self.drop_time_index(branch)?;
             return Ok(());
         }
-        self.store()
-            .put_derived(&[(key(branch, c.generation), time_index::encode(id, c.timestamp_ms))])?;
+        self.store.put_derived(&[(
+            time_index_key(branch, c.generation),
+            time_index::encode(id, c.timestamp_ms),
+        )])?;
         Ok(())
     }
 
     fn drop_time_index(&self, branch: &str) -> Result<()> {
         // By key alone: a damaged value must not stop its own removal.
-        let keys = self.store().derived_keys(&prefix(branch))?;
-        self.store().delete_derived(&keys)?;
+        let keys = self.store.derived_keys(&time_index_prefix(branch))?;
+        self.store.delete_derived(&keys)?;
         Ok(())
     }
 
@@ -74,22 +63,21 @@ impl Repo {
         let mut cur = Some(head);
         while let Some(id) = cur {
             let c = self.commit(&id)?;
-            entries.push((key(branch, c.generation), time_index::encode(&id, c.timestamp_ms)));
+            entries.push((
+                time_index_key(branch, c.generation),
+                time_index::encode(&id, c.timestamp_ms),
+            ));
             cur = c.parents.first().copied();
         }
         for chunk in entries.chunks(10_000) {
-            self.store().put_derived(chunk)?;
+            self.store.put_derived(chunk)?;
         }
         Ok(())
     }
 
-    /// The commit that was the head of `branch` at transaction time `time_ms`: the last
-    /// commit on the branch's first-parent chain with timestamp ≤ `time_ms` (`None` if the
-    /// branch's first commit is later). O(log n) reads of the branch's time index.
-    pub fn as_of(&self, branch: &str, time_ms: i64) -> Result<Option<CommitId>> {
-        let Some(head) = self.branch_head(branch)? else {
-            return Ok(None);
-        };
+    /// The commit that was the head of `branch` (whose head is `head`) at transaction
+    /// time `time_ms` ([`Repo::as_of`](crate::Repo::as_of)).
+    pub(crate) fn head_as_of(&self, branch: &str, head: CommitId, time_ms: i64) -> Result<Option<CommitId>> {
         let hc = self.commit(&head)?;
         if hc.timestamp_ms <= time_ms {
             return Ok(Some(head));

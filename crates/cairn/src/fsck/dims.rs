@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use cairn_store::CasOutcome;
 
+use crate::dense_dims::{dense_dim_key, dense_dim_model, DENSE_DIM_META};
 use crate::error::Result;
 use crate::repo::Repo;
 
@@ -31,7 +32,7 @@ enum Record {
 
 impl Repo {
     fn dim_record(&self, model: &str) -> Record {
-        match self.refs().meta(&format!("dense-dim/{model}")) {
+        match self.refs().meta(&dense_dim_key(model)) {
             Ok(None) => Record::Absent,
             Ok(Some(v)) => match <[u8; 4]>::try_from(v.as_slice()) {
                 Ok(b) if u32::from_le_bytes(b) > 0 => Record::Dim(u32::from_le_bytes(b) as usize),
@@ -44,11 +45,8 @@ impl Repo {
     /// The models with a record, read by listing (a listing that fails is a problem of its
     /// own; the models the nodes hold are still checked one by one).
     fn recorded_models(&self, problems: &mut Vec<String>) -> BTreeSet<String> {
-        match self.refs().meta_list("dense-dim/") {
-            Ok(list) => list
-                .into_iter()
-                .map(|(k, _)| k.trim_start_matches("dense-dim/").to_string())
-                .collect(),
+        match self.refs().meta_list(DENSE_DIM_META) {
+            Ok(list) => list.into_iter().map(|(k, _)| dense_dim_model(&k).to_string()).collect(),
             Err(e) => {
                 problems.push(format!("the dense-dimension records cannot be listed: {e}"));
                 BTreeSet::new()
@@ -63,7 +61,7 @@ impl Repo {
         let mut models = self.recorded_models(problems);
         models.extend(reached.keys().cloned());
         for model in models {
-            let name = format!("meta/dense-dim/{model}");
+            let name = format!("meta/{}", dense_dim_key(&model));
             let held = reached.get(&model).or_else(|| stored.get(&model));
             let single = held.filter(|d| d.len() == 1).and_then(|d| d.first().copied());
             match (self.dim_record(&model), held) {
@@ -103,7 +101,7 @@ impl Repo {
         models.extend(dims.keys().cloned());
         let store = self.store();
         for model in models {
-            let key = format!("dense-dim/{model}");
+            let key = dense_dim_key(&model);
             let name = format!("meta/{key}");
             let single = dims
                 .get(&model)

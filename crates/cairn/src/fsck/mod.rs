@@ -76,7 +76,7 @@ impl Repo {
     /// branches and tags reach (and their history), for the dimension records' repair.
     fn fsck_with_dims(&self) -> Result<(FsckReport, dims::Dims)> {
         let mut report = FsckReport::default();
-        let (checked, damage) = self.check_derived()?;
+        let (checked, damage) = self.derived().check()?;
         report.derived_checked = checked;
         report.derived_problems = damage.iter().map(crate::derived::check::describe).collect();
         // Damage the store found in its own files (bytes that held no readable record).
@@ -143,7 +143,9 @@ impl Repo {
         for name in store.damaged_refs("")? {
             let own = name == cairn_graph::refs::HEAD
                 || name == format!("meta/{}", crate::repo::FORMAT_META)
-                || name.starts_with("meta/dense-dim/");
+                || name
+                    .strip_prefix("meta/")
+                    .is_some_and(|n| n.starts_with(crate::dense_dims::DENSE_DIM_META));
             if own {
                 continue;
             }

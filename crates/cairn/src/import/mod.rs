@@ -539,7 +539,13 @@ impl Transaction<'_> {
             let line = match read_line(&mut reader, &mut buf) {
                 Ok(Some(line)) => line,
                 Ok(None) => break,
-                Err(detail) => return Err(Error::Import { line: lineno, detail }),
+                Err(detail) => {
+                    return Err(Error::Import {
+                        line: lineno,
+                        detail,
+                        source: None,
+                    })
+                }
             };
             bytes += line.len() as u64 + 1;
             if lineno % 1024 == 0 {
@@ -548,7 +554,11 @@ impl Transaction<'_> {
             if line.trim().is_empty() {
                 continue;
             }
-            let op = parse_line(line).map_err(|detail| Error::Import { line: lineno, detail })?;
+            let op = parse_line(line).map_err(|detail| Error::Import {
+                line: lineno,
+                detail,
+                source: None,
+            })?;
             let applied = match op {
                 ImportOp::PutNode(n) => self.put_node(n),
                 ImportOp::PutEdge(e) => self.put_edge(e),
@@ -563,6 +573,7 @@ impl Transaction<'_> {
                 crate::ErrorKind::InvalidInput | crate::ErrorKind::NotFound => Error::Import {
                     line: lineno,
                     detail: e.to_string(),
+                    source: Some(Box::new(e)),
                 },
                 // Not the line's: damage, a full disk, the embedder — as they are.
                 _ => e,

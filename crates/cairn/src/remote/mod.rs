@@ -12,12 +12,17 @@
 //! ref names them, so an interrupted transfer leaves the destination's refs as they were.
 //!
 //! URLs: a path to a repository on this machine (`/data/memory`, `./memory`, or
-//! `file:///data/memory`), or a repository in an object store (`s3://bucket/prefix`,
-//! `gs://…`, `az://…`; see [`Repo::open`]). Server (`http://…`) URLs are recognised and
-//! refused with a message saying they are not supported yet.
+//! `file:///data/memory`), a `cairn serve` server (`http://HOST:PORT`, with
+//! `/t/TENANT` for a tenant of a `--root` server; the bearer token is `$CAIRN_TOKEN`),
+//! which speaks the sync protocol of [`wire`] (storage-format §5.3), or a repository in an
+//! object store (`s3://bucket/prefix`, `gs://…`, `az://…`; see [`Repo::open`]), opened
+//! here like a path.
 
+mod http;
+mod peer;
 mod sync;
 pub(crate) mod transfer;
+mod wire;
 
 use std::path::{Path, PathBuf};
 
@@ -28,6 +33,13 @@ use crate::repo::Repo;
 
 pub use sync::{FetchReport, PushReport, RefUpdate};
 pub use transfer::TransferStats;
+pub use wire::{SyncBranch, SyncRefs, SyncServer, MAX_BATCH as SYNC_MAX_BATCH};
+
+use peer::Peer;
+
+/// The repository settings a clone copies (storage-format §5.1): the embedders, so that a
+/// text query embeds the same way in the clone.
+const CLONED_META: [&str; 1] = ["embedders"];
 
 /// How long a fetch or push waits for a path remote another process has open.
 pub const REMOTE_OPEN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -49,6 +61,8 @@ pub struct Remote {
 pub(crate) enum RemoteUrl {
     /// A repository directory on this machine.
     Path(PathBuf),
+    /// A `cairn serve` server (no trailing slash).
+    Http(String),
     /// A repository in an object store, by URL.
     Store(String),
 }
@@ -58,6 +72,12 @@ impl RemoteUrl {
     pub(crate) fn parse(url: &str) -> Result<RemoteUrl> {
         if let Some(path) = url.strip_prefix("file://") {
             return Ok(RemoteUrl::Path(PathBuf::from(path)));
+        }
+        if let Some(rest) = url.strip_prefix("http://") {
+            if rest.is_empty() || rest.starts_with('/') {
+                return Err(Error::InvalidArgument(format!("remote URL {url:?}: no host")));
+            }
+            return Ok(RemoteUrl::Http(url.trim_end_matches('/').to_string()));
         }
         if crate::repo::is_store_url(url) {
             let bucket = url
@@ -72,7 +92,7 @@ impl RemoteUrl {
         }
         if let Some((scheme, _)) = url.split_once("://") {
             return Err(Error::InvalidArgument(format!(
-                "remote URL {url:?}: `{scheme}://` remotes are not supported yet; give the path of a repository on this machine"
+                "remote URL {url:?}: `{scheme}://` remotes are not supported yet; give the path of a repository on this machine, a `cairn serve` URL (http://) or an object-store URL (s3://, gs://, az://)"
             )));
         }
         if url.is_empty() {
@@ -83,19 +103,21 @@ impl RemoteUrl {
 
     /// Opens the repository it names, waiting up to [`REMOTE_OPEN_WAIT`] while another
     /// process (or handle) has it open: pushes from several writers take turns.
-    pub(crate) fn open(&self) -> Result<Repo> {
+    pub(crate) fn open(&self) -> Result<Peer> {
         match self {
-            RemoteUrl::Path(p) => Repo::open_waiting(p, REMOTE_OPEN_WAIT),
-            // Any number of processes may have it open.
-            RemoteUrl::Store(url) => Repo::open(url),
+            RemoteUrl::Path(p) => Ok(Peer::Local(Repo::open_waiting(p, REMOTE_OPEN_WAIT)?)),
+            RemoteUrl::Http(url) => Ok(Peer::Http(http::HttpRemote::new(url))),
+            // No lock to wait for: any number of processes may have it open.
+            RemoteUrl::Store(url) => Ok(Peer::Local(Repo::open(url)?)),
         }
     }
 
-    /// The URL to store for it: a path made absolute, an object-store URL as given.
+    /// The URL to store for it: a path made absolute, a server's or an object store's
+    /// URL as given.
     pub(crate) fn to_stored(&self) -> Result<String> {
         match self {
             RemoteUrl::Path(p) => Ok(absolute(p)?.display().to_string()),
-            RemoteUrl::Store(url) => Ok(url.clone()),
+            RemoteUrl::Http(url) | RemoteUrl::Store(url) => Ok(url.clone()),
         }
     }
 }

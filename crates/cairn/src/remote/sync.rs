@@ -8,19 +8,16 @@ use cairn_core::CommitId;
 use cairn_graph::history;
 use cairn_graph::refs::BranchName;
 
-use super::transfer::{copy_reachable, TransferStats};
+use super::http::BranchMove;
+use super::peer::Peer;
+use super::transfer::{copy_reachable, End, TransferStats};
+use super::wire::{hex, SyncBranch};
 use super::{Remote, RemoteUrl};
+use crate::dense_dims::{dense_dim_model, DENSE_DIM_META};
 use crate::error::{Error, Result};
 use crate::merge::MergeOutcome;
 use crate::repo::Repo;
 use crate::writer;
-
-/// Meta key prefix of the dense-dimension records (storage-format §5).
-const DIMS_META: &str = "dense-dim/";
-
-/// The repository settings a clone copies (storage-format §5.1): the embedders, so that a
-/// text query embeds the same way in the clone.
-const CLONED_META: [&str; 1] = ["embedders"];
 
 /// One branch a fetch or push moved.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,15 +86,15 @@ impl Repo {
         self.fetch_from(&remote, &theirs)
     }
 
-    fn fetch_from(&self, remote: &Remote, theirs: &Repo) -> Result<FetchReport> {
-        let heads = theirs.refs().branches()?;
-        let dims = theirs.refs().meta_list(DIMS_META)?;
+    fn fetch_from(&self, remote: &Remote, theirs: &Peer) -> Result<FetchReport> {
+        let heads = theirs.branches()?;
+        let dims = theirs.dims()?;
         check_dims(self, &dims, &remote.name)?;
         // Published under the gc lock: what the transfer wrote cannot be collected before
         // the tracking refs make it reachable.
         let _publishing = self.inner.gc_lock.read();
         let ids: Vec<CommitId> = heads.iter().map(|(_, c)| *c).collect();
-        let transfer = copy_reachable(theirs.objects(), self.store().as_ref(), &ids)?;
+        let transfer = copy_reachable(theirs.end(), End::Local(self), &ids)?;
         register_dims(self, &dims)?;
         let refs = self.refs();
         let mut updates = Vec::new();
@@ -153,40 +150,47 @@ impl Repo {
             .branch(&branch)?
             .ok_or_else(|| Error::UnknownBranch(branch.to_string()))?;
         let theirs = RemoteUrl::parse(&remote.url)?.open()?;
-        let their_head = theirs.refs().branch(&branch)?;
-        let refused = |remote_head: CommitId| Error::NotFastForward {
+        let their_head = theirs.branch(&branch)?;
+        let refused = |remote_head: Option<CommitId>| Error::NotFastForward {
             remote: remote.name.clone(),
             branch: branch.to_string(),
-            remote_head: remote_head.to_hex(),
+            remote_head: remote_head.map_or_else(|| "none (the branch was deleted)".into(), |h| h.to_hex()),
         };
         let mut transfer = TransferStats::default();
         if their_head != Some(local) {
             if let (Some(h), false) = (their_head, force) {
                 let known = self.store().contains(h.hash())?;
                 if !known || history::merge_base(self.objects(), h, local)? != Some(h) {
-                    return Err(refused(h));
+                    return Err(refused(Some(h)));
                 }
             }
-            let dims = self.refs().meta_list(DIMS_META)?;
-            check_dims(&theirs, &dims, &remote.name)?;
-            let _publishing = theirs.inner.gc_lock.read();
-            transfer = copy_reachable(self.objects(), theirs.store().as_ref(), &[local])?;
-            register_dims(&theirs, &dims)?;
-            let commit = self.commit(&local)?;
-            match writer::move_branch(&theirs, &branch, their_head, local, &commit, &BTreeMap::new()) {
-                Ok(_) => {}
-                Err(Error::Conflict { .. }) => {
-                    let now = theirs.refs().branch(&branch)?;
-                    return Err(match now {
-                        Some(h) => refused(h),
-                        None => Error::NotFastForward {
-                            remote: remote.name.clone(),
-                            branch: branch.to_string(),
-                            remote_head: "none (the branch was deleted)".into(),
-                        },
-                    });
+            let dims = self.refs().meta_list(DENSE_DIM_META)?;
+            match &theirs {
+                Peer::Local(theirs) => {
+                    check_dims(theirs, &dims, &remote.name)?;
+                    let _publishing = theirs.inner.gc_lock.read();
+                    transfer = copy_reachable(End::Local(self), End::Local(theirs), &[local])?;
+                    register_dims(theirs, &dims)?;
+                    let commit = self.commit(&local)?;
+                    match writer::move_branch(theirs, &branch, their_head, local, &commit, &BTreeMap::new()) {
+                        Ok(_) => {}
+                        Err(Error::Conflict { .. }) => return Err(refused(theirs.refs().branch(&branch)?)),
+                        Err(e) => return Err(e),
+                    }
                 }
-                Err(e) => return Err(e),
+                Peer::Http(http) => {
+                    check_dims_against(&theirs.dims()?, &dims, &remote.name)?;
+                    transfer = copy_reachable(End::Local(self), End::Http(http), &[local])?;
+                    let req = SyncBranch {
+                        branch: branch.to_string(),
+                        old: their_head.map(|h| h.to_hex()),
+                        new: local.to_hex(),
+                        dims: dims.iter().map(|(k, v)| (k.clone(), hex(v))).collect(),
+                    };
+                    if let BranchMove::Conflict = http.move_branch(&req)? {
+                        return Err(refused(theirs.branch(&branch)?));
+                    }
+                }
             }
         }
         self.refs().set_remote_branch(&remote.name, &branch, Some(local))?;
@@ -263,10 +267,8 @@ impl Repo {
             let repo = Repo::init(&staging)?;
             let remote = repo.remote_add("origin", &parsed.to_stored()?)?;
             repo.fetch_from(&remote, &theirs)?;
-            for key in CLONED_META {
-                if let Some(v) = theirs.refs().meta(key)? {
-                    repo.refs().set_meta(key, Some(&v))?;
-                }
+            for (key, value) in theirs.settings()? {
+                repo.refs().set_meta(&key, Some(&value))?;
             }
             let current = theirs.current_branch()?;
             if let Some(head) = repo.refs().remote_branch("origin", &current)? {
@@ -323,16 +325,22 @@ fn io_error(what: &'static str, path: &Path, e: std::io::Error) -> Error {
 
 /// Refuses a model `dims` (meta entries `dense-dim/<model>`) records at a dimension other
 /// than the one `repo` records.
-fn check_dims(repo: &Repo, dims: &[(String, Vec<u8>)], remote: &str) -> Result<()> {
+pub(super) fn check_dims(repo: &Repo, dims: &[(String, Vec<u8>)], remote: &str) -> Result<()> {
+    check_dims_against(&repo.refs().meta_list(DENSE_DIM_META)?, dims, remote)
+}
+
+/// Refuses a model `dims` records at a dimension other than the one `mine` records.
+fn check_dims_against(mine: &[(String, Vec<u8>)], dims: &[(String, Vec<u8>)], remote: &str) -> Result<()> {
+    let mine: BTreeMap<&str, &[u8]> = mine.iter().map(|(k, v)| (k.as_str(), v.as_slice())).collect();
     for (key, value) in dims {
-        if let Some(mine) = repo.refs().meta(key)? {
-            if &mine != value {
+        if let Some(&m) = mine.get(key.as_str()) {
+            if m != value.as_slice() {
                 let dim = |v: &[u8]| <[u8; 4]>::try_from(v).map_or(0, u32::from_le_bytes);
                 return Err(Error::InvalidArgument(format!(
                     "model `{}` has dimension {} on remote `{remote}`'s side and {} on the other: the two repositories cannot share commits",
-                    key.trim_start_matches(DIMS_META),
+                    dense_dim_model(key),
                     dim(value),
-                    dim(&mine)
+                    dim(m)
                 )));
             }
         }
@@ -341,7 +349,7 @@ fn check_dims(repo: &Repo, dims: &[(String, Vec<u8>)], remote: &str) -> Result<(
 }
 
 /// Registers the dimension records `repo` lacks (after [`check_dims`]).
-fn register_dims(repo: &Repo, dims: &[(String, Vec<u8>)]) -> Result<()> {
+pub(super) fn register_dims(repo: &Repo, dims: &[(String, Vec<u8>)]) -> Result<()> {
     for (key, value) in dims {
         repo.refs().register_meta(key, value)?;
     }

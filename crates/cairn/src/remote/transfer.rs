@@ -1,33 +1,36 @@
-//! Copying the objects a set of commits reaches from one store to another, only those the
-//! destination lacks, each verified against its blake3 name as it is read.
+//! Copying the objects a set of commits reaches from one repository to another, only those
+//! the destination lacks, each verified against its blake3 name as it is read. The two
+//! ends are repositories on this machine or `cairn serve` remotes ([`End`]); the walk is
+//! the same for both, and asks in batches, one round trip per level.
 //!
 //! **Negotiation.** Objects are content-addressed and written before any ref names them,
 //! and `gc` deletes only what no ref reaches, so an object present in the destination has
 //! its whole closure there too (a commit its ancestors and trees, a tree node its subtree).
 //! The walk therefore stops at the first object the destination holds: a one-node change
 //! on a million-node repository moves the new commit, the O(log n) tree nodes on the
-//! changed path and the node object — a few KiB.
+//! changed path and the node object — a few KiB. It goes level by level: the missing
+//! commits from the heads down their parents, then their trees from the roots down, each
+//! level one `missing` question and one `get` of the missing objects.
 //!
-//! **Order.** Objects are written children first: commits oldest first, and for each
-//! commit its new tree nodes in post-order (a node's leaves and subtrees before the node)
-//! and then the commit. An interrupted transfer therefore leaves only objects whose
-//! closure is present, so the rule above keeps holding, and no ref names any of them yet:
-//! the destination is as before, plus unreachable objects the next transfer reuses (and
-//! `gc` may collect).
+//! **Order.** Objects are written children first: the leaves (nodes and edges) as they
+//! arrive, then the tree nodes in post-order (a node after its subtrees), then the commits
+//! parents first. An interrupted transfer therefore leaves only objects whose closure is
+//! present, so the rule above keeps holding, and no ref names any of them yet: the
+//! destination is as before, plus unreachable objects the next transfer reuses (and `gc`
+//! may collect).
 
-use std::collections::HashSet;
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
 
 use cairn_core::codec::{self, ObjectKind};
-use cairn_core::{Commit, CommitId, Hash};
-use cairn_graph::objects::Objects;
+use cairn_core::{Commit, CommitId, Hash, TreeNode};
 use cairn_graph::GraphError;
-use cairn_store::Store;
 
+use super::http::HttpRemote;
 use crate::error::Result;
+use crate::repo::Repo;
 
 /// Bytes buffered before a batch is written.
-const BATCH_BYTES: usize = 32 << 20;
+const BATCH_BYTES: usize = 16 << 20;
 
 /// What a transfer moved.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -40,137 +43,195 @@ pub struct TransferStats {
     pub commits: u64,
 }
 
+/// One end of a transfer.
+#[derive(Clone, Copy)]
+pub(crate) enum End<'a> {
+    /// A repository on this machine.
+    Local(&'a Repo),
+    /// A `cairn serve` remote.
+    Http(&'a HttpRemote),
+}
+
+impl End<'_> {
+    /// Which of `hashes` this end lacks.
+    fn missing(&self, hashes: &[Hash]) -> Result<Vec<bool>> {
+        match self {
+            // One question for the level: a store whose checks are round trips (an object
+            // store) asks them concurrently.
+            End::Local(r) => Ok(r.store().contains_many(hashes)?.into_iter().map(|p| !p).collect()),
+            End::Http(h) => h.missing(hashes),
+        }
+    }
+
+    /// The verified bytes of `hashes` (objects of `kind`, as errors name them).
+    fn get(&self, hashes: &[Hash], kind: ObjectKind) -> Result<Vec<Vec<u8>>> {
+        match self {
+            End::Local(r) => {
+                // A hint: an object store fetches the level at once; a failure there is met
+                // again, and reported, by the reads.
+                if hashes.len() > 1 {
+                    let _ = r.store().prefetch(hashes);
+                }
+                hashes.iter().map(|h| Ok(r.objects().raw(h, kind)?.to_vec())).collect()
+            }
+            End::Http(h) => h.get(hashes),
+        }
+    }
+
+    /// Stores `objects` in order; durable when this returns for a remote, at
+    /// [`End::flush`] for a local repository.
+    fn put(&self, objects: Vec<(Hash, Vec<u8>)>) -> Result<()> {
+        match self {
+            End::Local(r) => Ok(r.store().put_batch_owned(objects)?),
+            End::Http(h) => h.put(&objects),
+        }
+    }
+
+    fn flush(&self) -> Result<()> {
+        match self {
+            End::Local(r) => Ok(r.store().flush()?),
+            End::Http(_) => Ok(()),
+        }
+    }
+}
+
 /// Copies into `to` every object `heads` reach in `from` that `to` lacks (module docs);
 /// flushes `to` before returning, so the objects are durable before a ref names them.
-pub(crate) fn copy_reachable(from: &Objects, to: &dyn Store, heads: &[CommitId]) -> Result<TransferStats> {
+pub(crate) fn copy_reachable(from: End<'_>, to: End<'_>, heads: &[CommitId]) -> Result<TransferStats> {
     let mut t = Transfer {
         from,
         to,
+        seen: HashSet::new(),
         batch: Vec::new(),
         batch_bytes: 0,
-        written: HashSet::new(),
         stats: TransferStats::default(),
     };
-    for (id, raw, commit) in t.missing_commits(heads)? {
-        t.commit(id, &raw, &commit)?;
+    let commits = t.missing_commits(heads)?;
+    let trees = t.missing_trees(&commits)?;
+    for (h, bytes) in tree_order(trees) {
+        t.emit(h, bytes)?;
+    }
+    for (h, bytes) in commit_order(commits) {
+        t.stats.commits += 1;
+        t.emit(h, bytes)?;
     }
     t.write_batch()?;
     to.flush()?;
     Ok(t.stats)
 }
 
-/// A commit to copy: its id, verified bytes and decoded form.
-type ReadCommit = (CommitId, Arc<[u8]>, Commit);
+/// A missing commit: its id, bytes and decoded form.
+type Missing<T> = (Hash, Vec<u8>, T);
 
 struct Transfer<'a> {
-    from: &'a Objects,
-    to: &'a dyn Store,
+    from: End<'a>,
+    to: End<'a>,
+    /// Every object the walk has met (so each is asked about once).
+    seen: HashSet<Hash>,
     batch: Vec<(Hash, Vec<u8>)>,
     batch_bytes: usize,
-    written: HashSet<Hash>,
     stats: TransferStats,
 }
 
 impl Transfer<'_> {
-    /// The commits `heads` reach that the destination lacks, oldest first (every commit
-    /// after its parents), each with its verified bytes and decoded form (read once).
-    fn missing_commits(&self, heads: &[CommitId]) -> Result<Vec<ReadCommit>> {
-        let mut order = Vec::new();
-        let mut state: HashSet<CommitId> = HashSet::new();
-        // Depth-first post-order: a commit is emitted after all its missing parents; the
-        // second visit carries what the first one read.
-        type Visit = (CommitId, Option<(Arc<[u8]>, Commit)>);
-        let mut stack: Vec<Visit> = heads.iter().rev().map(|h| (*h, None)).collect();
-        while let Some((id, read)) = stack.pop() {
-            if let Some((raw, commit)) = read {
-                order.push((id, raw, commit));
-                continue;
-            }
-            if !state.insert(id) || self.to.contains(id.hash())? {
-                continue;
-            }
-            let raw = self.from.raw(id.hash(), ObjectKind::Commit)?;
-            let commit = codec::decode_commit(&raw).map_err(|e| corrupt(ObjectKind::Commit, *id.hash(), e))?;
-            let parents: Vec<Visit> = commit.parents.iter().rev().map(|p| (*p, None)).collect();
-            stack.push((id, Some((raw, commit))));
-            stack.extend(parents);
+    /// Of `level`, the objects the destination lacks, read from the source.
+    fn fetch_missing(&self, level: &[Hash], kind: ObjectKind) -> Result<Vec<(Hash, Vec<u8>)>> {
+        if level.is_empty() {
+            return Ok(Vec::new());
         }
-        Ok(order)
+        let want: Vec<Hash> = level
+            .iter()
+            .zip(self.to.missing(level)?)
+            .filter(|(_, m)| *m)
+            .map(|(h, _)| *h)
+            .collect();
+        let got = self.from.get(&want, kind)?;
+        Ok(want.into_iter().zip(got).collect())
     }
 
-    /// Copies commit `id`'s new tree objects (post-order), then the commit (`raw`, `c`).
-    fn commit(&mut self, id: CommitId, raw: &[u8], c: &Commit) -> Result<()> {
-        for (root, leaf) in [
-            (c.node_root, ObjectKind::Node),
-            (c.edge_root, ObjectKind::Edge),
-            (c.edge_in_root, ObjectKind::Edge),
-        ] {
-            if let Some(root) = root {
-                self.tree(root, leaf)?;
+    /// The commits `heads` reach that the destination lacks, in the order met.
+    fn missing_commits(&mut self, heads: &[CommitId]) -> Result<Vec<Missing<Commit>>> {
+        let mut out = Vec::new();
+        let mut level: Vec<Hash> = heads
+            .iter()
+            .map(|c| *c.hash())
+            .filter(|h| self.seen.insert(*h))
+            .collect();
+        while !level.is_empty() {
+            let mut next = Vec::new();
+            for (h, bytes) in self.fetch_missing(&level, ObjectKind::Commit)? {
+                let c = codec::decode_commit(&bytes).map_err(|e| corrupt(ObjectKind::Commit, h, e))?;
+                next.extend(c.parents.iter().map(|p| *p.hash()).filter(|p| self.seen.insert(*p)));
+                out.push((h, bytes, c));
             }
+            level = next;
         }
-        self.stats.commits += 1;
-        self.emit(*id.hash(), raw)
+        Ok(out)
     }
 
-    /// Copies the part of the tree at `root` the destination lacks, children first.
-    fn tree(&mut self, root: Hash, leaf: ObjectKind) -> Result<()> {
-        let mut stack: Vec<(Hash, Option<Arc<[u8]>>)> = vec![(root, None)];
-        while let Some((h, raw)) = stack.pop() {
-            if let Some(raw) = raw {
-                self.emit(h, &raw)?;
-                continue;
-            }
-            if self.written.contains(&h) || self.to.contains(&h)? {
-                continue;
-            }
-            let raw = self.from.raw(&h, ObjectKind::Tree)?;
-            let t = codec::decode_tree(&raw).map_err(|e| corrupt(ObjectKind::Tree, h, e))?;
-            stack.push((h, Some(raw)));
-            // The node's leaves checked, and the missing ones fetched, at once: one round
-            // trip for all of them where the stores are object stores.
-            let values: Vec<Hash> = t
-                .entries
-                .iter()
-                .map(|e| e.value)
-                .filter(|v| !self.written.contains(v))
-                .collect();
-            let present = self.to.contains_many(&values)?;
-            let missing: HashSet<Hash> = values
-                .iter()
-                .zip(present)
-                .filter(|(_, p)| !p)
-                .map(|(v, _)| *v)
-                .collect();
-            if missing.len() > 1 {
-                // A hint: a failure here is met again, and reported, by the read below.
-                let _ = self.from.store().prefetch(&missing.iter().copied().collect::<Vec<_>>());
-            }
-            for e in &t.entries {
-                if missing.contains(&e.value) && !self.written.contains(&e.value) {
-                    let value = self.from.raw(&e.value, leaf)?;
-                    self.emit(e.value, &value)?;
-                }
-                if let Some(right) = e.right {
-                    stack.push((right, None));
+    /// The tree nodes of `commits` the destination lacks (the leaves they name that it
+    /// lacks are copied on the way, in batches).
+    fn missing_trees(&mut self, commits: &[Missing<Commit>]) -> Result<Vec<Missing<TreeNode>>> {
+        let mut out = Vec::new();
+        // (tree node, the kind of its leaves)
+        let mut level: Vec<(Hash, ObjectKind)> = Vec::new();
+        for (_, _, c) in commits {
+            for (root, leaf) in [
+                (c.node_root, ObjectKind::Node),
+                (c.edge_root, ObjectKind::Edge),
+                (c.edge_in_root, ObjectKind::Edge),
+            ] {
+                if let Some(r) = root.filter(|r| self.seen.insert(*r)) {
+                    level.push((r, leaf));
                 }
             }
-            if let Some(left) = t.left {
-                stack.push((left, None));
+        }
+        while !level.is_empty() {
+            let kinds: HashMap<Hash, ObjectKind> = level.iter().copied().collect();
+            let hashes: Vec<Hash> = level.iter().map(|(h, _)| *h).collect();
+            let mut next = Vec::new();
+            let mut leaves: Vec<(Hash, ObjectKind)> = Vec::new();
+            for (h, bytes) in self.fetch_missing(&hashes, ObjectKind::Tree)? {
+                let t = codec::decode_tree(&bytes).map_err(|e| corrupt(ObjectKind::Tree, h, e))?;
+                let leaf = kinds[&h];
+                for sub in t.left.into_iter().chain(t.entries.iter().filter_map(|e| e.right)) {
+                    if self.seen.insert(sub) {
+                        next.push((sub, leaf));
+                    }
+                }
+                for e in &t.entries {
+                    if self.seen.insert(e.value) {
+                        leaves.push((e.value, leaf));
+                    }
+                }
+                out.push((h, bytes, t));
+            }
+            self.copy_leaves(&leaves)?;
+            level = next;
+        }
+        Ok(out)
+    }
+
+    /// Copies the leaves (nodes, edges) the destination lacks: they name nothing, so each
+    /// is written as it arrives.
+    fn copy_leaves(&mut self, leaves: &[(Hash, ObjectKind)]) -> Result<()> {
+        for kind in [ObjectKind::Node, ObjectKind::Edge] {
+            let of_kind: Vec<Hash> = leaves.iter().filter(|(_, k)| *k == kind).map(|(h, _)| *h).collect();
+            for batch in of_kind.chunks(super::wire::MAX_BATCH) {
+                for (h, bytes) in self.fetch_missing(batch, kind)? {
+                    self.emit(h, bytes)?;
+                }
             }
         }
         Ok(())
     }
 
-    fn emit(&mut self, h: Hash, raw: &[u8]) -> Result<()> {
-        if !self.written.insert(h) {
-            return Ok(());
-        }
+    fn emit(&mut self, h: Hash, bytes: Vec<u8>) -> Result<()> {
         self.stats.objects += 1;
-        self.stats.bytes += raw.len() as u64;
-        self.batch_bytes += raw.len();
-        self.batch.push((h, raw.to_vec()));
-        if self.batch_bytes >= BATCH_BYTES {
+        self.stats.bytes += bytes.len() as u64;
+        self.batch_bytes += bytes.len();
+        self.batch.push((h, bytes));
+        if self.batch_bytes >= BATCH_BYTES || self.batch.len() >= super::wire::MAX_BATCH {
             self.write_batch()?;
         }
         Ok(())
@@ -178,11 +239,73 @@ impl Transfer<'_> {
 
     fn write_batch(&mut self) -> Result<()> {
         if !self.batch.is_empty() {
-            self.to.put_batch_owned(std::mem::take(&mut self.batch))?;
+            self.to.put(std::mem::take(&mut self.batch))?;
             self.batch_bytes = 0;
         }
         Ok(())
     }
+}
+
+/// `trees` in post-order: every node after the nodes of its subtrees that are among them.
+fn tree_order(trees: Vec<Missing<TreeNode>>) -> Vec<(Hash, Vec<u8>)> {
+    let index: HashMap<Hash, usize> = trees.iter().enumerate().map(|(i, (h, _, _))| (*h, i)).collect();
+    let mut done = vec![false; trees.len()];
+    let mut order = Vec::with_capacity(trees.len());
+    for start in 0..trees.len() {
+        // (node, whether its subtrees were pushed)
+        let mut stack = vec![(start, false)];
+        while let Some((i, expanded)) = stack.pop() {
+            if done[i] {
+                continue;
+            }
+            if expanded {
+                done[i] = true;
+                order.push(i);
+                continue;
+            }
+            stack.push((i, true));
+            let t = &trees[i].2;
+            for sub in t.left.into_iter().chain(t.entries.iter().filter_map(|e| e.right)) {
+                if let Some(&j) = index.get(&sub) {
+                    if !done[j] {
+                        stack.push((j, false));
+                    }
+                }
+            }
+        }
+    }
+    let mut slots: Vec<Option<(Hash, Vec<u8>)>> = trees.into_iter().map(|(h, b, _)| Some((h, b))).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
+}
+
+/// `commits` parents first (each after those of its parents that are among them).
+fn commit_order(commits: Vec<Missing<Commit>>) -> Vec<(Hash, Vec<u8>)> {
+    let index: HashMap<Hash, usize> = commits.iter().enumerate().map(|(i, (h, _, _))| (*h, i)).collect();
+    let mut done = vec![false; commits.len()];
+    let mut order = Vec::with_capacity(commits.len());
+    for start in 0..commits.len() {
+        let mut stack = vec![(start, false)];
+        while let Some((i, expanded)) = stack.pop() {
+            if done[i] {
+                continue;
+            }
+            if expanded {
+                done[i] = true;
+                order.push(i);
+                continue;
+            }
+            stack.push((i, true));
+            for p in &commits[i].2.parents {
+                if let Some(&j) = index.get(p.hash()) {
+                    if !done[j] {
+                        stack.push((j, false));
+                    }
+                }
+            }
+        }
+    }
+    let mut slots: Vec<Option<(Hash, Vec<u8>)>> = commits.into_iter().map(|(h, b, _)| Some((h, b))).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
 }
 
 fn corrupt(kind: ObjectKind, hash: Hash, e: codec::DecodeError) -> crate::Error {
