@@ -87,7 +87,7 @@ fn clone_push_fetch_pull_round_trip() {
     let (code, _, err) = on(&copy, &["fetch", "nowhere"]);
     assert_ne!(code, 0);
     assert!(err.contains("unknown remote `nowhere`"), "{err}");
-    let (code, _, err) = on(&copy, &["remote", "add", "bucket", "s3://bucket/prefix"]);
+    let (code, _, err) = on(&copy, &["remote", "add", "web", "https://localhost:7700"]);
     assert_ne!(code, 0);
     assert!(err.contains("not supported yet"), "{err}");
 }

@@ -210,7 +210,17 @@ fn a_push_cut_short_moves_no_ref_and_leaves_the_remote_sound() {
     }
     tx.commit("big").unwrap();
     let err = a.push("origin", None, false).unwrap_err();
-    assert!(matches!(err, Error::Remote { status: Some(413), .. }), "{err}");
+    // The server answers 413, or closes the connection before the body is all sent.
+    assert!(
+        matches!(
+            err,
+            Error::Remote {
+                status: Some(413) | None,
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert_eq!(a.resolve("origin/main").unwrap(), head, "no tracking ref moved");
     server.shutdown().unwrap();
     let up = Repo::open(dir.path().join("up")).unwrap();
@@ -317,4 +327,40 @@ fn an_object_damaged_in_flight_is_named_and_moves_no_ref() {
     );
     assert!(mine.remote_branches("origin").unwrap().is_empty(), "no tracking ref");
     assert!(!mine.store().contains(head.hash()).unwrap());
+}
+
+/// One history through all three URL kinds: a path served by `cairn serve`, cloned over
+/// `http://`, pushed to a bucket (`s3://`, moto on loopback; skipped where moto cannot
+/// start), cloned from the bucket, changed there and carried back to the server — the same
+/// commit answers byte for byte in every copy.
+#[test]
+fn a_history_through_a_path_a_server_and_a_bucket() {
+    let Some(moto) = cairn_testkit::moto() else { return };
+    let bucket = format!("{}/repo", moto.new_bucket("sync-three"));
+    let dir = tempfile::tempdir().unwrap();
+    let up = upstream(dir.path(), "up", 200);
+    let server = start(Repos::Single(up), ServerOptions::default());
+    let c = Repo::clone_from(&server.url(), dir.path().join("c")).unwrap();
+    drop(Repo::init(&bucket).unwrap());
+    c.remote_add("bucket", &bucket).unwrap();
+    c.push("bucket", None, false).unwrap();
+    let d = Repo::clone_from(&bucket, dir.path().join("d")).unwrap();
+    assert_eq!(d.head().unwrap(), c.head().unwrap());
+    let changed = commit_one(&d, "from-d", "written beside the bucket");
+    d.push("origin", None, false).unwrap();
+    c.fetch("bucket").unwrap();
+    let (_, merge) = c.pull("bucket", None).unwrap();
+    merge.commit("pull bucket").unwrap();
+    assert_eq!(c.head().unwrap(), Some(changed));
+    c.push("origin", None, false).unwrap();
+    let want = answer(&c, "HEAD");
+    assert_eq!(answer(&d, "HEAD"), want);
+    server.shutdown().unwrap();
+    drop((c, d));
+    let served = Repo::open(dir.path().join("up")).unwrap();
+    assert_eq!(served.head().unwrap(), Some(changed));
+    assert_eq!(answer(&served, "HEAD"), want, "the server's copy");
+    let in_bucket = Repo::open(&bucket).unwrap();
+    assert_eq!(answer(&in_bucket, "HEAD"), want, "the bucket's copy");
+    assert!(in_bucket.fsck().unwrap().problems.is_empty());
 }

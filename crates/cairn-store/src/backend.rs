@@ -83,6 +83,22 @@ pub trait Store: Send + Sync + 'static {
     /// True if the object is present (does not verify its checksum).
     fn contains(&self, hash: &Hash) -> Result<bool, StoreError>;
 
+    /// Which of `hashes` are present, in their order: [`Store::contains`] for many at once,
+    /// for a backend whose every check is a round trip (an object store asks concurrently).
+    /// The default asks one at a time.
+    fn contains_many(&self, hashes: &[Hash]) -> Result<Vec<bool>, StoreError> {
+        hashes.iter().map(|h| self.contains(h)).collect()
+    }
+
+    /// A hint that `hashes` will be read soon: a backend whose reads are round trips may
+    /// fetch them at once into a cache of its own (an object store does, checking each one's
+    /// hash; what fails to arrive is simply read later, and its error reported then). Reads
+    /// nothing for the caller. The default does nothing.
+    fn prefetch(&self, hashes: &[Hash]) -> Result<(), StoreError> {
+        let _ = hashes;
+        Ok(())
+    }
+
     /// Writes objects in batches (a few backend writes, not one per object; not atomic as a
     /// whole: after a crash some may be stored and others not, which is harmless, as nothing
     /// names an object until a ref moves after a flush). Objects already present are left

@@ -28,12 +28,54 @@ pub enum StoreError {
         /// The operation that needed the space.
         detail: String,
     },
+    /// An object-store service (S3, GCS, Azure) refused or failed a request, after the
+    /// retries an idempotent request gets ([`ServiceError`] says which, on which key).
+    #[error("{0}")]
+    Service(Box<ServiceError>),
+    /// A store location (an object-store URL) that cannot be used: unknown scheme, no
+    /// bucket, a backend this build lacks, a bad setting.
+    #[error("store location {location}: {detail}")]
+    BadLocation {
+        /// The location as given.
+        location: String,
+        /// What is wrong with it.
+        detail: String,
+    },
     /// The database is locked by another process.
     #[error("repository at {path} is in use by another process")]
     Locked {
         /// Path of the database.
         path: String,
     },
+}
+
+/// A failed request to an object-store service ([`StoreError::Service`]). Nothing was
+/// changed by it, except where `op` says the outcome was unknown and could not be read back.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("object store {location}: {op} of key {key} failed ({kind}{}): {detail}", status.map(|s| format!(", HTTP status {s}")).unwrap_or_default())]
+#[non_exhaustive]
+pub struct ServiceError {
+    /// The store's URL (`s3://bucket/prefix`).
+    pub location: String,
+    /// What was attempted (`get`, `put`, `head`, `list`, `delete`, or a compare-and-swap
+    /// whose outcome is unknown).
+    pub op: &'static str,
+    /// The key within the store (`objects/<hex>`, `refs/<name>`, …).
+    pub key: String,
+    /// The kind of failure `object_store` reported (`NotFound`, `PermissionDenied`,
+    /// `Unauthenticated`, `Generic`, …).
+    pub kind: &'static str,
+    /// The HTTP status, when the service answered with one.
+    pub status: Option<u16>,
+    /// The service's message.
+    pub detail: String,
+}
+
+impl ServiceError {
+    /// A service error, boxed into a [`StoreError`].
+    pub fn into_store_error(self) -> StoreError {
+        StoreError::Service(Box::new(self))
+    }
 }
 
 impl StoreError {

@@ -3,14 +3,17 @@
 //! Where Cairn's bytes live. The [`Store`] trait is the seam under everything: a
 //! content-addressed object space (hash → encoded object), a small space of named refs
 //! moved by compare-and-swap, and a space of derived data (index snapshots, time indexes)
-//! that can always be rebuilt from the objects. Three backends: [`SegmentStore`] (the
-//! default on disk), [`SledStore`] (the alternative) and [`MemoryStore`] (tests).
+//! that can always be rebuilt from the objects. Backends: [`SegmentStore`] (the default on
+//! disk), [`SledStore`] (the alternative), [`MemoryStore`] (tests), and with the
+//! `object-store` feature `ObjectStoreBackend` (S3, GCS, Azure).
 //!
 //! Nothing above this crate does I/O.
 
 #![warn(missing_docs)]
 
 mod backend;
+#[cfg(feature = "object-store")]
+mod cloud;
 mod error;
 mod frame;
 mod memory;
@@ -19,9 +22,15 @@ mod segment;
 mod sled_store;
 
 pub use backend::{CasOutcome, DerivedEntry, Store, StoreDamage, StoreStats, MAX_REF_LOG_RECORD};
-pub use error::StoreError;
+#[cfg(feature = "object-store")]
+pub use cloud::{ObjectStoreBackend, ObjectStoreOptions, RequestCounts};
+pub use error::{ServiceError, StoreError};
 pub use frame::{frame, unframe};
 pub use memory::MemoryStore;
+#[cfg(feature = "object-store")]
+/// The `object_store` crate the object-store backend is built on (for
+/// [`ObjectStoreBackend::with_object_store`]).
+pub use object_store;
 pub use segment::{FileChange, FileStep, FileStepHook, SegmentStore, REF_LOG_SYNC_INTERVAL};
 pub use sled_store::SledStore;
 

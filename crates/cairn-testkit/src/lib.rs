@@ -2,8 +2,9 @@
 //!
 //! Fixtures shared by Cairn's tests and benchmarks (a dev-dependency only, like jj's
 //! `lib/testutils`): one seeded generator, one word list, one synthetic corpus, and the
-//! small process and file helpers that were copied between test files, and a stub
-//! embeddings service on loopback ([`embed_stub`]).
+//! small process and file helpers that were copied between test files, a stub
+//! embeddings service on loopback ([`embed_stub`]), and moto's S3 server on loopback
+//! ([`moto()`]).
 //!
 //! Everything here is deterministic: the same seed gives the same nodes on every run and
 //! machine, so snapshot tests and benchmark inputs never drift.
@@ -21,12 +22,14 @@
 #![warn(missing_docs)]
 
 mod embed_stub;
+mod moto;
 
 use std::path::{Path, PathBuf};
 
 use cairn_core::{Node, NodeId};
 
 pub use embed_stub::{embed_stub, EmbedStub};
+pub use moto::{moto, Moto};
 
 /// A small deterministic generator (xorshift64). Seeds must be non-zero.
 #[derive(Debug, Clone)]

@@ -135,6 +135,7 @@ fn of_store(e: &StoreError) -> ErrorKind {
         StoreError::Corrupt { .. } => ErrorKind::Corrupt,
         StoreError::NoSpace { .. } => ErrorKind::NoSpace,
         StoreError::Locked { .. } => ErrorKind::Locked,
+        StoreError::BadLocation { .. } => ErrorKind::InvalidInput,
         _ => ErrorKind::Storage,
     }
 }

@@ -109,10 +109,53 @@ pub enum StoreKind {
     Segment,
     /// A sled database ([`SledStore`]), the default of earlier versions.
     Sled,
+    /// An object store (`cairn_store::ObjectStoreBackend`): S3 and S3-compatible services,
+    /// Google Cloud Storage, Azure Blob Storage, at a URL (`s3://bucket/prefix`, `gs://…`,
+    /// `az://…`). A URL given to [`Repo::init`] or [`Repo::open`] picks it by itself; it
+    /// needs the `object-store` feature (on by default).
+    Object,
+}
+
+/// The object-store URL `path` spells, if it is one (`s3://…`, `gs://…`, `az://…`).
+pub(crate) fn store_url(path: &Path) -> Option<&str> {
+    let s = path.to_str()?;
+    is_store_url(s).then_some(s)
+}
+
+/// True if `location` is an object-store URL.
+#[cfg(feature = "object-store")]
+pub(crate) fn is_store_url(location: &str) -> bool {
+    cairn_store::ObjectStoreBackend::is_url(location)
+}
+
+/// True if `location` is an object-store URL (recognised to refuse it: this build has no
+/// object-store backend).
+#[cfg(not(feature = "object-store"))]
+pub(crate) fn is_store_url(location: &str) -> bool {
+    ["s3", "s3a", "gs", "az", "adl", "azure", "abfs", "abfss"]
+        .iter()
+        .any(|s| location.strip_prefix(s).is_some_and(|r| r.starts_with("://")))
+}
+
+/// Opens the object store at `url` (no request is sent yet).
+#[cfg(feature = "object-store")]
+fn open_object_store(url: &str) -> Result<Arc<dyn Store>> {
+    Ok(Arc::new(cairn_store::ObjectStoreBackend::open(
+        url,
+        cairn_store::ObjectStoreOptions::default(),
+    )?))
+}
+
+#[cfg(not(feature = "object-store"))]
+fn open_object_store(url: &str) -> Result<Arc<dyn Store>> {
+    Err(Error::InvalidArgument(format!(
+        "{url}: this build of cairn has no object-store support (the `object-store` feature)"
+    )))
 }
 
 impl Repo {
-    /// Creates a new repository on disk at `path` (in the default [`StoreKind`]), on
+    /// Creates a new repository on disk at `path` (in the default [`StoreKind`]), or in an
+    /// object store if `path` is a URL (`s3://bucket/prefix`: [`StoreKind::Object`]), on
     /// branch `main`. Fails with [`Error::AlreadyExists`] if one is there.
     ///
     /// ```
@@ -127,7 +170,9 @@ impl Repo {
         Self::init_with(path, StoreKind::default())
     }
 
-    /// [`Repo::init`] with the store of your choice.
+    /// [`Repo::init`] with the store of your choice. An object-store URL makes an
+    /// object-store repository whatever `kind` says; [`StoreKind::Object`] with a path
+    /// that is not such a URL is refused with [`Error::InvalidArgument`].
     pub fn init_with(path: impl AsRef<Path>, kind: StoreKind) -> Result<Repo> {
         let path = path.as_ref();
         let already = || Error::AlreadyExists {
@@ -136,6 +181,13 @@ impl Repo {
         let store: Arc<dyn Store> = match Self::open_store(path)? {
             Some(store) => store,
             None => match kind {
+                // A URL's store was opened above: this is a path.
+                StoreKind::Object => {
+                    return Err(Error::InvalidArgument(format!(
+                        "{}: an object-store repository needs a URL (s3://bucket/prefix, gs://…, az://…)",
+                        path.display()
+                    )))
+                }
                 StoreKind::Segment => Arc::new(SegmentStore::open(path)?),
                 StoreKind::Sled => match Self::init_sled_beside(path)? {
                     Some(store) => return Ok(Repo::from_store(store, Some(path.to_path_buf()))),
@@ -221,8 +273,12 @@ impl Repo {
             || !matches!(store.list_refs("refs/"), Ok(v) if v.is_empty())
     }
 
-    /// Opens the store a repository directory holds, of whichever kind (`None`: none).
+    /// Opens the store a repository directory holds, of whichever kind (`None`: none), or
+    /// the object store a URL names.
     fn open_store(path: &Path) -> Result<Option<Arc<dyn Store>>> {
+        if let Some(url) = store_url(path) {
+            return open_object_store(url).map(Some);
+        }
         if !path.is_dir() {
             return Ok(None);
         }
@@ -237,7 +293,10 @@ impl Repo {
         Ok(None)
     }
 
-    /// Opens the repository at `path`, whichever [`StoreKind`] it has. A segment store
+    /// Opens the repository at `path`, whichever [`StoreKind`] it has, or the one in the
+    /// object store a URL names (`s3://bucket/prefix`, `gs://…`, `az://…`; credentials from
+    /// the provider's environment variables, README "Repositories in object storage"). A
+    /// segment store
     /// reads its hint files (a few bytes per object: about 0.1 s per million objects) and
     /// scans its newest segment (at most 64 MiB); a sled store replays what its last
     /// session wrote.

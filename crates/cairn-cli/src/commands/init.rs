@@ -13,6 +13,10 @@ pub struct Args {
     /// `cairn fsck --repair` (README, "Storage and faults"). Prefer `segment`.
     #[arg(long, value_enum, default_value_t = StoreArg::Segment)]
     store: StoreArg,
+    /// Where to create it, instead of `--repo`: a directory, or an object-store URL
+    /// (`s3://bucket/prefix`, `gs://bucket/prefix`, `az://container/prefix`; credentials
+    /// from the provider's environment variables, README "Repositories in object storage").
+    path: Option<std::path::PathBuf>,
 }
 
 /// The stores `--store` names.
@@ -24,18 +28,19 @@ enum StoreArg {
     Sled,
 }
 
-/// Creates an empty repository at `--repo`; fails if one is already there.
+/// Creates an empty repository at `PATH` (default `--repo`); fails if one is already there.
 pub fn run(ctx: &mut Ctx<'_>, args: Args) -> Result<(), CliError> {
     let kind = match args.store {
         StoreArg::Segment => cairn::StoreKind::Segment,
         StoreArg::Sled => cairn::StoreKind::Sled,
     };
-    let repo = cairn::Repo::init_with(&ctx.repo_path, kind)?;
+    let path = args.path.unwrap_or_else(|| ctx.repo_path.clone());
+    let repo = cairn::Repo::init_with(&path, kind)?;
     let branch = repo.current_branch()?;
     writeln!(
         ctx.out,
         "initialized empty cairn repository in {} (branch {branch})",
-        ctx.repo_path.display()
+        path.display()
     )?;
     Ok(())
 }

@@ -16,13 +16,14 @@ pub struct Args {
 enum Action {
     /// List remotes with their URLs.
     List,
-    /// Add a remote: a name and a repository path on this machine, or a `cairn serve` URL.
+    /// Add a remote: a name and a repository path on this machine, a `cairn serve` URL, or
+    /// an object-store URL.
     Add {
         /// The remote's name (e.g. `origin`).
         name: String,
-        /// Where it is: a repository path (or `file://PATH`), or a server's
+        /// Where it is: a repository path (or `file://PATH`), a server's
         /// `http://HOST:PORT` (`http://HOST:PORT/t/TENANT` for a tenant; the bearer token
-        /// is $CAIRN_TOKEN).
+        /// is $CAIRN_TOKEN), or an object-store URL (`s3://bucket/prefix`, `gs://…`, `az://…`).
         url: String,
     },
     /// Remove a remote and its remote-tracking branches.

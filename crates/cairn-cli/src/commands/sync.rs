@@ -11,8 +11,9 @@ use crate::Ctx;
 /// Arguments of `cairn clone`.
 #[derive(Debug, clap::Args)]
 pub struct CloneArgs {
-    /// The repository to clone: a path (or `file://PATH`), or a `cairn serve` URL
-    /// (`http://HOST:PORT`, `http://HOST:PORT/t/TENANT`; token: $CAIRN_TOKEN).
+    /// The repository to clone: a path (or `file://PATH`), a `cairn serve` URL
+    /// (`http://HOST:PORT`, `http://HOST:PORT/t/TENANT`; token: $CAIRN_TOKEN), or an
+    /// object-store URL (`s3://bucket/prefix`, `gs://…`, `az://…`).
     url: String,
     /// Where the clone goes (must not exist).
     dir: PathBuf,

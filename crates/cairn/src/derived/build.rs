@@ -727,6 +727,11 @@ impl DerivedData {
                 let mut bytes = 0usize;
                 // Read in parallel (a chunk's nodes are scattered through the object log: a
                 // cold read waits on the disk), checked in key order (the first damage named).
+                // An object store fetches them at once first (a hint: a failure is met again,
+                // and reported, by the reads).
+                let _ = objs
+                    .store()
+                    .prefetch(&entries.iter().map(|(_, h)| *h).collect::<Vec<_>>());
                 let read: Vec<_> = entries.par_iter().map(|(_, h)| objs.node_sized(h)).collect();
                 for ((k, h), r) in entries.iter().zip(read) {
                     let (node, size) = r?;

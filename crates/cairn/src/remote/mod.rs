@@ -12,11 +12,11 @@
 //! ref names them, so an interrupted transfer leaves the destination's refs as they were.
 //!
 //! URLs: a path to a repository on this machine (`/data/memory`, `./memory`, or
-//! `file:///data/memory`), or a `cairn serve` server (`http://HOST:PORT`, with
+//! `file:///data/memory`), a `cairn serve` server (`http://HOST:PORT`, with
 //! `/t/TENANT` for a tenant of a `--root` server; the bearer token is `$CAIRN_TOKEN`),
-//! which speaks the sync protocol of [`wire`] (storage-format §5.3). Object-store
-//! (`s3://…`) URLs are recognised and refused with a message saying they are not
-//! supported yet.
+//! which speaks the sync protocol of [`wire`] (storage-format §5.3), or a repository in an
+//! object store (`s3://bucket/prefix`, `gs://…`, `az://…`; see [`Repo::open`]), opened
+//! here like a path.
 
 mod http;
 mod peer;
@@ -63,6 +63,8 @@ pub(crate) enum RemoteUrl {
     Path(PathBuf),
     /// A `cairn serve` server (no trailing slash).
     Http(String),
+    /// A repository in an object store, by URL.
+    Store(String),
 }
 
 impl RemoteUrl {
@@ -77,9 +79,20 @@ impl RemoteUrl {
             }
             return Ok(RemoteUrl::Http(url.trim_end_matches('/').to_string()));
         }
+        if crate::repo::is_store_url(url) {
+            let bucket = url
+                .split_once("://")
+                .map_or("", |(_, rest)| rest.split('/').next().unwrap_or(""));
+            if bucket.is_empty() {
+                return Err(Error::InvalidArgument(format!(
+                    "remote URL {url:?}: no bucket (s3://bucket/prefix, gs://bucket/prefix, az://container/prefix)"
+                )));
+            }
+            return Ok(RemoteUrl::Store(url.to_string()));
+        }
         if let Some((scheme, _)) = url.split_once("://") {
             return Err(Error::InvalidArgument(format!(
-                "remote URL {url:?}: `{scheme}://` remotes are not supported yet; give the path of a repository on this machine"
+                "remote URL {url:?}: `{scheme}://` remotes are not supported yet; give the path of a repository on this machine, a `cairn serve` URL (http://) or an object-store URL (s3://, gs://, az://)"
             )));
         }
         if url.is_empty() {
@@ -94,6 +107,17 @@ impl RemoteUrl {
         match self {
             RemoteUrl::Path(p) => Ok(Peer::Local(Repo::open_waiting(p, REMOTE_OPEN_WAIT)?)),
             RemoteUrl::Http(url) => Ok(Peer::Http(http::HttpRemote::new(url))),
+            // No lock to wait for: any number of processes may have it open.
+            RemoteUrl::Store(url) => Ok(Peer::Local(Repo::open(url)?)),
+        }
+    }
+
+    /// The URL to store for it: a path made absolute, a server's or an object store's
+    /// URL as given.
+    pub(crate) fn to_stored(&self) -> Result<String> {
+        match self {
+            RemoteUrl::Path(p) => Ok(absolute(p)?.display().to_string()),
+            RemoteUrl::Http(url) | RemoteUrl::Store(url) => Ok(url.clone()),
         }
     }
 }
@@ -143,19 +167,20 @@ impl Repo {
     /// ```
     pub fn remote_add(&self, name: &str, url: &str) -> Result<Remote> {
         check_remote_name(name)?;
-        let url = match RemoteUrl::parse(url)? {
-            RemoteUrl::Path(p) => {
-                let p = absolute(&p)?;
-                if self.path().is_some_and(|mine| absolute(mine).is_ok_and(|m| m == p)) {
-                    return Err(Error::InvalidArgument(format!(
-                        "remote `{name}`: {} is this repository",
-                        p.display()
-                    )));
-                }
-                p.display().to_string()
+        let parsed = RemoteUrl::parse(url)?;
+        let url = parsed.to_stored()?;
+        let mine = match (&parsed, self.path()) {
+            (RemoteUrl::Path(_), Some(mine)) if crate::repo::store_url(mine).is_none() => {
+                absolute(mine).ok().map(|m| m.display().to_string())
             }
-            RemoteUrl::Http(url) => url,
+            (RemoteUrl::Store(_), Some(mine)) => crate::repo::store_url(mine).map(str::to_string),
+            _ => None,
         };
+        if mine.is_some_and(|m| m.trim_end_matches('/') == url.trim_end_matches('/')) {
+            return Err(Error::InvalidArgument(format!(
+                "remote `{name}`: {url} is this repository"
+            )));
+        }
         match self
             .refs()
             .register_meta(&format!("{REMOTES_META}{name}"), url.as_bytes())?

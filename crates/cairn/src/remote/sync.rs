@@ -265,13 +265,7 @@ impl Repo {
         }
         let built = (|| -> Result<()> {
             let repo = Repo::init(&staging)?;
-            let remote = repo.remote_add(
-                "origin",
-                &match &parsed {
-                    RemoteUrl::Path(p) => super::absolute(p)?.display().to_string(),
-                    RemoteUrl::Http(url) => url.clone(),
-                },
-            )?;
+            let remote = repo.remote_add("origin", &parsed.to_stored()?)?;
             repo.fetch_from(&remote, &theirs)?;
             for (key, value) in theirs.settings()? {
                 repo.refs().set_meta(&key, Some(&value))?;

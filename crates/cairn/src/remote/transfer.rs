@@ -56,10 +56,9 @@ impl End<'_> {
     /// Which of `hashes` this end lacks.
     fn missing(&self, hashes: &[Hash]) -> Result<Vec<bool>> {
         match self {
-            End::Local(r) => {
-                let store = r.store();
-                hashes.iter().map(|h| Ok(!store.contains(h)?)).collect()
-            }
+            // One question for the level: a store whose checks are round trips (an object
+            // store) asks them concurrently.
+            End::Local(r) => Ok(r.store().contains_many(hashes)?.into_iter().map(|p| !p).collect()),
             End::Http(h) => h.missing(hashes),
         }
     }
@@ -67,7 +66,14 @@ impl End<'_> {
     /// The verified bytes of `hashes` (objects of `kind`, as errors name them).
     fn get(&self, hashes: &[Hash], kind: ObjectKind) -> Result<Vec<Vec<u8>>> {
         match self {
-            End::Local(r) => hashes.iter().map(|h| Ok(r.objects().raw(h, kind)?.to_vec())).collect(),
+            End::Local(r) => {
+                // A hint: an object store fetches the level at once; a failure there is met
+                // again, and reported, by the reads.
+                if hashes.len() > 1 {
+                    let _ = r.store().prefetch(hashes);
+                }
+                hashes.iter().map(|h| Ok(r.objects().raw(h, kind)?.to_vec())).collect()
+            }
             End::Http(h) => h.get(hashes),
         }
     }
