@@ -61,3 +61,75 @@ fn a_bucket_repository_through_the_cli() {
     cairn(other, &["pull", "cloud"]);
     assert_eq!(cairn(other, &query), cairn(&url, &query));
 }
+
+/// The head of `repo` (`cairn log -n 1 --json`).
+fn head(repo: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(&cairn(repo, &["log", "-n", "1", "--json"])).unwrap();
+    v[0]["commit"].as_str().unwrap().to_string()
+}
+
+/// A push to a bucket killed (SIGKILL) at a spread of moments leaves the bucket's branch
+/// at the old head or the new one, `fsck` on the bucket passes, and pushing again
+/// completes; a clone from the bucket killed part-way leaves no target or a complete one.
+#[test]
+fn killed_pushes_to_a_bucket_and_clones_from_it_leave_it_sound() {
+    let Some(moto) = cairn_testkit::moto() else { return };
+    let url = format!("{}/memory", moto.new_bucket("cli-kill"));
+    let s = Sandbox::new();
+    s.ok(&["init", &url]);
+    cairn(&url, &["import", CORPUS]);
+    let work = s.dir.path().join("work");
+    let work = work.to_str().unwrap();
+    cairn(work, &["clone", &url, work]);
+    let mut push_time = std::time::Duration::ZERO;
+    for k in 0..4u32 {
+        let old = head(&url);
+        let lines: String = (0..300)
+            .map(|i| format!("{{\"node\": {{\"id\": \"k{k}-{i:04}\", \"text\": \"note {i} of round {k}\"}}}}\n"))
+            .collect();
+        let file = s.dir.path().join(format!("round{k}.jsonl"));
+        std::fs::write(&file, lines).unwrap();
+        cairn(work, &["import", file.to_str().unwrap()]);
+        let new = head(work);
+        if k > 0 {
+            let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+                .args(["--repo", work, "push"])
+                .env_remove("CAIRN_REPO")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            std::thread::sleep(push_time * k / 4);
+            let _ = child.kill();
+            let _ = child.wait();
+            let now = head(&url);
+            assert!(now == old || now == new, "kill {k}: the bucket's branch at {now}");
+            assert!(cairn(&url, &["fsck"]).contains("ok"), "kill {k}: fsck on the bucket");
+        }
+        let t = std::time::Instant::now();
+        cairn(work, &["push"]);
+        if k == 0 {
+            push_time = t.elapsed();
+        }
+        assert_eq!(head(&url), new, "round {k}: pushing again completes");
+    }
+    let want = head(&url);
+    for k in 1..4u32 {
+        let target = s.dir.path().join(format!("clone{k}"));
+        let target = target.to_str().unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .args(["clone", &url, target])
+            .env_remove("CAIRN_REPO")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(push_time * k / 4);
+        let _ = child.kill();
+        let _ = child.wait();
+        if std::path::Path::new(target).exists() {
+            assert!(cairn(target, &["fsck"]).contains("ok"));
+            assert_eq!(head(target), want, "kill {k}: a clone that exists is complete");
+        }
+    }
+}
