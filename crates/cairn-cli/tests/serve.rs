@@ -224,3 +224,71 @@ fn kill_9_during_imports_keeps_every_acknowledged_import() {
     }
     assert!(!acknowledged.is_empty(), "no import was acknowledged before the kills");
 }
+
+/// `cairn clone` and `push` with an `http://` remote go through the same tokens: none or a
+/// wrong one is refused (401, nothing made), the tenant's token clones, and pushes back.
+#[test]
+fn sync_routes_take_the_same_tokens() {
+    let s = Sandbox::sample();
+    let config = s.dir.path().join("serve.json");
+    let config = config.to_str().unwrap();
+    let token = s.ok(&["serve", "token", "add", "default", "--config", config]);
+    let token = token.trim().to_string();
+    let served = Served::start(&s, &["--config", config]);
+    let clone = |dir: &str, token: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
+        c.args(["clone", &served.url, dir])
+            .current_dir(s.dir.path())
+            .env_remove("CAIRN_REPO")
+            .env_remove("CAIRN_REMOTE")
+            .env_remove("CAIRN_TOKEN");
+        if let Some(t) = token {
+            c.env("CAIRN_TOKEN", t);
+        }
+        let out = c.output().unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (ok, err) = clone("no-token", None);
+    assert!(!ok && err.contains("401"), "{err}");
+    assert!(!s.dir.path().join("no-token").exists());
+    let (ok, err) = clone("wrong-token", Some("cairn_wrong"));
+    assert!(!ok && err.contains("401"), "{err}");
+    let (ok, err) = clone("copy", Some(&token));
+    assert!(ok, "{err}");
+    let copy = s.dir.path().join("copy");
+    let push = |token: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
+        c.arg("--repo")
+            .arg(&copy)
+            .args(["push"])
+            .env_remove("CAIRN_REMOTE")
+            .env_remove("CAIRN_TOKEN");
+        if let Some(t) = token {
+            c.env("CAIRN_TOKEN", t);
+        }
+        let out = c.output().unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let note = s.dir.path().join("note.jsonl");
+    std::fs::write(
+        &note,
+        "{\"node\": {\"id\": \"pushed-with-a-token\", \"text\": \"hi\"}}\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .arg("--repo")
+        .arg(&copy)
+        .arg("import")
+        .arg(&note)
+        .env_remove("CAIRN_REMOTE")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let (ok, err) = push(None);
+    assert!(!ok && err.contains("401"), "{err}");
+    let (ok, err) = push(Some(&token));
+    assert!(ok, "{err}");
+    let (ok, out, err) = remote(&s, &served.url, Some(&token), &["show", "pushed-with-a-token"]);
+    assert!(ok && out.contains("hi"), "{err}");
+    served.stop();
+}
