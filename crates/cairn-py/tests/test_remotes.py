@@ -38,4 +38,4 @@ def test_clone_push_pull(tmp_path):
     with pytest.raises(cairn.NotFound):
         b.fetch("nowhere")
     with pytest.raises(cairn.InvalidInput):
-        b.remote_add("bucket", "s3://bucket/prefix")
+        b.remote_add("ftp", "ftp://host/repo")
