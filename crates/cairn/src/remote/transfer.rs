@@ -248,42 +248,27 @@ impl Transfer<'_> {
 
 /// `trees` in post-order: every node after the nodes of its subtrees that are among them.
 fn tree_order(trees: Vec<Missing<TreeNode>>) -> Vec<(Hash, Vec<u8>)> {
-    let index: HashMap<Hash, usize> = trees.iter().enumerate().map(|(i, (h, _, _))| (*h, i)).collect();
-    let mut done = vec![false; trees.len()];
-    let mut order = Vec::with_capacity(trees.len());
-    for start in 0..trees.len() {
-        // (node, whether its subtrees were pushed)
-        let mut stack = vec![(start, false)];
-        while let Some((i, expanded)) = stack.pop() {
-            if done[i] {
-                continue;
-            }
-            if expanded {
-                done[i] = true;
-                order.push(i);
-                continue;
-            }
-            stack.push((i, true));
-            let t = &trees[i].2;
-            for sub in t.left.into_iter().chain(t.entries.iter().filter_map(|e| e.right)) {
-                if let Some(&j) = index.get(&sub) {
-                    if !done[j] {
-                        stack.push((j, false));
-                    }
-                }
-            }
-        }
-    }
-    let mut slots: Vec<Option<(Hash, Vec<u8>)>> = trees.into_iter().map(|(h, b, _)| Some((h, b))).collect();
-    order.into_iter().filter_map(|i| slots[i].take()).collect()
+    children_first(trees, |t| {
+        t.left
+            .into_iter()
+            .chain(t.entries.iter().filter_map(|e| e.right))
+            .collect()
+    })
 }
 
 /// `commits` parents first (each after those of its parents that are among them).
 fn commit_order(commits: Vec<Missing<Commit>>) -> Vec<(Hash, Vec<u8>)> {
-    let index: HashMap<Hash, usize> = commits.iter().enumerate().map(|(i, (h, _, _))| (*h, i)).collect();
-    let mut done = vec![false; commits.len()];
-    let mut order = Vec::with_capacity(commits.len());
-    for start in 0..commits.len() {
+    children_first(commits, |c| c.parents.iter().map(|p| *p.hash()).collect())
+}
+
+/// `items` ordered so that each comes after those of `named(item)` that are among them
+/// (an iterative depth-first post-order; the objects form a DAG, so it always exists).
+fn children_first<T>(items: Vec<Missing<T>>, named: impl Fn(&T) -> Vec<Hash>) -> Vec<(Hash, Vec<u8>)> {
+    let index: HashMap<Hash, usize> = items.iter().enumerate().map(|(i, (h, _, _))| (*h, i)).collect();
+    let mut done = vec![false; items.len()];
+    let mut order = Vec::with_capacity(items.len());
+    for start in 0..items.len() {
+        // (item, whether the items it names were pushed)
         let mut stack = vec![(start, false)];
         while let Some((i, expanded)) = stack.pop() {
             if done[i] {
@@ -295,8 +280,8 @@ fn commit_order(commits: Vec<Missing<Commit>>) -> Vec<(Hash, Vec<u8>)> {
                 continue;
             }
             stack.push((i, true));
-            for p in &commits[i].2.parents {
-                if let Some(&j) = index.get(p.hash()) {
+            for h in named(&items[i].2) {
+                if let Some(&j) = index.get(&h) {
                     if !done[j] {
                         stack.push((j, false));
                     }
@@ -304,7 +289,7 @@ fn commit_order(commits: Vec<Missing<Commit>>) -> Vec<(Hash, Vec<u8>)> {
             }
         }
     }
-    let mut slots: Vec<Option<(Hash, Vec<u8>)>> = commits.into_iter().map(|(h, b, _)| Some((h, b))).collect();
+    let mut slots: Vec<Option<(Hash, Vec<u8>)>> = items.into_iter().map(|(h, b, _)| Some((h, b))).collect();
     order.into_iter().filter_map(|i| slots[i].take()).collect()
 }
 
