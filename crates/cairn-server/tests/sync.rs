@@ -364,3 +364,33 @@ fn a_history_through_a_path_a_server_and_a_bucket() {
     assert_eq!(answer(&in_bucket, "HEAD"), want, "the bucket's copy");
     assert!(in_bucket.fsck().unwrap().problems.is_empty());
 }
+
+/// Objects larger in all than one `get` answer holds (`SYNC_MAX_ANSWER_BYTES`) arrive over
+/// several answers: a clone of them is complete.
+#[test]
+fn a_clone_of_large_objects_takes_several_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = Repo::init(dir.path().join("up")).unwrap();
+    let mut tx = up.transaction().unwrap();
+    // Texts near their 1 MiB cap: 100 of them are more than one answer's 64 MiB.
+    let big = (1 << 20) - 64;
+    let n = cairn::SYNC_MAX_ANSWER_BYTES.div_ceil(big) + 36;
+    for i in 0..n {
+        let text: String = (0..big).map(|j| (b'a' + ((i + j) % 26) as u8) as char).collect();
+        tx.put_node(Node::new(id(&format!("big-{i:02}"))).with_text(text))
+            .unwrap();
+    }
+    let head = tx.commit("big nodes").unwrap();
+    let server = start(Repos::Single(up), ServerOptions::default());
+    let copy = Repo::clone_from(&server.url(), dir.path().join("copy")).unwrap();
+    assert_eq!(copy.head().unwrap(), Some(head));
+    assert!(copy.fsck().unwrap().problems.is_empty());
+    assert_eq!(
+        copy.node(&id(&format!("big-{:02}", n - 1)))
+            .unwrap()
+            .unwrap()
+            .text
+            .len(),
+        big
+    );
+}

@@ -115,7 +115,8 @@ pub use patch::NodePatch;
 pub use progress::{Progress, ProgressFn, Step};
 pub use reflog::{RefAction, RefLogEntry, MAX_REFLOG_MESSAGE};
 pub use remote::{
-    FetchReport, PushReport, RefUpdate, Remote, SyncBranch, SyncRefs, SyncServer, TransferStats, SYNC_MAX_BATCH,
+    FetchReport, PushReport, RefUpdate, Remote, SyncBranch, SyncRefs, SyncServer, TransferStats, SYNC_MAX_ANSWER_BYTES,
+    SYNC_MAX_BATCH,
 };
 pub use repo::{Repo, Stats, StoreKind, DEFAULT_BRANCH};
 pub use rev::{format_time_ms, parse_time, parse_time_ms, system_time_ms, TimeParseError, TIME_FORMS};

@@ -132,10 +132,14 @@ impl HttpRemote {
     /// [`Error::Remote`] naming the object, never returned.
     pub(crate) fn get(&self, hashes: &[Hash]) -> Result<Vec<Vec<u8>>> {
         let mut out = Vec::with_capacity(hashes.len());
-        for batch in hashes.chunks(wire::MAX_BATCH) {
+        let mut rest = hashes;
+        while !rest.is_empty() {
+            let batch = &rest[..rest.len().min(wire::MAX_BATCH)];
             let body = self.ok("POST", "/sync/get", Some(&wire::encode_hashes(batch)))?;
+            // A prefix of the batch when the objects are large (`wire::MAX_ANSWER_BYTES`).
             let got = wire::decode_got(&body, batch.len())
                 .ok_or_else(|| self.error(None, "POST /sync/get: a malformed answer".into()))?;
+            rest = &rest[got.len()..];
             for (h, bytes) in batch.iter().zip(got) {
                 if codec::hash_object(&bytes) != *h {
                     return Err(self.error(

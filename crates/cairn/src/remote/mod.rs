@@ -33,7 +33,9 @@ use crate::repo::Repo;
 
 pub use sync::{FetchReport, PushReport, RefUpdate};
 pub use transfer::TransferStats;
-pub use wire::{SyncBranch, SyncRefs, SyncServer, MAX_BATCH as SYNC_MAX_BATCH};
+pub use wire::{
+    SyncBranch, SyncRefs, SyncServer, MAX_ANSWER_BYTES as SYNC_MAX_ANSWER_BYTES, MAX_BATCH as SYNC_MAX_BATCH,
+};
 
 use peer::Peer;
 

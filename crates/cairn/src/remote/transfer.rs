@@ -87,6 +87,16 @@ impl End<'_> {
         }
     }
 
+    /// The end's path or URL, for errors.
+    fn name(&self) -> String {
+        match self {
+            End::Local(r) => r
+                .path()
+                .map_or_else(|| "a repository in memory".to_string(), |p| p.display().to_string()),
+            End::Http(h) => h.url().to_string(),
+        }
+    }
+
     fn flush(&self) -> Result<()> {
         match self {
             End::Local(r) => Ok(r.store().flush()?),
@@ -146,6 +156,13 @@ impl Transfer<'_> {
             .map(|(h, _)| *h)
             .collect();
         let got = self.from.get(&want, kind)?;
+        if got.len() != want.len() {
+            return Err(crate::Error::Remote {
+                url: self.from.name(),
+                status: None,
+                detail: format!("asked for {} objects, {} arrived", want.len(), got.len()),
+            });
+        }
         Ok(want.into_iter().zip(got).collect())
     }
 

@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | `GET /sync/refs` | — | JSON [`SyncRefs`] |
 //! | `POST /sync/missing` | hashes | one byte per hash: 1 missing here, 0 present |
-//! | `POST /sync/get` | hashes | per hash `u32le(len) ‖ bytes` (404 if one is absent) |
+//! | `POST /sync/get` | hashes | per hash, in order, `u32le(len) ‖ bytes` (404 if one is absent); the answer stops after the object that passes [`MAX_ANSWER_BYTES`] (never before the first), and the client asks again for the rest |
 //! | `POST /sync/put` | objects: per object `hash (32) ‖ u32le(len) ‖ bytes` | JSON `{"objects": n}` |
 //! | `POST /sync/branch` | JSON [`SyncBranch`] | JSON `{"old": hex or null, "new": hex}`; 409 if the branch moved |
 //!
@@ -31,6 +31,10 @@ use crate::writer;
 
 /// Most hashes (or objects) in one request.
 pub const MAX_BATCH: usize = 8192;
+
+/// A `get` answer stops after the object that passes this many bytes (module docs), so an
+/// answer stays bounded however large the objects asked for are.
+pub const MAX_ANSWER_BYTES: usize = 64 << 20;
 
 /// A remote's refs, as `GET /sync/refs` answers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -161,14 +165,15 @@ pub(crate) fn decode_objects(body: &[u8]) -> Result<Vec<(Hash, Vec<u8>)>> {
     Ok(out)
 }
 
-/// Decodes a `POST /sync/get` answer for `asked` (the client checks each object).
+/// Decodes a `POST /sync/get` answer for `asked` hashes: the first 1..=`asked` objects, in
+/// order (the client checks each, and asks again for the rest).
 pub(crate) fn decode_got(body: &[u8], asked: usize) -> Option<Vec<Vec<u8>>> {
-    let mut out = Vec::with_capacity(asked);
+    let mut out = Vec::new();
     let mut at = 0;
-    for _ in 0..asked {
+    while at < body.len() && out.len() < asked {
         out.push(take_frame(body, &mut at)?.to_vec());
     }
-    (at == body.len()).then_some(out)
+    (at == body.len() && !out.is_empty()).then_some(out)
 }
 
 /// The serving side of the sync protocol over one repository (what `cairn serve`'s
@@ -230,9 +235,9 @@ impl SyncServer<'_> {
             .collect()
     }
 
-    /// `POST /sync/get`: the objects `body` names, each checked against its name here
-    /// (a damaged one is reported, never sent); one this repository lacks is
-    /// [`Error::Graph`] `NotFound`.
+    /// `POST /sync/get`: the objects `body` names, in order, each checked against its name
+    /// here (a damaged one is reported, never sent), stopping after the object that passes
+    /// [`MAX_ANSWER_BYTES`]; one this repository lacks is [`Error::Graph`] `NotFound`.
     pub fn get(&self, body: &[u8]) -> Result<Vec<u8>> {
         let store = self.repo.store();
         let mut out = Vec::new();
@@ -250,6 +255,9 @@ impl SyncServer<'_> {
                 .into());
             }
             put_frame(&mut out, &bytes);
+            if out.len() >= MAX_ANSWER_BYTES {
+                break;
+            }
         }
         Ok(out)
     }
