@@ -228,11 +228,9 @@ impl SyncServer<'_> {
 
     /// `POST /sync/missing`: one byte per hash of `body`, 1 if this repository lacks it.
     pub fn missing(&self, body: &[u8]) -> Result<Vec<u8>> {
-        let store = self.repo.store();
-        decode_hashes(body)?
-            .iter()
-            .map(|h| Ok(u8::from(!store.contains(h)?)))
-            .collect()
+        let hashes = decode_hashes(body)?;
+        let held = self.repo.store().contains_many(&hashes)?;
+        Ok(held.into_iter().map(|h| u8::from(!h)).collect())
     }
 
     /// `POST /sync/get`: the objects `body` names, in order, each checked against its name
