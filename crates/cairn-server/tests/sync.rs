@@ -260,6 +260,20 @@ fn the_server_refuses_objects_sent_before_their_children_and_branches_to_missing
         .unwrap_err();
     assert_eq!(err.kind(), cairn::ErrorKind::InvalidInput, "{err}");
     assert_eq!(dst.head().unwrap(), None);
+    // A dimension record that is not a dimension is refused before anything moves.
+    for bad in ["0300", "00000000", "01000000ff"] {
+        let err = dst
+            .sync_server()
+            .branch(&cairn::SyncBranch {
+                branch: "main".into(),
+                old: None,
+                new: head.to_hex(),
+                dims: [("dense-dim/m".to_string(), bad.to_string())].into(),
+            })
+            .unwrap_err();
+        assert_eq!(err.kind(), cairn::ErrorKind::InvalidInput, "{bad}: {err}");
+    }
+    assert!(dst.dense_dim("m").unwrap().is_none(), "no record registered");
 }
 
 /// A fake server that answers `/sync/refs` with one branch and `/sync/get` with damaged

@@ -307,7 +307,15 @@ impl SyncServer<'_> {
                         "`dims`: {k:?} is not a dimension record"
                     )));
                 }
-                Ok((k.clone(), unhex(v)?))
+                let bytes = unhex(v)?;
+                // `u32le(dimension)`, as the commit writer records it (storage-format §5).
+                match <[u8; 4]>::try_from(bytes.as_slice()).map(u32::from_le_bytes) {
+                    Ok(d) if (1..=cairn_core::limits::MAX_EMBEDDING_DIM as u32).contains(&d) => Ok((k.clone(), bytes)),
+                    _ => Err(Error::InvalidArgument(format!(
+                        "`dims`: {k:?} is not a dimension (u32le, 1..={})",
+                        cairn_core::limits::MAX_EMBEDDING_DIM
+                    ))),
+                }
             })
             .collect::<Result<_>>()?;
         super::sync::check_dims(self.repo, &dims, "the pusher")?;
