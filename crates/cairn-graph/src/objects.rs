@@ -42,7 +42,12 @@ impl Objects {
 
     /// The verified bytes of an object of the given kind.
     pub fn raw(&self, hash: &Hash, kind: ObjectKind) -> Result<Arc<[u8]>, GraphError> {
-        let name = kind.name();
+        self.raw_named(hash, kind.name())
+    }
+
+    /// The verified bytes of an object whose kind the caller does not know (a remote's
+    /// request names hashes only), named `name` in errors.
+    pub fn raw_named(&self, hash: &Hash, name: &'static str) -> Result<Arc<[u8]>, GraphError> {
         let bytes = self
             .store
             .get(hash)

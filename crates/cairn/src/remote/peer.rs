@@ -1,6 +1,7 @@
 //! [`Peer`]: the other side of a fetch, push or clone — a repository opened on this
-//! machine, or a `cairn serve` remote reached over HTTP — with the few questions a sync
-//! asks of it (its branches, its dimension records and settings, its current branch).
+//! machine, or a `cairn serve` remote reached over HTTP — and [`PeerRefs`], what a sync
+//! reads of it, in one read (one `GET /sync/refs` for a server): its branches, its
+//! dimension records, the settings a clone copies, its current branch.
 
 use cairn_core::CommitId;
 use cairn_graph::refs::BranchName;
@@ -21,6 +22,25 @@ pub(crate) enum Peer {
     Http(HttpRemote),
 }
 
+/// A peer's refs, read at one moment.
+pub(crate) struct PeerRefs {
+    /// Every branch and its head, in name order.
+    pub(crate) branches: Vec<(BranchName, CommitId)>,
+    /// The dense-dimension records (`dense-dim/<model>` → stored bytes).
+    pub(crate) dims: Vec<(String, Vec<u8>)>,
+    /// The settings a clone copies ([`CLONED_META`]) that the peer has.
+    pub(crate) settings: Vec<(String, Vec<u8>)>,
+    /// The peer's current branch.
+    pub(crate) current: BranchName,
+}
+
+impl PeerRefs {
+    /// The head of `branch`, if the peer has it.
+    pub(crate) fn branch(&self, branch: &BranchName) -> Option<CommitId> {
+        self.branches.iter().find(|(b, _)| b == branch).map(|(_, c)| *c)
+    }
+}
+
 impl Peer {
     /// The peer as a transfer's end.
     pub(crate) fn end(&self) -> End<'_> {
@@ -30,77 +50,58 @@ impl Peer {
         }
     }
 
-    /// Every branch and its head, in name order.
-    pub(crate) fn branches(&self) -> Result<Vec<(BranchName, CommitId)>> {
-        match self {
-            Peer::Local(r) => Ok(r.refs().branches()?),
-            Peer::Http(h) => h
-                .refs()?
-                .branches
-                .iter()
-                .map(|(b, c)| {
-                    Ok((
-                        BranchName::new(b).map_err(|e| bad(h, e))?,
-                        CommitId::from_hex(c).map_err(|e| bad(h, e))?,
-                    ))
-                })
-                .collect(),
-        }
-    }
-
-    /// The head of `branch`, if the peer has it.
-    pub(crate) fn branch(&self, branch: &BranchName) -> Result<Option<CommitId>> {
-        match self {
-            Peer::Local(r) => Ok(r.refs().branch(branch)?),
-            Peer::Http(_) => Ok(self.branches()?.into_iter().find(|(b, _)| b == branch).map(|(_, c)| c)),
-        }
-    }
-
-    /// The dense-dimension records (`dense-dim/<model>` → stored bytes).
-    pub(crate) fn dims(&self) -> Result<Vec<(String, Vec<u8>)>> {
-        match self {
-            Peer::Local(r) => Ok(r.refs().meta_list(DENSE_DIM_META)?),
-            Peer::Http(h) => h
-                .refs()?
-                .dims
-                .iter()
-                .map(|(k, v)| {
-                    if !k.starts_with(DENSE_DIM_META) {
-                        return Err(bad(h, format!("{k:?} is not a dimension record")));
-                    }
-                    Ok((k.clone(), unhex(v).map_err(|e| bad(h, e))?))
-                })
-                .collect(),
-        }
-    }
-
-    /// The settings a clone copies ([`CLONED_META`]) that the peer has.
-    pub(crate) fn settings(&self) -> Result<Vec<(String, Vec<u8>)>> {
+    /// The peer's refs, now.
+    pub(crate) fn refs(&self) -> Result<PeerRefs> {
         match self {
             Peer::Local(r) => {
-                let mut out = Vec::new();
+                let mut settings = Vec::new();
                 for key in CLONED_META {
                     if let Some(v) = r.refs().meta(key)? {
-                        out.push((key.to_string(), v));
+                        settings.push((key.to_string(), v));
                     }
                 }
-                Ok(out)
+                Ok(PeerRefs {
+                    branches: r.refs().branches()?,
+                    dims: r.refs().meta_list(DENSE_DIM_META)?,
+                    settings,
+                    current: r.current_branch()?,
+                })
             }
-            Peer::Http(h) => h
-                .refs()?
-                .settings
-                .iter()
-                .filter(|(k, _)| CLONED_META.contains(&k.as_str()))
-                .map(|(k, v)| Ok((k.clone(), unhex(v).map_err(|e| bad(h, e))?)))
-                .collect(),
-        }
-    }
-
-    /// The peer's current branch.
-    pub(crate) fn current_branch(&self) -> Result<BranchName> {
-        match self {
-            Peer::Local(r) => r.current_branch(),
-            Peer::Http(h) => BranchName::new(&h.refs()?.current).map_err(|e| bad(h, e)),
+            Peer::Http(h) => {
+                let refs = h.refs()?;
+                let branches = refs
+                    .branches
+                    .iter()
+                    .map(|(b, c)| {
+                        Ok((
+                            BranchName::new(b).map_err(|e| bad(h, e))?,
+                            CommitId::from_hex(c).map_err(|e| bad(h, e))?,
+                        ))
+                    })
+                    .collect::<Result<_>>()?;
+                let dims = refs
+                    .dims
+                    .iter()
+                    .map(|(k, v)| {
+                        if !k.starts_with(DENSE_DIM_META) {
+                            return Err(bad(h, format!("{k:?} is not a dimension record")));
+                        }
+                        Ok((k.clone(), unhex(v).map_err(|e| bad(h, e))?))
+                    })
+                    .collect::<Result<_>>()?;
+                let settings = refs
+                    .settings
+                    .iter()
+                    .filter(|(k, _)| CLONED_META.contains(&k.as_str()))
+                    .map(|(k, v)| Ok((k.clone(), unhex(v).map_err(|e| bad(h, e))?)))
+                    .collect::<Result<_>>()?;
+                Ok(PeerRefs {
+                    branches,
+                    dims,
+                    settings,
+                    current: BranchName::new(&refs.current).map_err(|e| bad(h, e))?,
+                })
+            }
         }
     }
 }

@@ -9,7 +9,7 @@ use cairn_graph::history;
 use cairn_graph::refs::BranchName;
 
 use super::http::BranchMove;
-use super::peer::Peer;
+use super::peer::{Peer, PeerRefs};
 use super::transfer::{copy_reachable, End, TransferStats};
 use super::wire::{hex, SyncBranch};
 use super::{Remote, RemoteUrl};
@@ -83,23 +83,23 @@ impl Repo {
     pub fn fetch(&self, name: &str) -> Result<FetchReport> {
         let remote = self.remote(name)?;
         let theirs = RemoteUrl::parse(&remote.url)?.open()?;
-        self.fetch_from(&remote, &theirs)
+        self.fetch_from(&remote, &theirs, &theirs.refs()?)
     }
 
-    fn fetch_from(&self, remote: &Remote, theirs: &Peer) -> Result<FetchReport> {
-        let heads = theirs.branches()?;
-        let dims = theirs.dims()?;
-        check_dims(self, &dims, &remote.name)?;
+    /// Fetches from `theirs`, whose refs were read as `their_refs`.
+    fn fetch_from(&self, remote: &Remote, theirs: &Peer, their_refs: &PeerRefs) -> Result<FetchReport> {
+        let (heads, dims) = (&their_refs.branches, &their_refs.dims);
+        check_dims(self, dims, &remote.name)?;
         // Published under the gc lock: what the transfer wrote cannot be collected before
         // the tracking refs make it reachable.
         let _publishing = self.inner.gc_lock.read();
         let ids: Vec<CommitId> = heads.iter().map(|(_, c)| *c).collect();
         let transfer = copy_reachable(theirs.end(), End::Local(self), &ids)?;
-        register_dims(self, &dims)?;
+        register_dims(self, dims)?;
         let refs = self.refs();
         let mut updates = Vec::new();
         let before: BTreeMap<BranchName, CommitId> = refs.remote_branches(&remote.name)?.into_iter().collect();
-        for (branch, head) in &heads {
+        for (branch, head) in heads {
             let old = before.get(branch).copied();
             if old != Some(*head) {
                 refs.set_remote_branch(&remote.name, branch, Some(*head))?;
@@ -150,7 +150,8 @@ impl Repo {
             .branch(&branch)?
             .ok_or_else(|| Error::UnknownBranch(branch.to_string()))?;
         let theirs = RemoteUrl::parse(&remote.url)?.open()?;
-        let their_head = theirs.branch(&branch)?;
+        let their_refs = theirs.refs()?;
+        let their_head = their_refs.branch(&branch);
         let refused = |remote_head: Option<CommitId>| Error::NotFastForward {
             remote: remote.name.clone(),
             branch: branch.to_string(),
@@ -165,9 +166,9 @@ impl Repo {
                 }
             }
             let dims = self.refs().meta_list(DENSE_DIM_META)?;
+            check_dims_against(&their_refs.dims, &dims, &remote.name)?;
             match &theirs {
                 Peer::Local(theirs) => {
-                    check_dims(theirs, &dims, &remote.name)?;
                     let _publishing = theirs.inner.gc_lock.read();
                     transfer = copy_reachable(End::Local(self), End::Local(theirs), &[local])?;
                     register_dims(theirs, &dims)?;
@@ -179,7 +180,6 @@ impl Repo {
                     }
                 }
                 Peer::Http(http) => {
-                    check_dims_against(&theirs.dims()?, &dims, &remote.name)?;
                     transfer = copy_reachable(End::Local(self), End::Http(http), &[local])?;
                     let req = SyncBranch {
                         branch: branch.to_string(),
@@ -188,7 +188,7 @@ impl Repo {
                         dims: dims.iter().map(|(k, v)| (k.clone(), hex(v))).collect(),
                     };
                     if let BranchMove::Conflict = http.move_branch(&req)? {
-                        return Err(refused(theirs.branch(&branch)?));
+                        return Err(refused(theirs.refs()?.branch(&branch)));
                     }
                 }
             }
@@ -266,11 +266,12 @@ impl Repo {
         let built = (|| -> Result<()> {
             let repo = Repo::init(&staging)?;
             let remote = repo.remote_add("origin", &parsed.to_stored()?)?;
-            repo.fetch_from(&remote, &theirs)?;
-            for (key, value) in theirs.settings()? {
-                repo.refs().set_meta(&key, Some(&value))?;
+            let their_refs = theirs.refs()?;
+            repo.fetch_from(&remote, &theirs, &their_refs)?;
+            for (key, value) in &their_refs.settings {
+                repo.refs().set_meta(key, Some(value))?;
             }
-            let current = theirs.current_branch()?;
+            let current = their_refs.current;
             if let Some(head) = repo.refs().remote_branch("origin", &current)? {
                 let c = repo.commit(&head)?;
                 writer::move_branch(&repo, &current, None, head, &c, &BTreeMap::new())?;

@@ -237,21 +237,9 @@ impl SyncServer<'_> {
     /// here (a damaged one is reported, never sent), stopping after the object that passes
     /// [`MAX_ANSWER_BYTES`]; one this repository lacks is [`Error::Graph`] `NotFound`.
     pub fn get(&self, body: &[u8]) -> Result<Vec<u8>> {
-        let store = self.repo.store();
         let mut out = Vec::new();
         for h in decode_hashes(body)? {
-            let bytes = store.get(&h)?.ok_or(cairn_graph::GraphError::NotFound {
-                kind: "object",
-                hash: h,
-            })?;
-            if codec::hash_object(&bytes) != h {
-                return Err(cairn_graph::GraphError::Corrupt {
-                    kind: "object",
-                    hash: h,
-                    detail: "content does not match its blake3 hash".into(),
-                }
-                .into());
-            }
+            let bytes = self.repo.objects().raw_named(&h, "object")?;
             put_frame(&mut out, &bytes);
             if out.len() >= MAX_ANSWER_BYTES {
                 break;
