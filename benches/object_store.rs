@@ -19,11 +19,8 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cairn::{Node, NodeId, Repo, TransferStats};
+use cairn::{Repo, TransferStats};
 use cairn_store::{ObjectStoreBackend, ObjectStoreOptions, RequestCounts};
-
-const IMPORT_BATCH: usize = 10_000;
-const DIM: usize = 384;
 
 fn row(what: &str, took: Duration, moved: Option<TransferStats>, io: Option<(RequestCounts, RequestCounts)>) {
     let objects = moved.map_or("—".to_string(), |t| format!("{} ({} B)", t.objects, t.bytes));
@@ -40,30 +37,6 @@ fn row(what: &str, took: Duration, moved: Option<TransferStats>, io: Option<(Req
     println!("| {what} | {:.1} ms | {objects} | {io} |", took.as_secs_f64() * 1e3);
 }
 
-fn query(repo: &Repo, rng: &mut common::Rng) -> String {
-    let r = repo
-        .retrieve()
-        .label("Document")
-        .vector("minilm", &common::unit_vector(rng, DIM))
-        .text(common::text(rng, 4))
-        .limit(10)
-        .execute()
-        .expect("retrieve");
-    serde_json::to_string(&r).expect("json")
-}
-
-fn one_node(repo: &Repo, id: &str, rng: &mut common::Rng) {
-    let mut tx = repo.transaction().expect("tx");
-    tx.put_node(
-        Node::new(NodeId::new(id).expect("id"))
-            .with_label("Document")
-            .with_text(common::text(rng, 50))
-            .with_embedding("minilm", common::unit_vector(rng, DIM)),
-    )
-    .expect("put");
-    tx.commit("one node").expect("commit");
-}
-
 /// A handle on the bucket repository at `url` with its own caches.
 fn bucket_repo(url: &str, options: ObjectStoreOptions) -> (Repo, Arc<ObjectStoreBackend>) {
     let store = Arc::new(ObjectStoreBackend::open(url, options).expect("open bucket"));
@@ -78,13 +51,7 @@ fn main() {
     let up_path = dir.path().join("up");
     let mut rng = common::Rng(0x5eed);
     let up = Repo::init(&up_path).expect("init");
-    for start in (0..n).step_by(IMPORT_BATCH) {
-        let mut tx = up.transaction().expect("tx");
-        for i in start..(start + IMPORT_BATCH).min(n) {
-            tx.put_node(common::node(&mut rng, i)).expect("put");
-        }
-        tx.commit("import").expect("commit");
-    }
+    common::import_corpus(&up, n, &mut rng);
     let url = format!("{}/repo", moto.new_bucket("bench"));
     drop(Repo::init(&url).expect("init bucket"));
     println!("{n} nodes; moto {} on loopback; 2 cores\n", moto.endpoint);
@@ -116,7 +83,7 @@ fn main() {
     let (cold, store) = bucket_repo(&url, cache("cache-a"));
     let before = store.requests();
     let t = Instant::now();
-    let first = query(&cold, &mut common::Rng(7));
+    let first = common::hybrid_query(&cold, &mut common::Rng(7));
     row(
         "first query on the bucket repository (builds its indexes)",
         t.elapsed(),
@@ -125,7 +92,7 @@ fn main() {
     );
     let before = store.requests();
     let t = Instant::now();
-    query(&cold, &mut common::Rng(7));
+    common::hybrid_query(&cold, &mut common::Rng(7));
     row("warm query", t.elapsed(), None, Some((before, store.requests())));
     drop(cold);
     drop(store);
@@ -133,7 +100,7 @@ fn main() {
     let (again, store) = bucket_repo(&url, cache("cache-a"));
     let before = store.requests();
     let t = Instant::now();
-    assert_eq!(query(&again, &mut common::Rng(7)), first);
+    assert_eq!(common::hybrid_query(&again, &mut common::Rng(7)), first);
     row(
         "first query of a new handle (local index cache warm)",
         t.elapsed(),
@@ -147,7 +114,7 @@ fn main() {
     let (a, store) = bucket_repo(&url, cache("cache-b").remote_derived(true));
     let before = store.requests();
     let t = Instant::now();
-    query(&a, &mut common::Rng(7));
+    common::hybrid_query(&a, &mut common::Rng(7));
     row(
         "remote_derived: first query, building and uploading the index",
         t.elapsed(),
@@ -159,7 +126,7 @@ fn main() {
     let (b, store) = bucket_repo(&url, cache("cache-c").remote_derived(true));
     let before = store.requests();
     let t = Instant::now();
-    assert_eq!(query(&b, &mut common::Rng(7)), first);
+    assert_eq!(common::hybrid_query(&b, &mut common::Rng(7)), first);
     row(
         "remote_derived: first query on another machine (index read from the bucket)",
         t.elapsed(),
@@ -169,7 +136,7 @@ fn main() {
     drop(b);
     drop(store);
 
-    one_node(&up, "doc-pushed", &mut rng);
+    common::commit_one_node(&up, "doc-pushed", &mut rng);
     let t = Instant::now();
     let pushed = up.push("cloud", None, false).expect("push");
     row(
@@ -180,7 +147,7 @@ fn main() {
     );
     {
         let (writer, _) = bucket_repo(&url, cache("cache-d"));
-        one_node(&writer, "doc-fetched", &mut rng);
+        common::commit_one_node(&writer, "doc-fetched", &mut rng);
     }
     let t = Instant::now();
     let fetched = probe.fetch("origin").expect("fetch");

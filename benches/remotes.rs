@@ -14,10 +14,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use cairn::{Node, NodeId, Repo, TransferStats};
-
-const IMPORT_BATCH: usize = 10_000;
-const DIM: usize = 384;
+use cairn::{Repo, TransferStats};
 
 fn row(what: &str, took: Duration, moved: Option<TransferStats>) {
     let (objects, bytes) = moved.map_or(("—".to_string(), "—".to_string()), |t| {
@@ -30,28 +27,6 @@ fn row(what: &str, took: Duration, moved: Option<TransferStats>) {
     );
 }
 
-fn query(repo: &Repo, rng: &mut common::Rng) {
-    repo.retrieve()
-        .label("Document")
-        .vector("minilm", &common::unit_vector(rng, DIM))
-        .text(common::text(rng, 4))
-        .limit(10)
-        .execute()
-        .expect("retrieve");
-}
-
-fn one_node(repo: &Repo, id: &str, rng: &mut common::Rng) {
-    let mut tx = repo.transaction().expect("tx");
-    tx.put_node(
-        Node::new(NodeId::new(id).expect("id"))
-            .with_label("Document")
-            .with_text(common::text(rng, 50))
-            .with_embedding("minilm", common::unit_vector(rng, DIM)),
-    )
-    .expect("put");
-    tx.commit("one node").expect("commit");
-}
-
 fn main() {
     let n = common::env_usize("CAIRN_BENCH_NODES", 100_000).max(1);
     let dir = tempfile::tempdir().expect("tempdir");
@@ -59,13 +34,7 @@ fn main() {
     let mut rng = common::Rng(0x5eed);
     {
         let up = Repo::init(&up_path).expect("init");
-        for start in (0..n).step_by(IMPORT_BATCH) {
-            let mut tx = up.transaction().expect("tx");
-            for i in start..(start + IMPORT_BATCH).min(n) {
-                tx.put_node(common::node(&mut rng, i)).expect("put");
-            }
-            tx.commit("import").expect("commit");
-        }
+        common::import_corpus(&up, n, &mut rng);
     }
     let url = up_path.to_str().expect("utf-8 path").to_string();
     println!("{n} nodes, segment store, paths on one disk\n");
@@ -86,18 +55,18 @@ fn main() {
     let clone = Repo::clone_from(&url, dir.path().join("clone")).expect("clone");
     row("clone_from", t.elapsed(), None);
     let t = Instant::now();
-    query(&clone, &mut rng);
+    common::hybrid_query(&clone, &mut rng);
     row("first query on the clone (builds its indexes)", t.elapsed(), None);
     let t = Instant::now();
-    query(&clone, &mut rng);
+    common::hybrid_query(&clone, &mut rng);
     row("warm query on the clone", t.elapsed(), None);
-    one_node(&clone, "doc-pushed", &mut rng);
+    common::commit_one_node(&clone, "doc-pushed", &mut rng);
     let t = Instant::now();
     let pushed = clone.push("origin", None, false).expect("push");
     row("push of a 1-node commit", t.elapsed(), Some(pushed.transfer));
     {
         let up = Repo::open(&up_path).expect("open");
-        one_node(&up, "doc-fetched", &mut rng);
+        common::commit_one_node(&up, "doc-fetched", &mut rng);
     }
     let t = Instant::now();
     let fetched = clone.fetch("origin").expect("fetch");
@@ -133,7 +102,7 @@ fn main() {
     let a = Repo::clone_from(&http, dir.path().join("http-a")).expect("clone");
     row("server: clone_from", t.elapsed(), None);
     let b = Repo::clone_from(&http, dir.path().join("http-b")).expect("clone");
-    one_node(&b, "doc-http", &mut rng);
+    common::commit_one_node(&b, "doc-http", &mut rng);
     let t = Instant::now();
     let pushed = b.push("origin", None, false).expect("push");
     row("server: push of a 1-node commit", t.elapsed(), Some(pushed.transfer));

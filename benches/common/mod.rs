@@ -22,3 +22,43 @@ pub fn open_store(kind: &str, dir: &std::path::Path) -> cairn::Repo {
         other => panic!("CAIRN_BENCH_STORE={other}: expected `segment`, `sled` or `memory`"),
     }
 }
+
+/// The benchmark corpus's dimension (`node`'s `minilm` vectors).
+pub const DIM: usize = 384;
+
+/// Puts `n` corpus nodes (`node`) into `repo`, in commits of 10,000.
+pub fn import_corpus(repo: &cairn::Repo, n: usize, rng: &mut Rng) {
+    for start in (0..n).step_by(10_000) {
+        let mut tx = repo.transaction().expect("tx");
+        for i in start..(start + 10_000).min(n) {
+            tx.put_node(node(rng, i)).expect("put");
+        }
+        tx.commit("import").expect("commit");
+    }
+}
+
+/// A hybrid query (label, vector, text; limit 10), as its result JSON.
+pub fn hybrid_query(repo: &cairn::Repo, rng: &mut Rng) -> String {
+    let r = repo
+        .retrieve()
+        .label("Document")
+        .vector("minilm", &unit_vector(rng, DIM))
+        .text(text(rng, 4))
+        .limit(10)
+        .execute()
+        .expect("retrieve");
+    serde_json::to_string(&r).expect("json")
+}
+
+/// A one-node commit (`Document`, 50 words, a vector) of node `id`.
+pub fn commit_one_node(repo: &cairn::Repo, id: &str, rng: &mut Rng) {
+    let mut tx = repo.transaction().expect("tx");
+    tx.put_node(
+        cairn::Node::new(cairn::NodeId::new(id).expect("id"))
+            .with_label("Document")
+            .with_text(text(rng, 50))
+            .with_embedding("minilm", unit_vector(rng, DIM)),
+    )
+    .expect("put");
+    tx.commit("one node").expect("commit");
+}
