@@ -235,9 +235,10 @@ fn sync_routes_take_the_same_tokens() {
     let token = s.ok(&["serve", "token", "add", "default", "--config", config]);
     let token = token.trim().to_string();
     let served = Served::start(&s, &["--config", config]);
-    let clone = |dir: &str, token: Option<&str>| {
+    // `cairn ARGS` in the sandbox with `CAIRN_TOKEN` set to `token` (or unset).
+    let cairn = |args: &[&std::ffi::OsStr], token: Option<&str>| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
-        c.args(["clone", &served.url, dir])
+        c.args(args)
             .current_dir(s.dir.path())
             .env_remove("CAIRN_REPO")
             .env_remove("CAIRN_REMOTE")
@@ -248,6 +249,7 @@ fn sync_routes_take_the_same_tokens() {
         let out = c.output().unwrap();
         (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
     };
+    let clone = |dir: &str, token: Option<&str>| cairn(&["clone".as_ref(), served.url.as_ref(), dir.as_ref()], token);
     let (ok, err) = clone("no-token", None);
     assert!(!ok && err.contains("401"), "{err}");
     assert!(!s.dir.path().join("no-token").exists());
@@ -256,34 +258,18 @@ fn sync_routes_take_the_same_tokens() {
     let (ok, err) = clone("copy", Some(&token));
     assert!(ok, "{err}");
     let copy = s.dir.path().join("copy");
-    let push = |token: Option<&str>| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
-        c.arg("--repo")
-            .arg(&copy)
-            .args(["push"])
-            .env_remove("CAIRN_REMOTE")
-            .env_remove("CAIRN_TOKEN");
-        if let Some(t) = token {
-            c.env("CAIRN_TOKEN", t);
-        }
-        let out = c.output().unwrap();
-        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
-    };
+    let push = |token: Option<&str>| cairn(&["--repo".as_ref(), copy.as_os_str(), "push".as_ref()], token);
     let note = s.dir.path().join("note.jsonl");
     std::fs::write(
         &note,
         "{\"node\": {\"id\": \"pushed-with-a-token\", \"text\": \"hi\"}}\n",
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .arg("--repo")
-        .arg(&copy)
-        .arg("import")
-        .arg(&note)
-        .env_remove("CAIRN_REMOTE")
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    let (ok, err) = cairn(
+        &["--repo".as_ref(), copy.as_os_str(), "import".as_ref(), note.as_os_str()],
+        None,
+    );
+    assert!(ok, "{err}");
     let (ok, err) = push(None);
     assert!(!ok && err.contains("401"), "{err}");
     let (ok, err) = push(Some(&token));
