@@ -1102,7 +1102,13 @@ impl DerivedData {
 
     /// Writes and releases the values queued so far, counting them on `meter`.
     pub(super) fn write_pending(&self, ctx: &Ctx, meter: &Meter) {
-        let mut pending = std::mem::take(&mut *ctx.pending.lock());
+        let pending = std::mem::take(&mut *ctx.pending.lock());
+        self.write_values(ctx, pending, meter);
+    }
+
+    /// Writes and releases `pending` (values taken from `ctx`'s queue), counting them on
+    /// `meter`.
+    pub(super) fn write_values(&self, ctx: &Ctx, mut pending: Vec<(Vec<u8>, Vec<u8>)>, meter: &Meter) {
         // Parts are built in parallel and collected as they finish: write them in key
         // order, so the derived log's layout (where segments end, what a compaction copies)
         // is a function of what was built, not of thread scheduling.

@@ -137,16 +137,34 @@ impl DerivedData {
         let mut resolved: Vec<ChunkList> = Vec::with_capacity(raw.len());
         let mut stored: Option<Meter> = None;
         let mut raw = raw.into_iter();
+        // A window's values are written while the next window builds (one worker writes,
+        // the others build): the log gets the same values in the same order, one window
+        // after another, and a build holds at most two windows' values.
+        let mut written: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         loop {
             let window: Vec<Span> = raw.by_ref().take(BUILD_WINDOW_SPANS).collect();
             if window.is_empty() {
                 break;
             }
-            resolved.extend(self.resolve_spans(ctx, tree, window, known, Some(&meter))?);
-            if !ctx.pending.lock().is_empty() {
+            let values = std::mem::take(&mut written);
+            let store = (!values.is_empty()).then(|| {
                 let m = stored.get_or_insert_with(|| self.meter(Step::IndexStore, None));
-                self.write_pending(ctx, m);
-            }
+                &*m
+            });
+            let ((), chunks) = rayon::join(
+                || {
+                    if let Some(m) = store {
+                        self.write_values(ctx, values, m);
+                    }
+                },
+                || self.resolve_spans(ctx, tree, window, known, Some(&meter)),
+            );
+            resolved.extend(chunks?);
+            written = std::mem::take(&mut *ctx.pending.lock());
+        }
+        if !written.is_empty() {
+            let m = stored.get_or_insert_with(|| self.meter(Step::IndexStore, None));
+            self.write_values(ctx, written, m);
         }
         // The list in item order: resolved spans, and the donor's chunks of shared subtrees.
         let copied = |start: u32, end: u32| {
