@@ -11,6 +11,7 @@
 //!
 //! Each store (memory, segment, then sled; `CAIRN_BENCH_STORE` for one) runs in a child process of its own, so its peak RSS is
 //! its own: import (one commit), first query (index build included), 1,000 queries exact
+//! (hybrid; vector + label and sparse + label, limit 10)
 //! and ANN, 100 one-node edits each followed by a query, as-of HEAD~1 in the process that
 //! has HEAD's index; then, for the on-disk stores, a fresh process opens the repository and times the
 //! cold as-of query. `CAIRN_BENCH_ROUNDS` sets the warm queries per row (1,000; at least
@@ -119,26 +120,12 @@ impl Corpus {
         let mut rng = common::Rng(0x9e37_79b9 ^ (i as u64).wrapping_mul(0x1000_0001) ^ salt);
         let topic = (rng.next() % TOPICS as u64) as usize;
         let text = self.text(&mut rng, topic, 50);
-        let mut sparse: Vec<(u32, f32)> = text.split(' ').map(|w| (fnv(w) % 65_536, 1.0)).collect();
-        sparse.sort_by_key(|p| p.0);
-        let mut merged: Vec<(u32, f32)> = Vec::new();
-        for (d, w) in sparse {
-            match merged.last_mut() {
-                Some(l) if l.0 == d => l.1 += w,
-                _ => merged.push((d, w)),
-            }
-        }
+        let sparse = hashed_sparse(&text);
         let mut node = Node::new(NodeId::new(format!("doc-{i:07}")).expect("id"))
             .with_label(format!("L{}", i % LABELS))
             .with_text(text)
             .with_embedding("minilm", self.vector(&mut rng, topic, 0.08))
-            .with_sparse(
-                "kw",
-                SparseVector::new(
-                    merged.iter().map(|p| p.0).collect(),
-                    merged.iter().map(|p| p.1).collect(),
-                ),
-            )
+            .with_sparse("kw", sparse)
             .with_prop("topic", topic as i64);
         if i.is_multiple_of(1000) {
             node = node.with_label("Rare");
@@ -159,6 +146,20 @@ impl Corpus {
             })
             .collect()
     }
+}
+
+/// A text's words hashed into 65,536 dimensions, each word's count its weight.
+fn hashed_sparse(text: &str) -> SparseVector {
+    let mut sparse: Vec<(u32, f32)> = text.split(' ').map(|w| (fnv(w) % 65_536, 1.0)).collect();
+    sparse.sort_by_key(|p| p.0);
+    let mut merged: Vec<(u32, f32)> = Vec::new();
+    for (d, w) in sparse {
+        match merged.last_mut() {
+            Some(l) if l.0 == d => l.1 += w,
+            _ => merged.push((d, w)),
+        }
+    }
+    SparseVector::new(merged.iter().map(|p| p.0).collect(), merged.iter().map(|p| p.1).collect())
 }
 
 /// FNV-1a of a word, for the hashed sparse vectors.
@@ -313,6 +314,34 @@ fn run_store(kind: &str, n: usize) {
     row(
         "vector + text + label, budget 2000, limit 100, p50, exact dense",
         format!("{:.2} ms ({} items)", p50(lat), rescored_sample.unwrap_or(0)),
+    );
+
+    // One lane with the label gate, limit 10 (the issue's "vector + label" and "sparse +
+    // label" rows): the query's vector, or its four words as the corpus hashes them.
+    let (mut vec_lat, mut sparse_lat) = (Vec::with_capacity(rounds()), Vec::with_capacity(rounds()));
+    for i in 0..rounds() {
+        let q = &queries[i % queries_n()];
+        let t = Instant::now();
+        repo.retrieve()
+            .label(q.2.clone())
+            .vector("minilm", &q.0)
+            .limit(10)
+            .exact()
+            .execute()
+            .expect("retrieve");
+        vec_lat.push(ms(t.elapsed()));
+        let t = Instant::now();
+        repo.retrieve()
+            .label(q.2.clone())
+            .sparse("kw", hashed_sparse(&q.1))
+            .limit(10)
+            .execute()
+            .expect("retrieve");
+        sparse_lat.push(ms(t.elapsed()));
+    }
+    row(
+        "vector + label, limit 10, exact p50 / sparse + label, limit 10, p50",
+        format!("{:.2} ms / {:.2} ms", p50(vec_lat), p50(sparse_lat)),
     );
 
     // ANN: first query builds the unit graphs.
