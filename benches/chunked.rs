@@ -159,7 +159,10 @@ fn hashed_sparse(text: &str) -> SparseVector {
             _ => merged.push((d, w)),
         }
     }
-    SparseVector::new(merged.iter().map(|p| p.0).collect(), merged.iter().map(|p| p.1).collect())
+    SparseVector::new(
+        merged.iter().map(|p| p.0).collect(),
+        merged.iter().map(|p| p.1).collect(),
+    )
 }
 
 /// FNV-1a of a word, for the hashed sparse vectors.

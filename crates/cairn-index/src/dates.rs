@@ -114,9 +114,10 @@ pub const PERIOD_WORDS: [&str; 12] = [
 /// assert!(text_dates("an army of 1500 men").is_empty());
 /// ```
 pub fn text_dates(text: &str) -> Vec<DaySpan> {
-    // Every date this grammar reads in a text has a digit (relative words are read in
-    // queries only): a text without one, most of them, costs one scan.
-    if !text.bytes().any(|b| b.is_ascii_digit()) {
+    // Every date this grammar reads in a text has a number (relative words are read in
+    // queries only), and every number it reads (a day, a month, a year) is a token that
+    // starts with a digit: a text without such a token, most of them, costs one scan.
+    if !may_hold_number(text) {
         return Vec::new();
     }
     let mut spans: Vec<DaySpan> = find_dates(text, DateMode::Text)
@@ -127,6 +128,16 @@ pub fn text_dates(text: &str) -> Vec<DaySpan> {
     spans.sort_unstable();
     spans.dedup();
     spans
+}
+
+/// Whether a token of `text` may start with an ASCII digit: a digit at the start or after
+/// a byte that is not an ASCII letter or digit (after a non-ASCII byte the token may start
+/// earlier, with a letter: answered `true`, to be safe).
+fn may_hold_number(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.iter()
+        .enumerate()
+        .any(|(i, c)| c.is_ascii_digit() && (i == 0 || !b[i - 1].is_ascii_alphanumeric()))
 }
 
 /// Every date mention of `s`, in order, none overlapping (see the [module docs](self)).
@@ -627,5 +638,38 @@ mod tests {
         }
         assert!(valid_date(2024, 2, 29) && !valid_date(2023, 2, 29) && !valid_date(1900, 2, 29));
         assert!(valid_date(2000, 2, 29) && !valid_date(2023, 4, 31) && !valid_date(2023, 13, 1));
+    }
+
+    /// The pre-check skips only texts in which the grammar finds nothing: a text it passes
+    /// over has no token starting with a digit, and so no date.
+    #[test]
+    fn texts_the_number_check_skips_hold_no_date() {
+        let texts = [
+            "graph12x3 tree4x7 met",
+            "x2016 y1975 May",
+            "May 5th 2020",
+            "met on 5th May 2020 (graph12x3)",
+            "é2016 and 1999",
+            "née2016",
+            "Ünter 5 März 2020",
+            "(1999)",
+            "2016",
+            "a1 b2 c3 in 1975",
+            "12x3",
+            "",
+            "no digits at all",
+        ];
+        for t in texts {
+            let found = find_dates(t, DateMode::Text);
+            if !may_hold_number(t) {
+                assert!(found.is_empty(), "{t:?}: {found:?}");
+            }
+            let mut spans: Vec<DaySpan> = found.into_iter().take(MAX_TEXT_DATES).map(|m| m.span).collect();
+            spans.sort_unstable();
+            spans.dedup();
+            assert_eq!(text_dates(t), spans, "{t:?}");
+        }
+        assert!(!may_hold_number("graph12x3 tree4x7"));
+        assert!(may_hold_number("(1999)") && may_hold_number("é2016") && may_hold_number("2016"));
     }
 }
