@@ -16,7 +16,8 @@
 //! has HEAD's index; then, for the on-disk stores, a fresh process opens the repository and times the
 //! cold as-of query. `CAIRN_BENCH_ROUNDS` sets the warm queries per row (1,000; at least
 //! the 200 queries); `CAIRN_BENCH_CHILD_EDITS=N` has that fresh process also time N one-node
-//! commits, each with its next query, and `CAIRN_BENCH_CHILD_ANN=1` ANN queries without a gate. For runs at 10M: `CAIRN_BENCH_QUERIES=Q` uses the
+//! commits, each with its next query, `CAIRN_BENCH_CHILD_ANN=1` ANN queries without a gate,
+//! and `CAIRN_BENCH_CHILD_SPARSE=1` sparse + label queries. For runs at 10M: `CAIRN_BENCH_QUERIES=Q` uses the
 //! first Q of the 200 queries in every row (recall included), `CAIRN_BENCH_EDITS=E` times E
 //! one-node edits instead of 100, and `CAIRN_BENCH_DIR=PATH` makes the repository under
 //! PATH instead of the system's temporary directory (a file system with room for it).
@@ -548,6 +549,31 @@ fn child_asof() {
         }
         row(
             "that process: vector, no gate, limit 10, ANN: first query (graphs loaded) / p50",
+            format!("{:.0} ms / {:.2} ms", ms(first), p50(lat)),
+        );
+    }
+    // `CAIRN_BENCH_CHILD_SPARSE=1`: then the sparse lane with the label gate, limit 10 (its
+    // parts and directory loaded from the store on the first query).
+    if std::env::var("CAIRN_BENCH_CHILD_SPARSE").is_ok() {
+        let sparse = |q: &(Vec<f32>, String, String)| {
+            repo.retrieve()
+                .label(q.2.clone())
+                .sparse("kw", hashed_sparse(&q.1))
+                .limit(10)
+                .execute()
+                .expect("retrieve")
+        };
+        let t = Instant::now();
+        sparse(&queries[0]);
+        let first = t.elapsed();
+        let mut lat = Vec::with_capacity(rounds());
+        for i in 0..rounds() {
+            let t = Instant::now();
+            sparse(&queries[i % queries_n()]);
+            lat.push(ms(t.elapsed()));
+        }
+        row(
+            "that process: sparse + label, limit 10: first query (parts loaded) / p50",
             format!("{:.0} ms / {:.2} ms", ms(first), p50(lat)),
         );
     }

@@ -5,14 +5,24 @@
 //! Each product `query weight × stored weight` is formed in `f64` (exact for two `f32`s)
 //! and added to the node's `f64` sum in increasing query dimension; the sum is rounded to
 //! `f32` once, so scores are reproducible bit for bit and never NaN.
+//!
+//! A query with many postings is scored in contiguous ranges of chunks at once, one per
+//! thread and at least [`PARALLEL_POSTINGS`] postings each; each node's sum is formed
+//! inside one range, and the ranges' best `k` are merged by `(score desc, ordinal asc)`,
+//! so the answer does not depend on the number of ranges.
 
 use cairn_core::SparseVector;
+use rayon::prelude::*;
 
 use crate::chunk::Local;
 use crate::error::IndexError;
 use crate::hit::{top_k_vec, Hit};
 use crate::view::push_chunk_hits;
-use crate::view::{CommitIndexes, Filter};
+use crate::view::{CommitIndexes, Filter, FilterPart};
+
+/// Above this many postings per parallel piece, a query's chunks are scored in ranges at
+/// once.
+const PARALLEL_POSTINGS: usize = 20_000;
 
 impl CommitIndexes {
     /// The `k` best nodes by dot product with `query` among `filter` (module docs).
@@ -70,31 +80,60 @@ impl CommitIndexes {
             }
         }
         found.sort_unstable_by_key(|&(c, i, _)| (c, i));
-        let mut hits = Vec::new();
-        let mut sums: Vec<f64> = Vec::new();
-        let mut touched: Vec<Local> = Vec::new();
-        for group in found.chunk_by(|a, b| a.0 == b.0) {
-            let c = group[0].0 as usize;
-            let fpart = filter.map(|f| f.part(c));
-            sums.clear();
-            sums.resize(self.chunks[c].len(), f64::NAN);
-            for &(_, i, list) in group {
-                let qw = query.values[i as usize];
-                for &(l, w) in list {
-                    if fpart.is_some_and(|f| !f.contains(l)) {
-                        continue;
+        let groups: Vec<&[Found]> = found.chunk_by(|a, b| a.0 == b.0).collect();
+        // The best `k` of a range of chunk groups; a node's sum is formed in its chunk's
+        // group alone, in increasing query dimension.
+        let score = |groups: &[&[Found]]| -> Vec<Hit> {
+            let mut hits = Vec::new();
+            let mut sums: Vec<f64> = Vec::new();
+            let mut touched: Vec<Local> = Vec::new();
+            // The chunk's filter part as bits (a roaring lookup per posting costs more
+            // than the posting).
+            let mut admitted: Vec<u64> = Vec::new();
+            for group in groups {
+                let c = group[0].0 as usize;
+                let n = self.chunks[c].len();
+                let gated = match filter.map(|f| f.part(c)) {
+                    Some(FilterPart::Some(b)) => {
+                        admitted.clear();
+                        admitted.resize(n.div_ceil(64), 0);
+                        for l in b.iter().filter(|&l| (l as usize) < n) {
+                            admitted[l as usize / 64] |= 1 << (l % 64);
+                        }
+                        true
                     }
-                    let slot = &mut sums[l as usize];
-                    if slot.is_nan() {
-                        *slot = 0.0;
-                        touched.push(l);
+                    Some(FilterPart::All) | None => false,
+                };
+                sums.clear();
+                sums.resize(n, f64::NAN);
+                for &(_, i, list) in *group {
+                    let qw = query.values[i as usize];
+                    for &(l, w) in list {
+                        if gated && admitted.get(l as usize / 64).is_none_or(|b| b >> (l % 64) & 1 == 0) {
+                            continue;
+                        }
+                        let slot = &mut sums[l as usize];
+                        if slot.is_nan() {
+                            *slot = 0.0;
+                            touched.push(l);
+                        }
+                        *slot += f64::from(qw) * f64::from(w);
                     }
-                    *slot += f64::from(qw) * f64::from(w);
                 }
+                touched.sort_unstable();
+                push_chunk_hits(&mut hits, self.offset(c), &mut touched, &sums, k);
             }
-            touched.sort_unstable();
-            push_chunk_hits(&mut hits, self.offset(c), &mut touched, &sums, k);
+            top_k_vec(hits, k)
+        };
+        let postings: usize = found.iter().map(|f| f.2.len()).sum();
+        let pieces = rayon::current_num_threads()
+            .min(postings / PARALLEL_POSTINGS)
+            .min(groups.len() / 64);
+        if pieces < 2 {
+            return Ok(score(&groups));
         }
-        Ok(top_k_vec(hits, k))
+        let step = groups.len().div_ceil(pieces);
+        let best: Vec<Vec<Hit>> = groups.par_chunks(step).map(score).collect();
+        Ok(top_k_vec(best.into_iter().flatten().collect(), k))
     }
 }
