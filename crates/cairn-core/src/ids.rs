@@ -52,12 +52,7 @@ impl Hash {
 
     /// 64 lowercase hex digits.
     pub fn to_hex(&self) -> String {
-        let mut s = String::with_capacity(64);
-        for b in self.0 {
-            s.push(HEX[(b >> 4) as usize] as char);
-            s.push(HEX[(b & 15) as usize] as char);
-        }
-        s
+        hex(&self.0)
     }
 
     /// Parses 64 hex digits (either case).
@@ -85,6 +80,21 @@ impl Hash {
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// `bytes` as lowercase hex, two digits a byte: the one encoder behind every hex string
+/// Cairn writes (hashes, keys in messages, the sync protocol's records).
+///
+/// ```
+/// assert_eq!(cairn_core::ids::hex(&[0x00, 0xab, 0x7f]), "00ab7f");
+/// ```
+pub fn hex(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        s.push(HEX[(b >> 4) as usize] as char);
+        s.push(HEX[(b & 15) as usize] as char);
+    }
+    s
+}
 
 fn hex_val(c: u8) -> Option<u8> {
     match c {

@@ -116,14 +116,4 @@ impl StoreError {
     }
 }
 
-/// Lowercase hex of arbitrary bytes, for naming derived keys and malformed keys in
-/// messages (derived keys are binary, so they cannot be shown as text).
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        // Writing to a String cannot fail.
-        let _ = write!(out, "{b:02x}");
-    }
-    out
-}
+pub(crate) use cairn_core::ids::hex;

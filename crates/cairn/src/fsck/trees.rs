@@ -247,5 +247,5 @@ impl<'a> TreeChecker<'a> {
 
 /// Lowercase hex of a key, cut to 64 characters for messages.
 fn hex(key: &[u8]) -> String {
-    key.iter().take(32).map(|b| format!("{b:02x}")).collect()
+    cairn_core::ids::hex(&key[..key.len().min(32)])
 }

@@ -65,10 +65,7 @@ pub struct SyncBranch {
     pub dims: BTreeMap<String, String>,
 }
 
-/// Lowercase hex of `bytes`.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+pub(crate) use cairn_core::ids::hex;
 
 /// The bytes of lowercase or uppercase hex `s`.
 pub(crate) fn unhex(s: &str) -> Result<Vec<u8>> {
