@@ -21,7 +21,8 @@
 //! first Q of the 200 queries in every row (recall included), `CAIRN_BENCH_EDITS=E` times E
 //! one-node edits instead of 100, and `CAIRN_BENCH_DIR=PATH` makes the repository under
 //! PATH instead of the system's temporary directory (a file system with room for it).
-//! Each row is also written to stderr with the seconds since the start. Tests never
+//! Each row is also written to stderr with the seconds since the start and the process's
+//! resident and peak memory at that moment. Tests never
 //! assert times; this prints them.
 
 mod common;
@@ -181,10 +182,15 @@ const fn q_seed() -> u64 {
 }
 
 fn peak_rss_mib() -> f64 {
+    rss_mib("VmHWM:")
+}
+
+/// A `/proc/self/status` memory line (`VmRSS:` now, `VmHWM:` the peak) in MiB.
+fn rss_mib(field: &str) -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map_or(0.0, |kb| kb / 1024.0)
 }
@@ -233,7 +239,12 @@ fn edit(repo: &Repo, corpus: &Corpus, n: usize, e: usize) {
 fn row(name: &str, value: String) {
     println!("| {name} | {value} |");
     let start = START.get_or_init(Instant::now);
-    eprintln!("[{:7.1} s] {name}: {value}", start.elapsed().as_secs_f64());
+    eprintln!(
+        "[{:7.1} s, RSS {:.0} / peak {:.0} MiB] {name}: {value}",
+        start.elapsed().as_secs_f64(),
+        rss_mib("VmRSS:"),
+        rss_mib("VmHWM:")
+    );
 }
 
 fn run_store(kind: &str, n: usize) {
