@@ -51,7 +51,7 @@ fn ranges_scored_at_once_give_the_same_answer() {
         .map(|i| {
             let v = vector(i);
             let node = Node::new(NodeId::new(format!("n{i:05}")).unwrap())
-                .with_label(if i % 3 == 0 { "A" } else { "B" })
+                .with_label(if i.is_multiple_of(3) { "A" } else { "B" })
                 .with_sparse(
                     "s",
                     SparseVector::new(v.iter().map(|p| p.0).collect(), v.iter().map(|p| p.1).collect()),
@@ -62,7 +62,7 @@ fn ranges_scored_at_once_give_the_same_answer() {
     let ix = CommitIndexes::build(Hash::ZERO, &IndexParams::default(), &nodes, &[]);
     assert!(ix.chunks().len() >= 128, "enough chunks for several ranges");
     let a = ix.labels_all_of(&["A".to_string()]);
-    let in_a = |i: u32| i % 3 == 0;
+    let in_a = |i: u32| i.is_multiple_of(3);
     let queries: [Vec<(u32, f32)>; 3] = [
         vec![(0, 1.0), (1, 2.0), (2, 0.5), (3, 1.0)],
         vec![(0, 0.5), (1, 1.0), (2, 1.0), (3, -0.5), (22, 3.0), (80, -1.0)],
