@@ -500,6 +500,24 @@ fn run_store(kind: &str, n: usize) {
     }
 }
 
+/// The first of `queries` answered by `run` (timed alone: what it loads), then the p50 of
+/// [`rounds`] more.
+fn first_and_p50<R>(
+    queries: &[(Vec<f32>, String, String)],
+    run: impl Fn(&(Vec<f32>, String, String)) -> R,
+) -> (Duration, f64) {
+    let t = Instant::now();
+    run(&queries[0]);
+    let first = t.elapsed();
+    let mut lat = Vec::with_capacity(rounds());
+    for i in 0..rounds() {
+        let t = Instant::now();
+        run(&queries[i % queries_n()]);
+        lat.push(ms(t.elapsed()));
+    }
+    (first, p50(lat))
+}
+
 fn child_asof() {
     let path = std::env::var("CAIRN_BENCH_REPO").expect("repo");
     let corpus = Corpus::new(std::env::var("CAIRN_BENCH_UNIFORM").is_ok());
@@ -549,18 +567,10 @@ fn child_asof() {
                 .execute()
                 .expect("retrieve")
         };
-        let t = Instant::now();
-        ann(&queries[0]);
-        let first = t.elapsed();
-        let mut lat = Vec::with_capacity(rounds());
-        for i in 0..rounds() {
-            let t = Instant::now();
-            ann(&queries[i % queries_n()]);
-            lat.push(ms(t.elapsed()));
-        }
+        let (first, p50) = first_and_p50(&queries, ann);
         row(
             "that process: vector, no gate, limit 10, ANN: first query (graphs loaded) / p50",
-            format!("{:.0} ms / {:.2} ms", ms(first), p50(lat)),
+            format!("{:.0} ms / {:.2} ms", ms(first), p50),
         );
     }
     // `CAIRN_BENCH_CHILD_SPARSE=1`: then the sparse lane with the label gate, limit 10 (its
@@ -574,18 +584,10 @@ fn child_asof() {
                 .execute()
                 .expect("retrieve")
         };
-        let t = Instant::now();
-        sparse(&queries[0]);
-        let first = t.elapsed();
-        let mut lat = Vec::with_capacity(rounds());
-        for i in 0..rounds() {
-            let t = Instant::now();
-            sparse(&queries[i % queries_n()]);
-            lat.push(ms(t.elapsed()));
-        }
+        let (first, p50) = first_and_p50(&queries, sparse);
         row(
             "that process: sparse + label, limit 10: first query (parts loaded) / p50",
-            format!("{:.0} ms / {:.2} ms", ms(first), p50(lat)),
+            format!("{:.0} ms / {:.2} ms", ms(first), p50),
         );
     }
     // `CAIRN_BENCH_CHILD_EDITS=N`: then N one-node commits, each timed with its next query
