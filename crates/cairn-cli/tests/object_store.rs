@@ -92,16 +92,7 @@ fn killed_pushes_to_a_bucket_and_clones_from_it_leave_it_sound() {
         cairn(work, &["import", file.to_str().unwrap()]);
         let new = head(work);
         if k > 0 {
-            let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
-                .args(["--repo", work, "push"])
-                .env_remove("CAIRN_REPO")
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .unwrap();
-            std::thread::sleep(push_time * k / 4);
-            let _ = child.kill();
-            let _ = child.wait();
+            common::run_killed_after(&["--repo", work, "push"], push_time * k / 4);
             let now = head(&url);
             assert!(now == old || now == new, "kill {k}: the bucket's branch at {now}");
             assert!(cairn(&url, &["fsck"]).contains("ok"), "kill {k}: fsck on the bucket");
@@ -117,16 +108,7 @@ fn killed_pushes_to_a_bucket_and_clones_from_it_leave_it_sound() {
     for k in 1..4u32 {
         let target = s.dir.path().join(format!("clone{k}"));
         let target = target.to_str().unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
-            .args(["clone", &url, target])
-            .env_remove("CAIRN_REPO")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(push_time * k / 4);
-        let _ = child.kill();
-        let _ = child.wait();
+        common::run_killed_after(&["clone", &url, target], push_time * k / 4);
         if std::path::Path::new(target).exists() {
             assert!(cairn(target, &["fsck"]).contains("ok"));
             assert_eq!(head(target), want, "kill {k}: a clone that exists is complete");

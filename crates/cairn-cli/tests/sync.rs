@@ -138,18 +138,10 @@ fn killed_push_and_clone_leave_the_target_as_before_or_complete() {
     assert_eq!(head_of(&u), new);
     for k in 0..6u32 {
         let (u, w) = time(&k.to_string());
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
-            .arg("--repo")
-            .arg(&w)
-            .arg("push")
-            .env_remove("CAIRN_REMOTE")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(push_time.mul_f64(f64::from(k) / 6.0));
-        let _ = child.kill();
-        let _ = child.wait();
+        common::run_killed_after(
+            &["--repo", w.to_str().unwrap(), "push"],
+            push_time.mul_f64(f64::from(k) / 6.0),
+        );
         let now = head_of(&u);
         assert!(now == old || now == new, "kill {k}: upstream at {now}");
         ok(&u, &["fsck"]);
@@ -170,16 +162,10 @@ fn killed_push_and_clone_leave_the_target_as_before_or_complete() {
     let clone_time = t.elapsed();
     for k in 0..6u32 {
         let target = s.dir.path().join(format!("c{k}"));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
-            .args(["clone", work.to_str().unwrap(), target.to_str().unwrap()])
-            .env_remove("CAIRN_REMOTE")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(clone_time.mul_f64(f64::from(k) / 6.0));
-        let _ = child.kill();
-        let _ = child.wait();
+        common::run_killed_after(
+            &["clone", work.to_str().unwrap(), target.to_str().unwrap()],
+            clone_time.mul_f64(f64::from(k) / 6.0),
+        );
         if target.exists() {
             ok(&target, &["fsck"]);
             assert_eq!(head_of(&target), new, "kill {k}: a clone that exists is complete");
@@ -195,27 +181,6 @@ fn killed_push_and_clone_leave_the_target_as_before_or_complete() {
         .filter(|n| n.contains(".cloning-"))
         .collect();
     assert!(staging.is_empty(), "{staging:?}");
-}
-
-/// `cairn serve` on `repo`, any free port: the child and its URL.
-fn serve(repo: &Path) -> (std::process::Child, String) {
-    use std::io::BufRead;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .arg("--repo")
-        .arg(repo)
-        .args(["serve", "--bind", "127.0.0.1:0"])
-        .env_remove("CAIRN_REMOTE")
-        .env_remove("CAIRN_TOKEN")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line.trim().strip_prefix("listening on ").unwrap().to_string();
-    (child, url)
 }
 
 /// The head of the served repository, through `cairn --remote URL log`.
@@ -238,7 +203,8 @@ fn clone_push_and_killed_pushes_through_a_server() {
     let s = Sandbox::init();
     let up = s.repo();
     ok(&up, &["import", &nodes(&s, "base", 2000)]);
-    let (mut server, url) = serve(&up);
+    let server = common::Served::start(&s, &[]);
+    let url = server.url.clone();
     let work = s.dir.path().join("work");
     ok(&up, &["clone", &url, work.to_str().unwrap()]);
     assert_eq!(head_of(&work), served_head(&url));
@@ -248,18 +214,7 @@ fn clone_push_and_killed_pushes_through_a_server() {
         ok(&work, &["import", &nodes(&s, &format!("round{k}"), 2000)]);
         let new = head_of(&work);
         if k > 0 {
-            let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
-                .arg("--repo")
-                .arg(&work)
-                .arg("push")
-                .env_remove("CAIRN_REMOTE")
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .unwrap();
-            std::thread::sleep(push_time * k / 5);
-            let _ = child.kill();
-            let _ = child.wait();
+            common::run_killed_after(&["--repo", work.to_str().unwrap(), "push"], push_time * k / 5);
             let now = served_head(&url);
             assert!(now == old || now == new, "kill {k}: served branch at {now}");
         }
@@ -281,8 +236,7 @@ fn clone_push_and_killed_pushes_through_a_server() {
     let other = s.dir.path().join("other");
     ok(&up, &["clone", &url, other.to_str().unwrap()]);
     assert_eq!(head_of(&other), new);
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server); // killed (SIGKILL)
     ok(&up, &["fsck"]);
     assert_eq!(head_of(&up), new);
 }

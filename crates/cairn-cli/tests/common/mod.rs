@@ -150,6 +150,23 @@ pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
     }
 }
 
+/// Runs `cairn ARGS` with its output discarded and kills it (SIGKILL) after `after`,
+/// finished or not: what a crash at that moment leaves behind. `CAIRN_REPO` and
+/// `CAIRN_REMOTE` from the environment are not passed on (the arguments name the repository).
+pub fn run_killed_after(args: &[&str], after: std::time::Duration) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(args)
+        .env_remove("CAIRN_REPO")
+        .env_remove("CAIRN_REMOTE")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn cairn");
+    std::thread::sleep(after);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// A `cairn serve` process on a loopback port, over the sandbox's repository, and the URL
 /// it listens on.
 pub struct Served {
@@ -163,6 +180,7 @@ impl Served {
         let mut child = s
             .command()
             .env_remove("CAIRN_REMOTE")
+            .env_remove("CAIRN_TOKEN")
             .args(["serve", "--bind", "127.0.0.1:0"])
             .args(extra)
             .stdout(Stdio::piped())
