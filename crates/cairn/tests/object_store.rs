@@ -3,44 +3,18 @@
 //! fetch, push and pull between a path and a bucket with byte-identical answers; two
 //! writers racing on one branch; damage named; derived data rebuilt.
 
+mod common;
+
 use std::collections::BTreeSet;
 
 use cairn::{CommitId, Error, ErrorKind, Node, NodeId, Repo, StoreKind};
 use cairn_store::object_store::ObjectStoreExt;
+use common::{answer, commit_one, corpus_commit};
 
 /// A new bucket's repository URL (`None`: moto is not there; the test skips).
 fn bucket_repo(tag: &str) -> Option<String> {
     let moto = cairn_testkit::moto()?;
     Some(format!("{}/repo", moto.new_bucket(tag)))
-}
-
-fn corpus_commit(repo: &Repo, n: usize) -> CommitId {
-    let mut tx = repo.transaction().unwrap();
-    for node in cairn_testkit::corpus(n) {
-        tx.put_node(node).unwrap();
-    }
-    tx.commit("corpus").unwrap()
-}
-
-fn commit_one(repo: &Repo, node: &str, text: &str) -> CommitId {
-    let mut tx = repo.transaction().unwrap();
-    tx.put_node(Node::new(NodeId::new(node).unwrap()).with_label("Note").with_text(text))
-        .unwrap();
-    tx.commit(&format!("put {node}")).unwrap()
-}
-
-/// The same query's result JSON, at `rev`.
-fn answer(repo: &Repo, rev: &str) -> String {
-    let q = cairn_testkit::corpus(3)[2].embeddings["minilm"].clone();
-    let r = repo
-        .retrieve()
-        .at(rev)
-        .vector("minilm", &q)
-        .text("the river stone")
-        .limit(10)
-        .execute()
-        .unwrap();
-    serde_json::to_string(&r).unwrap()
 }
 
 #[test]

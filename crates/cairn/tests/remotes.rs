@@ -1,9 +1,12 @@
 //! Remotes over paths: clone, fetch, push, pull; only missing objects move, every object is
 //! verified, refs move only after the objects are durable, and refusals change nothing.
 
+mod common;
+
 use std::path::Path;
 
 use cairn::{Error, ErrorKind, GcOptions, Node, NodeId, Repo};
+use common::{answer, commit_one, corpus_commit};
 
 fn id(s: &str) -> NodeId {
     NodeId::new(s).unwrap()
@@ -12,33 +15,7 @@ fn id(s: &str) -> NodeId {
 /// A repository at `dir/name` holding `n` corpus nodes (text and a 384-d vector) in one
 /// commit, then closed.
 fn upstream(dir: &Path, name: &str, n: usize) -> cairn::CommitId {
-    let repo = Repo::init(dir.join(name)).unwrap();
-    let mut tx = repo.transaction().unwrap();
-    for node in cairn_testkit::corpus(n) {
-        tx.put_node(node).unwrap();
-    }
-    tx.commit("corpus").unwrap()
-}
-
-fn commit_one(repo: &Repo, node: &str, text: &str) -> cairn::CommitId {
-    let mut tx = repo.transaction().unwrap();
-    tx.put_node(Node::new(id(node)).with_label("Note").with_text(text))
-        .unwrap();
-    tx.commit(&format!("put {node}")).unwrap()
-}
-
-/// The same query's result JSON, at `rev`.
-fn answer(repo: &Repo, rev: &str) -> String {
-    let q = cairn_testkit::corpus(3)[2].embeddings["minilm"].clone();
-    let r = repo
-        .retrieve()
-        .at(rev)
-        .vector("minilm", &q)
-        .text("the river stone")
-        .limit(10)
-        .execute()
-        .unwrap();
-    serde_json::to_string(&r).unwrap()
+    corpus_commit(&Repo::init(dir.join(name)).unwrap(), n)
 }
 
 fn url(dir: &Path, name: &str) -> String {
