@@ -146,14 +146,7 @@ fn keeps_the_store_contract_on_moto() {
 fn moto_honours_conditional_writes() {
     let Some(moto) = cairn_testkit::moto() else { return };
     let url = moto.new_bucket("conditional");
-    let s3 = cairn_store::object_store::aws::AmazonS3Builder::from_env()
-        .with_url(&url)
-        .build()
-        .unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let (s3, rt) = raw_bucket(&url);
     rt.block_on(async {
         let path = "k".into();
         let create = || PutOptions::from(PutMode::Create);
@@ -245,8 +238,9 @@ fn concurrent_ref_log_appends_all_land() {
     }
 }
 
-/// Replaces `key` in the bucket at `bucket_url` with `bytes`, unconditionally: damage.
-fn overwrite(bucket_url: &str, key: &str, bytes: &[u8]) {
+/// A client of the bucket at `bucket_url` that bypasses the backend, and a runtime to
+/// drive it: the tests' own view of what the bucket holds.
+fn raw_bucket(bucket_url: &str) -> (cairn_store::object_store::aws::AmazonS3, tokio::runtime::Runtime) {
     let s3 = cairn_store::object_store::aws::AmazonS3Builder::from_env()
         .with_url(bucket_url)
         .build()
@@ -255,6 +249,12 @@ fn overwrite(bucket_url: &str, key: &str, bytes: &[u8]) {
         .enable_all()
         .build()
         .unwrap();
+    (s3, rt)
+}
+
+/// Replaces `key` in the bucket at `bucket_url` with `bytes`, unconditionally: damage.
+fn overwrite(bucket_url: &str, key: &str, bytes: &[u8]) {
+    let (s3, rt) = raw_bucket(bucket_url);
     rt.block_on(s3.put(&key.into(), PutPayload::from(bytes.to_vec())))
         .unwrap();
 }
