@@ -38,6 +38,16 @@ fn row(what: &str, took: Duration, moved: Option<TransferStats>, io: Option<(Req
 }
 
 /// A handle on the bucket repository at `url` with its own caches.
+/// The bench's hybrid query on `repo`, timed, with the requests `store` served for it: one
+/// row. Returns the result's JSON.
+fn timed_query(repo: &Repo, store: &ObjectStoreBackend, what: &str) -> String {
+    let before = store.requests();
+    let t = Instant::now();
+    let result = common::hybrid_query(repo, &mut common::Rng(7));
+    row(what, t.elapsed(), None, Some((before, store.requests())));
+    result
+}
+
 fn bucket_repo(url: &str, options: ObjectStoreOptions) -> (Repo, Arc<ObjectStoreBackend>) {
     let store = Arc::new(ObjectStoreBackend::open(url, options).expect("open bucket"));
     let repo = Repo::with_store(Arc::clone(&store) as _).expect("repo");
@@ -81,57 +91,40 @@ fn main() {
 
     let cache = |name: &str| ObjectStoreOptions::default().cache_dir(dir.path().join(name));
     let (cold, store) = bucket_repo(&url, cache("cache-a"));
-    let before = store.requests();
-    let t = Instant::now();
-    let first = common::hybrid_query(&cold, &mut common::Rng(7));
-    row(
+    let first = timed_query(
+        &cold,
+        &store,
         "first query on the bucket repository (builds its indexes)",
-        t.elapsed(),
-        None,
-        Some((before, store.requests())),
     );
-    let before = store.requests();
-    let t = Instant::now();
-    common::hybrid_query(&cold, &mut common::Rng(7));
-    row("warm query", t.elapsed(), None, Some((before, store.requests())));
+    timed_query(&cold, &store, "warm query");
     drop(cold);
     drop(store);
 
     let (again, store) = bucket_repo(&url, cache("cache-a"));
-    let before = store.requests();
-    let t = Instant::now();
-    assert_eq!(common::hybrid_query(&again, &mut common::Rng(7)), first);
-    row(
-        "first query of a new handle (local index cache warm)",
-        t.elapsed(),
-        None,
-        Some((before, store.requests())),
+    assert_eq!(
+        timed_query(&again, &store, "first query of a new handle (local index cache warm)"),
+        first
     );
     drop(again);
     drop(store);
 
     // Derived data kept in the bucket too: one machine builds and uploads, another reads.
     let (a, store) = bucket_repo(&url, cache("cache-b").remote_derived(true));
-    let before = store.requests();
-    let t = Instant::now();
-    common::hybrid_query(&a, &mut common::Rng(7));
-    row(
+    timed_query(
+        &a,
+        &store,
         "remote_derived: first query, building and uploading the index",
-        t.elapsed(),
-        None,
-        Some((before, store.requests())),
     );
     drop(a);
     drop(store);
     let (b, store) = bucket_repo(&url, cache("cache-c").remote_derived(true));
-    let before = store.requests();
-    let t = Instant::now();
-    assert_eq!(common::hybrid_query(&b, &mut common::Rng(7)), first);
-    row(
-        "remote_derived: first query on another machine (index read from the bucket)",
-        t.elapsed(),
-        None,
-        Some((before, store.requests())),
+    assert_eq!(
+        timed_query(
+            &b,
+            &store,
+            "remote_derived: first query on another machine (index read from the bucket)"
+        ),
+        first
     );
     drop(b);
     drop(store);
