@@ -78,14 +78,11 @@ fn main() {
         None,
     );
 
-    let t = Instant::now();
-    let probe = Repo::init(dir.path().join("clone")).expect("init");
-    probe.remote_add("origin", &url).expect("remote");
-    let fetched = probe.fetch("origin").expect("fetch");
+    let (probe, took, moved) = common::timed_init_and_fetch(&dir.path().join("clone"), &url);
     row(
         "clone from the bucket (init + fetch of every branch)",
-        t.elapsed(),
-        Some(fetched.transfer),
+        took,
+        Some(moved),
         None,
     );
 

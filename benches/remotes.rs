@@ -41,15 +41,8 @@ fn main() {
     println!("| step | time | objects moved | bytes moved | peak RSS |");
     println!("|---|---:|---:|---:|---:|");
     // A clone's transfer, measured as the fetch it is (init + remote + fetch).
-    let t = Instant::now();
-    let probe = Repo::init(dir.path().join("probe")).expect("init");
-    probe.remote_add("origin", &url).expect("remote");
-    let fetched = probe.fetch("origin").expect("fetch");
-    row(
-        "init + fetch of every branch (what a clone moves)",
-        t.elapsed(),
-        Some(fetched.transfer),
-    );
+    let (probe, took, moved) = common::timed_init_and_fetch(&dir.path().join("probe"), &url);
+    row("init + fetch of every branch (what a clone moves)", took, Some(moved));
     drop(probe);
     let t = Instant::now();
     let clone = Repo::clone_from(&url, dir.path().join("clone")).expect("clone");
@@ -88,14 +81,11 @@ fn main() {
     )
     .expect("serve");
     let http = server.url();
-    let t = Instant::now();
-    let probe = Repo::init(dir.path().join("http-probe")).expect("init");
-    probe.remote_add("origin", &http).expect("remote");
-    let fetched = probe.fetch("origin").expect("fetch");
+    let (probe, took, moved) = common::timed_init_and_fetch(&dir.path().join("http-probe"), &http);
     row(
         "server: init + fetch of every branch (what a clone moves)",
-        t.elapsed(),
-        Some(fetched.transfer),
+        took,
+        Some(moved),
     );
     drop(probe);
     let t = Instant::now();

@@ -37,6 +37,20 @@ pub fn import_corpus(repo: &cairn::Repo, n: usize, rng: &mut Rng) {
     }
 }
 
+/// What a clone moves, measured as the fetch it is: a new repository at `path` with `url`
+/// as `origin`, every branch fetched. The repository, the time all of it took, and what
+/// the fetch moved.
+pub fn timed_init_and_fetch(
+    path: &std::path::Path,
+    url: &str,
+) -> (cairn::Repo, std::time::Duration, cairn::TransferStats) {
+    let t = std::time::Instant::now();
+    let repo = cairn::Repo::init(path).expect("init");
+    repo.remote_add("origin", url).expect("remote");
+    let fetched = repo.fetch("origin").expect("fetch");
+    (repo, t.elapsed(), fetched.transfer)
+}
+
 /// A hybrid query (label, vector, text; limit 10), as its result JSON.
 pub fn hybrid_query(repo: &cairn::Repo, rng: &mut Rng) -> String {
     let r = repo
