@@ -9,9 +9,14 @@ use common::Sandbox;
 
 /// Runs cairn on the repository at `repo`; returns (exit code, stdout, stderr).
 fn on(repo: &Path, args: &[&str]) -> (i32, String, String) {
+    at(&["--repo", repo.to_str().unwrap()], args)
+}
+
+/// Runs cairn with `place` (`--repo PATH` or `--remote URL`); returns (exit code, stdout,
+/// stderr).
+fn at(place: &[&str], args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .arg("--repo")
-        .arg(repo)
+        .args(place)
         .env_remove("CAIRN_REPO")
         .env_remove("CAIRN_REMOTE")
         .args(args)
@@ -28,6 +33,19 @@ fn ok(repo: &Path, args: &[&str]) -> String {
     let (code, out, err) = on(repo, args);
     assert_eq!(code, 0, "cairn {args:?}: {err}");
     out
+}
+
+/// [`ok`] on the repository a `cairn serve` at `url` serves.
+fn remote_ok(url: &str, args: &[&str]) -> String {
+    let (code, out, err) = at(&["--remote", url], args);
+    assert_eq!(code, 0, "cairn --remote {url} {args:?}: {err}");
+    out
+}
+
+/// The head commit a `cairn log -n 1 --json` printed.
+fn logged_head(log: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(log).unwrap();
+    v[0]["commit"].as_str().unwrap().to_string()
 }
 
 #[test]
@@ -105,8 +123,7 @@ fn nodes(s: &Sandbox, prefix: &str, n: usize) -> String {
 }
 
 fn head_of(repo: &Path) -> String {
-    let v: serde_json::Value = serde_json::from_str(&ok(repo, &["log", "-n", "1", "--json"])).unwrap();
-    v[0]["commit"].as_str().unwrap().to_string()
+    logged_head(&ok(repo, &["log", "-n", "1", "--json"]))
 }
 
 /// `cairn push` and `cairn clone` killed (SIGKILL) at a spread of moments: the remote's
@@ -185,14 +202,7 @@ fn killed_push_and_clone_leave_the_target_as_before_or_complete() {
 
 /// The head of the served repository, through `cairn --remote URL log`.
 fn served_head(url: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["--remote", url, "log", "-n", "1", "--json"])
-        .env_remove("CAIRN_REPO")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    v[0]["commit"].as_str().unwrap().to_string()
+    logged_head(&remote_ok(url, &["log", "-n", "1", "--json"]))
 }
 
 /// Clone, push and pull through `cairn serve`; a push to the server killed (SIGKILL) at a
@@ -224,12 +234,7 @@ fn clone_push_and_killed_pushes_through_a_server() {
             push_time = t.elapsed();
         }
         assert_eq!(served_head(&url), new, "round {k}: pushing again completes");
-        let fsck = Command::new(env!("CARGO_BIN_EXE_cairn"))
-            .args(["--remote", &url, "fsck"])
-            .env_remove("CAIRN_REPO")
-            .output()
-            .unwrap();
-        assert!(fsck.status.success(), "fsck: {}", String::from_utf8_lossy(&fsck.stdout));
+        remote_ok(&url, &["fsck"]);
     }
     // A second clone sees the pushed head.
     let new = head_of(&work);
