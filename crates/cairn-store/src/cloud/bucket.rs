@@ -238,38 +238,22 @@ impl Bucket {
         }
     }
 
-    /// Writes immutable values with `PutMode::Create`, many at once; a key already taken
-    /// counts as written (its content is the same by construction: it is named by it).
-    pub(super) fn create_many(&self, items: Vec<(String, Vec<u8>)>) -> Result<(), StoreError> {
+    /// Writes values, many at once, with `mode`: `PutMode::Create` for immutable values (a
+    /// key already taken counts as written: its content is the same by construction, it
+    /// is named by it), `PutMode::Overwrite` to replace what a key holds.
+    pub(super) fn put_many(&self, items: Vec<(String, Vec<u8>)>, mode: PutMode) -> Result<(), StoreError> {
         let store = &self.store;
+        let create = matches!(mode, PutMode::Create);
         let fut = stream::iter(items.into_iter().map(|(k, bytes)| {
             let path = self.path(&k);
+            let opts = PutOptions::from(mode.clone());
             async move {
                 self.count_put(bytes.len());
-                let opts = PutOptions::from(PutMode::Create);
                 match store.put_opts(&path, PutPayload::from(bytes), opts).await {
-                    Ok(_) | Err(object_store::Error::AlreadyExists { .. }) => Ok(()),
+                    Ok(_) => Ok(()),
+                    Err(object_store::Error::AlreadyExists { .. }) if create => Ok(()),
                     Err(e) => Err(self.error("put", &k, e)),
                 }
-            }
-        }))
-        .buffer_unordered(self.concurrency)
-        .try_collect::<Vec<()>>();
-        self.block(fut).map(drop)
-    }
-
-    /// Writes values with `PutMode::Overwrite`, many at once.
-    pub(super) fn overwrite_many(&self, items: Vec<(String, Vec<u8>)>) -> Result<(), StoreError> {
-        let store = &self.store;
-        let fut = stream::iter(items.into_iter().map(|(k, bytes)| {
-            let path = self.path(&k);
-            async move {
-                self.count_put(bytes.len());
-                store
-                    .put(&path, PutPayload::from(bytes))
-                    .await
-                    .map(drop)
-                    .map_err(|e| self.error("put", &k, e))
             }
         }))
         .buffer_unordered(self.concurrency)

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use cairn_core::Hash;
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreScheme, RetryConfig};
+use object_store::{ObjectStore, ObjectStoreScheme, PutMode, RetryConfig};
 
 use crate::backend::{check_ref_log_record, CasOutcome, DerivedEntry, Store, StoreDamage, StoreStats};
 use crate::error::StoreError;
@@ -421,7 +421,7 @@ impl Store for ObjectStoreBackend {
             .filter(|(h, _)| !self.objects.known(h))
             .map(|(h, b)| (keys::object(h), b.clone()))
             .collect();
-        self.bucket.create_many(items)?;
+        self.bucket.put_many(items, PutMode::Create)?;
         self.objects.mark_present(objects.iter().map(|(h, _)| *h));
         Ok(())
     }
@@ -509,7 +509,7 @@ impl Store for ObjectStoreBackend {
         self.local.put_derived(entries)?;
         if self.remote_derived {
             let items = entries.iter().map(|(k, v)| (keys::derived(k), frame(v))).collect();
-            self.bucket.overwrite_many(items)?;
+            self.bucket.put_many(items, PutMode::Overwrite)?;
         }
         Ok(())
     }
