@@ -1,5 +1,5 @@
 //! Arbitrary bytes into every decoder of stored derived data (index chunk parts, unit
-//! graphs, manifests). The repository reads these from its derived space, where a
+//! graphs, unit texts, manifests). The repository reads these from its derived space, where a
 //! damaged or hostile value passes the store's crc whenever it was written as is: a
 //! decoder may refuse any input, but it must not panic or abort (no allocation beyond
 //! what the input describes), and what it accepts must encode back to the same bytes.
@@ -44,6 +44,11 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok((model, g)) = persist::decode_unit_graph(data, &key) {
         assert_eq!(persist::encode_unit_graph(&key, &model, &g), data, "unit graph");
+    }
+    if let Ok(u) = cairn_index::UnitText::open(data.to_vec(), &key) {
+        let parts = u.chunk_texts().expect("an opened unit text reads whole");
+        let refs: Vec<&cairn_index::TextChunk> = parts.iter().collect();
+        assert_eq!(cairn_index::unit_text::encode_unit_text(&key, &refs), data, "unit text");
     }
     if let Ok((n, h)) = persist::decode_manifest(data, &key) {
         assert_eq!(persist::encode_manifest(&key, n, &h), data, "manifest");

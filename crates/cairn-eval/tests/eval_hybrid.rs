@@ -202,7 +202,7 @@ fn fusion_grid() {
 /// One lane's hits straight from the indexes (no question-word handling).
 fn raw_lane(commit: &ResolvedCommit, c: &Collection, i: usize, text: Option<&str>) -> Vec<cairn_index::Hit> {
     match text {
-        Some(t) => commit.indexes.text_search(t, 1000, None),
+        Some(t) => commit.indexes.text_search(t, 1000, None).unwrap(),
         None => {
             commit
                 .indexes
@@ -580,7 +580,7 @@ fn weak_lane_fusion() {
                     let q = weakened(&c, i, sigma);
                     let dense = commit.indexes.dense_search("minilm", &q, 1000, None).unwrap().hits;
                     let t = strip_question_words(&c.queries[i].text).into_owned();
-                    let text = commit.indexes.text_search(&t, 1000, None);
+                    let text = commit.indexes.text_search(&t, 1000, None).unwrap();
                     (dense, text)
                 })
                 .collect();

@@ -36,6 +36,7 @@ pub mod params;
 pub mod persist;
 pub mod props;
 pub mod unit;
+pub mod unit_text;
 pub mod validity;
 pub mod view;
 
@@ -48,7 +49,8 @@ pub use hnsw::GraphParams;
 pub use params::{Bm25Params, IndexParams, INDEX_FORMAT_VERSION};
 pub use props::PropertyPredicate;
 pub use unit::UnitGraph;
+pub use unit_text::UnitText;
 pub use view::{
     ann_ef, AdjacentEdge, AnnOptions, BaseUnit, CommitIndexes, DenseSearch, DenseView, EdgeView, Filter, FilterPart,
-    IndexNeeds, ANN_MIN_ROWS, EXACT_SCAN_ROWS,
+    IndexNeeds, TextUnit, ANN_MIN_ROWS, EXACT_SCAN_ROWS,
 };

@@ -914,7 +914,7 @@ impl<'a> Reader<'a> {
         self.fits(n, min_item_bytes)
     }
     /// The same for a `u32le` count.
-    fn count32(&mut self, min_item_bytes: usize) -> Result<usize, IndexError> {
+    pub(crate) fn count32(&mut self, min_item_bytes: usize) -> Result<usize, IndexError> {
         let n = u64::from(self.u32()?);
         self.fits(n, min_item_bytes)
     }
@@ -940,7 +940,7 @@ impl<'a> Reader<'a> {
         self.str_ref().map(str::to_owned)
     }
     /// A string, borrowed from the input.
-    fn str_ref(&mut self) -> Result<&'a str, IndexError> {
+    pub(crate) fn str_ref(&mut self) -> Result<&'a str, IndexError> {
         let len = self.count64(1)?;
         let bytes = self.take(len)?;
         std::str::from_utf8(bytes).map_err(|_| bad("a string is not UTF-8"))
@@ -987,7 +987,7 @@ impl<'a> Reader<'a> {
             x => return Err(bad(format!("unknown value kind {x}"))),
         })
     }
-    fn done(&self) -> Result<(), IndexError> {
+    pub(crate) fn done(&self) -> Result<(), IndexError> {
         if self.remaining() != 0 {
             return Err(bad(format!("{} trailing bytes", self.remaining())));
         }

@@ -105,7 +105,7 @@ fn evaluate(c: &Collection, index: &CommitIndexes) -> (f64, f64, usize) {
     let (mut ndcg, mut recall, mut n) = (0.0, 0.0, 0usize);
     for (qid, text) in &c.queries {
         let Some(rel) = c.relevant.get(qid) else { continue };
-        let hits = index.text_search(text, 100, None);
+        let hits = index.text_search(text, 100, None).unwrap();
         let ranked: Vec<&str> = hits.iter().map(|h| index.id(h.ordinal).as_str()).collect();
         let dcg: f64 = ranked
             .iter()

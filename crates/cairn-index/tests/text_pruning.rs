@@ -36,7 +36,7 @@ fn check(ix: &CommitIndexes, queries: &[Vec<u32>], ks: &[usize]) {
         let text = q.iter().map(|&r| word(r)).collect::<Vec<_>>().join(" ");
         for &k in ks {
             for f in [None, Some(&a), Some(&none)] {
-                let got = ix.text_search(&text, k, f);
+                let got = ix.text_search(&text, k, f).unwrap();
                 let want = ix.text_search_reference(&text, k, f);
                 assert_eq!(got.len(), want.len(), "{text:?} k={k}");
                 for (g, w) in got.iter().zip(&want) {
@@ -86,7 +86,7 @@ fn a_common_word_with_rare_ones_is_pruned_and_exact() {
         "absent common",
     ] {
         for k in [1, 10, 100, 400] {
-            let got = ix.text_search(q, k, None);
+            let got = ix.text_search(q, k, None).unwrap();
             let want = ix.text_search_reference(q, k, None);
             assert_eq!(got, want, "{q} k={k}");
         }
@@ -124,7 +124,7 @@ fn ranges_scanned_at_once_give_the_same_answer() {
             queries
                 .iter()
                 .flat_map(|q| [1usize, 100, 1000].map(|k| (q, k)))
-                .flat_map(|(q, k)| [None, Some(&a)].map(|f| ix.text_search(q, k, f)))
+                .flat_map(|(q, k)| [None, Some(&a)].map(|f| ix.text_search(q, k, f).unwrap()))
                 .collect()
         });
         assert_eq!(got, want, "{threads} threads");

@@ -122,7 +122,9 @@ pub(crate) fn run_lane(
             (indexes.sparse_search(model, vector, depth, filter).map_err(err)?, false)
         }
         LaneQuery::Text { query } => (
-            indexes.text_search(&cairn_index::analyzer::strip_question_words(query), depth, filter),
+            indexes
+                .text_search(&cairn_index::analyzer::strip_question_words(query), depth, filter)
+                .map_err(err)?,
             false,
         ),
     };

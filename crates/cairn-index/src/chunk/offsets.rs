@@ -30,16 +30,6 @@ impl Offsets {
         }
     }
 
-    /// Asks for offsets `i` and `i + 1` to be brought into cache (a hint; nothing if out
-    /// of range).
-    #[inline(always)]
-    pub(crate) fn prefetch(&self, i: usize) {
-        match self {
-            Offsets::Narrow(v) => crate::dense::prefetch::prefetch(v.get(i..(i + 2).min(v.len())).unwrap_or(&[])),
-            Offsets::Wide(v) => crate::dense::prefetch::prefetch(v.get(i..(i + 2).min(v.len())).unwrap_or(&[])),
-        }
-    }
-
     /// Offset `i`.
     #[inline]
     pub(crate) fn get(&self, i: usize) -> u32 {

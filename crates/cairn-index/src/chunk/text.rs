@@ -51,6 +51,18 @@ impl Posting {
     pub fn tf(self) -> u32 {
         self.0 & (TF_LIMIT - 1)
     }
+
+    /// The packed word (the stored form in a unit text, `unit_text.rs`).
+    #[inline]
+    pub(crate) fn raw(self) -> u32 {
+        self.0
+    }
+
+    /// A posting from its packed word (any word unpacks; callers check the fields).
+    #[inline]
+    pub(crate) fn from_raw(w: u32) -> Posting {
+        Posting(w)
+    }
 }
 
 /// Postings of one chunk: for each term (sorted), `(local ordinal, term frequency)` in
@@ -246,6 +258,25 @@ impl TextChunk {
         })
     }
 
+    /// A part of documents with lengths `doc_len` and no terms yet
+    /// ([`TextChunk::push_postings`] adds them).
+    pub(crate) fn with_lengths(doc_len: Vec<u32>) -> TextChunk {
+        let mut t = TextChunk {
+            total_len: doc_len.iter().map(|&l| u64::from(l)).sum(),
+            doc_len,
+            ..TextChunk::default()
+        };
+        t.starts.push(0);
+        t
+    }
+
+    /// Appends a term (greater than every term so far) with its postings.
+    pub(crate) fn push_postings(&mut self, term: &str, postings: &[Posting]) {
+        self.push_term(term);
+        self.posts.extend_from_slice(postings);
+        self.starts.push(self.posts.len() as u32);
+    }
+
     /// Appends a term (greater than every term so far).
     pub(crate) fn push_term(&mut self, term: &str) {
         self.term_bytes.push_str(term);
@@ -256,12 +287,6 @@ impl TextChunk {
     pub(crate) fn term(&self, i: usize) -> &str {
         let start = if i == 0 { 0 } else { self.term_end.get(i - 1) as usize };
         &self.term_bytes[start..self.term_end.get(i) as usize]
-    }
-
-    /// Asks for term `i`'s posting offsets to be brought into cache (a hint).
-    #[inline(always)]
-    pub(crate) fn prefetch_offsets(&self, i: usize) {
-        self.starts.prefetch(i);
     }
 
     /// The postings of term `i`.

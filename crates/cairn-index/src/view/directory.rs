@@ -72,8 +72,6 @@ struct Base<K> {
     keys: Vec<K>,
     /// Key `i`'s entries are `entries[starts[i]..starts[i + 1]]`.
     starts: Vec<u32>,
-    /// Key `i`'s posting count over every base chunk.
-    totals: Vec<u64>,
     /// Increasing by chunk within a key.
     entries: Vec<Entry>,
     /// `(slot, count)` of the entries (by index) that do not pack ([`Entry`]).
@@ -180,7 +178,6 @@ impl<K: Ord> Base<K> {
         let mut cursor: Vec<u32> = starts[..starts.len() - 1].to_vec();
         let mut entries = vec![Entry::default(); at as usize];
         let mut escaped = FastMap::default();
-        let mut totals = vec![0u64; keys.len()];
         for (p, (piece, map)) in pieces.iter().zip(&to_rank).enumerate() {
             let mut ids = piece.ids.iter();
             for c in bounds[p]..bounds[p + 1] {
@@ -192,7 +189,6 @@ impl<K: Ord> Base<K> {
                     if aside {
                         escaped.insert(*w, (slot, count));
                     }
-                    totals[rank] += u64::from(count);
                     *w += 1;
                 }
             }
@@ -202,7 +198,6 @@ impl<K: Ord> Base<K> {
         Base {
             keys: order.iter().map(|g| keys[*g as usize].to_owned()).collect(),
             starts,
-            totals,
             entries,
             escaped,
             key_bytes,
@@ -252,8 +247,6 @@ pub(crate) struct KeyEntries<'a, K> {
     entries: &'a [Entry],
     /// The index of the first in the base.
     first: usize,
-    /// The key's posting count over the base chunks still in the view.
-    pub(crate) base_count: u64,
 }
 
 impl<K> KeyEntries<'_, K> {
@@ -369,33 +362,19 @@ impl<K: Ord> Directory<K> {
         }
     }
 
-    /// What the base knows of `key` in this view: its entries, and its posting count
-    /// over the base chunks still here (the base's total less the gone chunks' counts:
-    /// O(gone · log), never a walk of the entries).
+    /// What the base knows of `key` in this view: its entries.
     pub(crate) fn key<Q: Ord + ?Sized>(&self, key: &Q) -> KeyEntries<'_, K>
     where
         K: Borrow<Q>,
     {
-        let Some(i) = self.base.position(key) else {
-            return KeyEntries {
-                dir: self,
-                entries: &[],
-                first: 0,
-                base_count: 0,
-            };
+        let (entries, first) = match self.base.position(key) {
+            Some(i) => self.base.entries_of(i),
+            None => (&[][..], 0),
         };
-        let (entries, first) = self.base.entries_of(i);
-        let mut count = self.base.totals[i];
-        for &g in self.gone.iter() {
-            if let Ok(j) = entries.binary_search_by_key(&g, |e| e.chunk) {
-                count -= u64::from(self.base.slot_count(first + j, &entries[j]).1);
-            }
-        }
         KeyEntries {
             dir: self,
             entries,
             first,
-            base_count: count,
         }
     }
 
@@ -422,10 +401,11 @@ mod tests {
     fn lookup(d: &Directory<u64>, chunks: &[Vec<u64>], key: u64) -> (Vec<usize>, u64) {
         let mut out = Vec::new();
         let e = d.key(&key);
-        let mut count = e.base_count;
+        let mut count = 0;
         for (c, slot, n) in e.iter() {
             assert_eq!(chunks[c][slot as usize], key);
             assert_eq!(u64::from(n), key + 1);
+            count += u64::from(n);
             out.push(c);
         }
         for &c in d.overlay() {
@@ -486,7 +466,7 @@ mod tests {
                     (e.chunk, slot, count)
                 })
                 .collect();
-            (b.keys.clone(), b.starts.clone(), b.totals.clone(), entries, b.key_bytes)
+            (b.keys.clone(), b.starts.clone(), entries, b.key_bytes)
         };
         let one = table(1);
         assert_eq!(

@@ -15,6 +15,7 @@ mod directory;
 mod edges;
 mod filter;
 mod inherit;
+mod postings;
 mod sparse;
 mod text;
 
@@ -28,6 +29,7 @@ use parking_lot::Mutex;
 pub use dense::{ann_ef, AnnOptions, BaseUnit, DenseSearch, DenseView, ANN_MIN_ROWS, EXACT_SCAN_ROWS};
 pub use edges::{AdjacentEdge, EdgeView};
 pub use filter::{Filter, FilterPart};
+pub use postings::TextUnit;
 
 use crate::chunk::{ChunkParts, DenseChunk, EdgeChunk, EdgeDirection, Local, NodeChunk, SparseChunk, TextChunk};
 use crate::chunking::{spans, SplitRule};
@@ -77,11 +79,10 @@ pub struct CommitIndexes {
     params: IndexParams,
     chunks: Vec<Arc<NodeChunk>>,
     offsets: Arc<[Ordinal]>,
-    text: Option<Vec<Arc<TextChunk>>>,
-    /// Term hash → the chunks holding the term (with `text`).
-    text_dir: Option<Directory<String>>,
-    /// The sum of every text part's document lengths (with `text`).
-    text_total_len: u64,
+    /// The BM25 postings: unit texts, and parts of the chunks no unit covers.
+    text: Option<postings::Postings>,
+    /// Every chunk's BM25 part, for a view given them all ([`CommitIndexes::set_text`]).
+    text_parts: Option<Vec<Arc<TextChunk>>>,
     sparse: BTreeMap<String, Vec<Option<Arc<SparseChunk>>>>,
     /// Per sparse model: dimension → the chunks holding it.
     sparse_dirs: BTreeMap<String, Directory<u32>>,
@@ -124,8 +125,7 @@ impl CommitIndexes {
             params,
             offsets: offsets.into(),
             text: None,
-            text_dir: None,
-            text_total_len: 0,
+            text_parts: None,
             sparse: BTreeMap::new(),
             sparse_dirs: BTreeMap::new(),
             dense: BTreeMap::new(),
@@ -157,38 +157,58 @@ impl CommitIndexes {
         Ok(())
     }
 
-    /// Attaches the BM25 parts (one per chunk, in chunk order).
+    /// Attaches the BM25 parts (one per chunk, in chunk order), grouping them into unit
+    /// texts in memory ([`crate::unit_text`]: the units of [`crate::unit`], as the
+    /// repository stores them).
     pub fn set_text(&mut self, parts: Vec<Arc<TextChunk>>) -> Result<(), IndexError> {
-        self.set_text_from(parts, None)
+        use crate::unit::{chunk_levels, unit_ranges};
+        use crate::unit_text::{encode_unit_text, UnitText};
+        self.check_len("text", parts.len())?;
+        let firsts: Vec<&[u8]> = self.chunks.iter().map(|c| c.ids()[0].as_str().as_bytes()).collect();
+        let mut units = Vec::new();
+        for range in unit_ranges(&chunk_levels(firsts)) {
+            let mut key_bytes = Vec::new();
+            for c in range.clone() {
+                key_bytes.extend_from_slice(self.chunks[c].ids()[0].as_str().as_bytes());
+            }
+            let key = Hash::of(&key_bytes);
+            let refs: Vec<&TextChunk> = parts[range.clone()].iter().map(|p| p.as_ref()).collect();
+            let text = UnitText::open_built(encode_unit_text(&key, &refs), &key)?;
+            units.push(TextUnit {
+                text: Arc::new(text),
+                chunks: range.map(Some).collect(),
+            });
+        }
+        self.set_text_units(units, vec![None; parts.len()])?;
+        self.text_parts = Some(parts);
+        Ok(())
     }
 
-    /// [`CommitIndexes::set_text`] for a view assembled from `donor`, whose chunk `i` is
-    /// the donor's chunk `from_donor[i]` (the same chunk key) or new: the term directory
-    /// is derived from the donor's in O(chunks) instead of read from every part.
-    pub fn set_text_from(
-        &mut self,
-        parts: Vec<Arc<TextChunk>>,
-        donor: Option<(&CommitIndexes, &[Option<usize>])>,
-    ) -> Result<(), IndexError> {
-        self.check_len("text", parts.len())?;
-        if let Some((i, _)) = parts
-            .iter()
-            .zip(&self.chunks)
-            .enumerate()
-            .find(|(_, (t, c))| t.doc_count() != c.len())
-        {
-            return Err(IndexError::Inconsistent(format!(
-                "text part of chunk {i} has another node count"
-            )));
-        }
-        let keys_of = |c: usize| text_keys(&parts[c]);
-        let size = |t: &str| t.len();
-        let donor = donor.and_then(|(d, map)| Some((d.text_dir.as_ref()?, map)));
-        let dir = Directory::derive_or_build(donor, parts.len(), keys_of, size);
-        self.text_total_len = parts.iter().map(|p| p.total_len()).sum();
-        self.text_dir = Some(dir);
-        self.text = Some(parts);
+    /// Attaches BM25 postings as unit texts mapped onto this view's chunks (each chunk at
+    /// most once; `view/postings.rs`), and `own[c]`, the part of every chunk `c` no unit
+    /// maps. Errors: [`IndexError::Inconsistent`] if a chunk is mapped twice or not at
+    /// all, or a unit chunk's document count differs from its view chunk's.
+    pub fn set_text_units(&mut self, units: Vec<TextUnit>, own: Vec<Option<Arc<TextChunk>>>) -> Result<(), IndexError> {
+        let lens: Vec<usize> = self.chunks.iter().map(|c| c.len()).collect();
+        self.text = Some(postings::Postings::new(units, own, &lens)?);
+        self.text_parts = None;
         Ok(())
+    }
+
+    /// The BM25 part of every chunk, as each chunk's own part holds it (unit texts read
+    /// whole): for references, digests and checks. `None` if the BM25 postings are not
+    /// loaded; `Err` says why a unit text could not be read.
+    pub fn chunk_texts(&self) -> Option<Result<Vec<Arc<TextChunk>>, String>> {
+        if let Some(p) = &self.text_parts {
+            return Some(Ok(p.clone()));
+        }
+        self.text.as_ref().map(postings::Postings::chunk_texts)
+    }
+
+    /// Heap bytes of the view's BM25 postings (unit heads and resident unit texts, and
+    /// the chunk parts it holds), estimated.
+    pub fn text_bytes(&self) -> usize {
+        self.text.as_ref().map_or(0, postings::Postings::heap_bytes)
     }
 
     /// Attaches a sparse model's parts (`None` for chunks without vectors of it).
@@ -214,10 +234,9 @@ impl CommitIndexes {
         Ok(())
     }
 
-    /// Heap bytes of the view's directories (term and sparse dimension), estimated.
+    /// Heap bytes of the view's sparse dimension directories, estimated.
     pub fn directory_bytes(&self) -> usize {
-        self.text_dir.as_ref().map_or(0, Directory::heap_bytes)
-            + self.sparse_dirs.values().map(Directory::heap_bytes).sum::<usize>()
+        self.sparse_dirs.values().map(Directory::heap_bytes).sum::<usize>()
     }
 
     /// Attaches a dense model's parts (`None` for chunks without vectors of it). The
@@ -537,9 +556,14 @@ impl CommitIndexes {
         self.sparse.contains_key(model)
     }
 
-    /// Chunk `c`'s BM25 part, if loaded.
+    /// Chunk `c`'s BM25 part, if the view holds it: every chunk's, for a view given them
+    /// all ([`CommitIndexes::set_text`]); else the parts of the chunks no unit covers
+    /// ([`CommitIndexes::chunk_texts`] reads any chunk's).
     pub fn text_part(&self, c: usize) -> Option<&Arc<TextChunk>> {
-        self.text.as_ref().and_then(|t| t.get(c))
+        match &self.text_parts {
+            Some(p) => p.get(c),
+            None => self.text.as_ref().and_then(|t| t.own(c)),
+        }
     }
 
     /// Chunk `c`'s sparse part of `model`, if loaded and present.
@@ -591,10 +615,13 @@ impl CommitIndexes {
         use crate::persist;
         let z = Hash::ZERO;
         let mut h = blake3::Hasher::new();
+        // A unit text that cannot be read leaves its chunks' text parts out: such a view's
+        // digest differs.
+        let texts = self.chunk_texts().and_then(Result::ok);
         for (c, core) in self.chunks.iter().enumerate() {
             let n = core.len() as u32;
             h.update(&persist::encode_node_core(&z, core));
-            if let Some(t) = &self.text {
+            if let Some(t) = &texts {
                 h.update(&persist::encode_text(&z, &t[c]));
             }
             for (m, parts) in &self.sparse {
@@ -636,7 +663,7 @@ impl CommitIndexes {
     /// let ix = CommitIndexes::build(Hash::ZERO, &IndexParams::default(), &nodes, &[]);
     /// assert_eq!(ix.node_count(), 2);
     /// assert_eq!(ix.id(0).as_str(), "a");
-    /// assert_eq!(ix.text_search("stall", 10, None).len(), 2);
+    /// assert_eq!(ix.text_search("stall", 10, None).unwrap().len(), 2);
     /// ```
     pub fn build(key: Hash, params: &IndexParams, nodes: &[(Hash, Node)], edges: &[Edge]) -> CommitIndexes {
         let mut sorted: Vec<&(Hash, Node)> = nodes.iter().rev().collect();
@@ -690,11 +717,6 @@ impl CommitIndexes {
         ix.set_edges(out, inc);
         ix
     }
-}
-
-/// A text part's `(term, term index, postings)` triples.
-fn text_keys(p: &TextChunk) -> impl Iterator<Item = (&str, u32, u32)> + '_ {
-    (0..p.term_count()).map(|i| (p.term(i), i as u32, p.postings_at(i).len() as u32))
 }
 
 /// A sparse part's `(dimension, dimension index, postings)` triples.

@@ -14,8 +14,10 @@
 //! sum is rounded to `f32` once. Ranking is by that `f32` score, then ordinal. A filter
 //! restricts which documents are scored, never the statistics.
 //!
-//! Cost: the term directory (`directory.rs`) gives each term's document frequency without
-//! reading a part, and the chunks holding it. Chunks are then visited in order under
+//! Cost: a view's postings are grouped by term per unit (`postings.rs`, [`crate::unit_text`]):
+//! a query reads its terms' postings — one block of a unit's term dictionary and one
+//! posting list per term and unit — plus a lookup in each chunk no unit covers, and sums
+//! each term's document frequency from them. Chunks are then visited in order under
 //! **MaxScore** pruning: a term can add at most `count · idf · (k1 + 1)` to a score (BM25's
 //! saturation bound), so once the `k`-th best score so far exceeds the sum of the smallest
 //! terms' bounds, a document holding only those terms cannot enter the top `k` — not even on
@@ -39,7 +41,9 @@ use rayon::prelude::*;
 use crate::chunk::text::term_hash;
 use crate::chunk::{Local, Posting, TextChunk};
 use crate::dense::prefetch::prefetch;
+use crate::error::IndexError;
 use crate::hit::{top_k_vec, Hit, TopK};
+use crate::unit_text::UnitText;
 use crate::view::push_chunk_hits;
 use crate::view::{CommitIndexes, Filter, FilterPart};
 
@@ -85,7 +89,7 @@ impl CommitIndexes {
     /// it), and the `(k1, b, avgdl)` of the scoring formula.
     fn bm25_weights(&self, terms: &[(String, u32)], df: &[u64]) -> (Vec<TermWeight>, Bm25Consts) {
         let n = f64::from(self.node_count());
-        let avgdl = self.text_total_len as f64 / n;
+        let avgdl = self.text.as_ref().map_or(0, |t| t.total_len) as f64 / n;
         let k1 = widen(self.params.bm25.k1);
         let b = widen(self.params.bm25.b);
         let weights = terms
@@ -104,41 +108,45 @@ impl CommitIndexes {
     /// The `k` best documents for `query` among `filter` (all if `None`), exact, in
     /// `(score desc, ordinal asc)` order (module docs). Documents matching no query term
     /// are not hits. Empty if the BM25 parts are not loaded.
-    pub fn text_search(&self, query: &str, k: usize, filter: Option<&Filter>) -> Vec<Hit> {
-        let (Some(parts), Some(dir)) = (&self.text, &self.text_dir) else {
-            return Vec::new();
+    ///
+    /// A unit text read from the store that cannot be read, or fails a checksum, is not
+    /// used: its chunks are analysed again from their node texts for this query (the same
+    /// postings, so the same answer) and its source is told, so the stored value is
+    /// rebuilt. Errors: [`IndexError::UnreadableText`] if a node text can be read neither
+    /// way, or does not hold the text the unit was built from.
+    pub fn text_search(&self, query: &str, k: usize, filter: Option<&Filter>) -> Result<Vec<Hit>, IndexError> {
+        let Some(post) = &self.text else {
+            return Ok(Vec::new());
         };
         if k == 0 || self.node_count() == 0 {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         let terms = self.query_terms(query);
         if terms.is_empty() {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         let nt = terms.len();
-        // Each term's chunks in view order, `(chunk, slot)` (`PROBE`: an overlay chunk,
-        // whose postings come from a lookup), and its document frequency.
-        const PROBE: u32 = u32::MAX;
-        let mut at: Vec<Vec<(u32, u32)>> = Vec::with_capacity(nt);
-        let mut df = vec![0u64; nt];
-        for (i, (t, _)) in terms.iter().enumerate() {
-            let entries = dir.key(t.as_str());
-            df[i] = entries.base_count;
-            let h = term_hash(t);
-            let mut extra: Vec<(u32, u32)> = Vec::new();
-            for &c in dir.overlay() {
-                let n = parts[c as usize].lookup(t, h).len();
-                if n > 0 {
-                    df[i] += n as u64;
-                    extra.push((c, PROBE));
+        let names: Vec<&str> = terms.iter().map(|t| t.0.as_str()).collect();
+        // Each unit's postings of the terms; a unit that cannot be read gives its chunks'
+        // parts, analysed again from the node texts.
+        let mut fetched = Vec::with_capacity(post.units().len());
+        let mut extra: Vec<(u32, TextChunk)> = Vec::new();
+        for ((unit, to_view), got) in post.units().iter().zip(post.fetch(&names)) {
+            match got {
+                Ok(f) => fetched.push(f),
+                Err(why) => {
+                    fetched.push(vec![None; nt]);
+                    extra.extend(self.texts_from_data(unit, to_view, why)?);
                 }
             }
-            let mut list: Vec<(u32, u32)> = entries.iter().map(|(c, slot, _)| (c as u32, slot)).collect();
-            if !extra.is_empty() {
-                list.extend(extra);
-                list.sort_unstable();
-            }
-            at.push(list);
+        }
+        // Each term's chunks in view order with their postings, and its document frequency.
+        let mut at: Vec<Vec<(u32, &[Posting])>> = Vec::with_capacity(nt);
+        let mut df = vec![0u64; nt];
+        for (i, (t, _)) in terms.iter().enumerate() {
+            let lists = post.term_lists(i, t, term_hash(t), &fetched, &extra);
+            df[i] = lists.df;
+            at.push(lists.lists);
         }
         let (weights, (k1, b, avgdl)) = self.bm25_weights(&terms, &df);
         // The most a term adds to a score (`+∞`, so never pruned, for parameters outside
@@ -179,7 +187,6 @@ impl CommitIndexes {
                 .filter(|&c| c < range.end)
                 .min()
             {
-                let part = &parts[c as usize];
                 let fpart = filter.map(|f| f.part(c as usize));
                 for i in 0..nt {
                     let entries = &at[i];
@@ -187,34 +194,18 @@ impl CommitIndexes {
                         pos[i] += 1;
                     }
                     lists[i] = match entries.get(pos[i]) {
-                        Some(&(ec, slot)) if ec == c => {
+                        Some(&(ec, list)) if ec == c => {
                             pos[i] += 1;
-                            if slot == PROBE {
-                                part.postings(&terms[i].0)
-                            } else {
-                                part.postings_at(slot as usize)
-                            }
+                            list
                         }
                         _ => &[],
                     };
                 }
-                // Ahead of the next chunks: each term's part a few chunks on, its term's
-                // posting offsets nearer, and the postings of its next chunk (each step's
-                // address needs the step before it in cache).
+                // Ahead of the next chunks: each term's next postings (each step's address
+                // needs the step before it in cache).
                 for (i, entries) in at.iter().enumerate() {
-                    if let Some(&(c, _)) = entries.get(pos[i] + 3) {
-                        prefetch(std::slice::from_ref::<TextChunk>(&parts[c as usize]));
-                    }
-                    if let Some(&(c, slot)) = entries.get(pos[i] + 1) {
-                        if slot != PROBE {
-                            parts[c as usize].prefetch_offsets(slot as usize);
-                        }
-                    }
-                    if let Some(&(c, slot)) = entries.get(pos[i]) {
-                        if slot != PROBE {
-                            let next = parts[c as usize].postings_at(slot as usize);
-                            prefetch(&next[..next.len().min(16)]);
-                        }
+                    if let Some(&(_, next)) = entries.get(pos[i]) {
+                        prefetch(&next[..next.len().min(16)]);
                     }
                 }
                 if fpart.is_some_and(FilterPart::is_none) {
@@ -249,7 +240,7 @@ impl CommitIndexes {
                 candidates.dedup();
                 let base = self.offset(c as usize);
                 for &l in &candidates {
-                    let dl = f64::from(part.doc_len(l));
+                    let dl = f64::from(post.doc_len(c as usize, l));
                     let mut sum = 0.0f64;
                     for (list, w) in lists.iter().zip(&weights) {
                         let Some((idf, count)) = *w else { continue };
@@ -281,31 +272,66 @@ impl CommitIndexes {
         // merged. Every document a range can still score is scored in full, so the union
         // holds the overall best `k` and the result is the same as one scan's.
         let postings: u64 = df.iter().sum();
-        let chunks = parts.len() as u32;
+        let chunks = self.chunks.len() as u32;
         let pieces = rayon::current_num_threads()
             .min((postings / PARALLEL_POSTINGS) as usize)
             .min(chunks as usize / 64);
         if pieces < 2 {
-            return scan(0..chunks);
+            return Ok(scan(0..chunks));
         }
         let step = chunks.div_ceil(pieces as u32);
         let found: Vec<Vec<Hit>> = (0..pieces as u32)
             .into_par_iter()
             .map(|p| scan(p * step..((p + 1) * step).min(chunks)))
             .collect();
-        top_k_vec(found.into_iter().flatten().collect(), k)
+        Ok(top_k_vec(found.into_iter().flatten().collect(), k))
+    }
+
+    /// The parts of `unit`'s chunks in this view (`to_view`), analysed again from their
+    /// node texts, after telling the unit's source why the unit could not be read.
+    fn texts_from_data(
+        &self,
+        unit: &UnitText,
+        to_view: &[u32],
+        why: String,
+    ) -> Result<Vec<(u32, TextChunk)>, IndexError> {
+        match unit.stored() {
+            Some((source, key)) => source.damaged(key, why),
+            None => return Err(IndexError::UnreadableText(why)),
+        }
+        let analyzer = self.params.bm25.analyzer;
+        let mut out = Vec::new();
+        for (j, &c) in to_view.iter().enumerate() {
+            if c == u32::MAX {
+                continue;
+            }
+            let core = &self.chunks[c as usize];
+            let texts = (0..core.len() as Local)
+                .map(|l| core.text(l))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(IndexError::UnreadableText)?;
+            let part = TextChunk::build(analyzer, texts.iter().map(|t| t.as_ref()));
+            if (0..part.doc_count() as Local).any(|l| part.doc_len(l) != unit.doc_len(j, l)) {
+                return Err(IndexError::UnreadableText(format!(
+                    "the nodes of chunk {c} do not hold the texts their index was built from"
+                )));
+            }
+            out.push((c, part));
+        }
+        Ok(out)
     }
 
     /// The reference for [`CommitIndexes::text_search`]: every chunk probed for every
     /// term and every posting scored, with the same statistics and arithmetic. For tests
     /// that hold the two equal.
     pub fn text_search_reference(&self, query: &str, k: usize, filter: Option<&Filter>) -> Vec<Hit> {
-        let Some(parts) = &self.text else {
+        let Some(post) = &self.text else {
             return Vec::new();
         };
         if k == 0 || self.node_count() == 0 {
             return Vec::new();
         }
+        let parts = post.chunk_texts().expect("the reference reads every unit text");
         let terms = self.query_terms(query);
         let nt = terms.len();
         let lists: Vec<&[Posting]> = parts

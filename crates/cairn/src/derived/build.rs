@@ -2,9 +2,11 @@
 //! commit's view (a tree's chunk list: `list.rs`) from them; writing what was built, and
 //! the manifests that say a tree's chunks are all stored.
 //!
-//! A view takes four kinds of node-chunk part — core, text, and per model sparse and
-//! dense — through one loader ([`DerivedData::chunk_parts`]) driven by a table of the
-//! kinds ([`PartKind`]); edge chunks and unit graphs have loaders of their own.
+//! A view takes three kinds of node-chunk part for every chunk — core, and per model
+//! sparse and dense — through one loader ([`DerivedData::chunk_parts`]) driven by a table
+//! of the kinds ([`PartKind`]); BM25 postings come as unit texts (the text parts of the
+//! chunks they cover are read only to build them) plus the text parts of the chunks no
+//! unit covers; edge chunks and unit graphs have loaders of their own.
 //!
 //! For each chunk part a query needs, in order: the part cache; the store (decoded by the
 //! bounded reader, refused unless it carries the expected key); else the chunk is built
@@ -26,9 +28,10 @@ use cairn_index::chunk::{ChunkParts, EdgeChunk, EdgeDirection};
 use cairn_index::params::{MAX_CHUNK_BYTES, MAX_CHUNK_KEYS};
 use cairn_index::persist;
 use cairn_index::unit::{build_unit_graph, chunk_levels, unit_ranges, unit_seed};
+use cairn_index::unit_text::encode_unit_text;
 use cairn_index::{
     BaseUnit, CommitIndexes, DenseChunk, IndexError, IndexNeeds, IndexParams, NodeChunk, SparseChunk, TextChunk,
-    UnitGraph,
+    TextUnit, UnitGraph, UnitText,
 };
 use parking_lot::Mutex;
 use rayon::prelude::*;
@@ -36,8 +39,8 @@ use serde::Serialize;
 
 use crate::derived::cache::{Part, ViewEntry};
 use crate::derived::keys::{
-    graph_store_key, manifest_key, manifest_store_key, part_store_key, unit_key, view_key, TreeKind, TAG_DENSE,
-    TAG_EDGES, TAG_NODE_CORE, TAG_SPARSE, TAG_SPLIT, TAG_TEXT,
+    graph_store_key, manifest_key, manifest_store_key, part_store_key, unit_key, unit_text_store_key, view_key,
+    TreeKind, TAG_DENSE, TAG_EDGES, TAG_NODE_CORE, TAG_SPARSE, TAG_SPLIT, TAG_TEXT,
 };
 use crate::derived::list::{Donor, FromDonor};
 use crate::derived::spans::{self, positions, ChunkList, ChunkRef};
@@ -187,6 +190,9 @@ fn rows_to_disk(d: DenseChunk, model: &str, key: &[u8], source: &Arc<dyn cairn_i
     d.into_rows_stored(Arc::clone(source), key, first)
 }
 
+/// A view's unit texts, and the text part of each of its chunks no unit covers.
+type ViewTexts = (Vec<TextUnit>, Vec<Option<Arc<TextChunk>>>);
+
 /// What reading a stored part gave: the store's error, no value, or the value decoded
 /// (or why it could not be).
 type StoredPart = std::result::Result<Option<std::result::Result<Part, IndexError>>, cairn_store::StoreError>;
@@ -235,7 +241,7 @@ fn tag_name(tag: u8) -> &'static str {
 }
 
 /// One kind of chunk part a view loads for all its chunks at once
-/// ([`DerivedData::chunk_parts`]): the table of the four kinds below.
+/// ([`DerivedData::chunk_parts`]): the table of the three kinds below.
 struct PartKind<T> {
     /// The part's tag in its store key.
     tag: u8,
@@ -260,18 +266,6 @@ const CORE: PartKind<NodeChunk> = PartKind {
         _ => None,
     },
     metered: false,
-};
-
-/// Text parts: every chunk has one.
-const TEXT: PartKind<TextChunk> = PartKind {
-    tag: TAG_TEXT,
-    wanted: None,
-    donor: |dv, _, i| dv.text_part(i).cloned(),
-    take: |p| match p {
-        Part::Text(t) => Some(t),
-        _ => None,
-    },
-    metered: true,
 };
 
 /// Sparse parts of one model: chunks with a vector of it.
@@ -412,13 +406,14 @@ impl DerivedData {
             }
         };
         if needs.text && !view.has_text() {
-            let parts = self
-                .chunk_parts(&ctx, lists, &TEXT, None, &[])?
-                .into_iter()
-                .flatten()
-                .collect();
-            view.set_text_from(parts, dv.map(|d| (d, from_donor.as_slice())))
-                .map_err(inconsistent)?;
+            // The units of the commit whose graphs it walks (`graph_base.rs`); that
+            // commit's chunks load under an assembly of their own, as for graphs.
+            let base_ctx = self.ctx();
+            let base = self.graph_base(&base_ctx, id, &list)?;
+            let (units, own) = self.text_units(&ctx, &base_ctx, lists, base.as_ref().map(|b| &*b.1))?;
+            view.set_text_units(units, own).map_err(inconsistent)?;
+            self.store_pending(&base_ctx);
+            ctx.notes.lock().append(&mut base_ctx.notes.lock());
         }
         for model in &needs.sparse {
             if !view.has_sparse_model(model) || view.sparse_loaded(model) {
@@ -936,8 +931,8 @@ impl DerivedData {
             .collect()
     }
 
-    /// One kind of part of every chunk of `list` (the one loader of the four kinds a view
-    /// assembles: [`CORE`], [`TEXT`], [`SPARSE`], [`DENSE`]), of `model` for sparse and
+    /// One kind of part of every chunk of `list` (the one loader of the three kinds a view
+    /// assembles: [`CORE`], [`SPARSE`], [`DENSE`]), of `model` for sparse and
     /// dense parts. For chunk `c`: `None` unless the kind wants it (by its core part,
     /// `cores[c]`); else the donor view's part where the donor has the chunk
     /// (`from_donor[c]`); else the part loaded or built ([`DerivedData::part`]) — another
@@ -976,6 +971,133 @@ impl DerivedData {
                 })
             })
             .collect()
+    }
+
+    /// The unit texts a view's BM25 lane reads, mapped onto its chunks — its own units'
+    /// (`base` `None`) or those of a base commit's chunk list, whose own chunks load
+    /// under `base_ctx` — and the text part of each of its chunks no unit covers (the
+    /// donor's where it has one). A run of [`Step::IndexParts`] ticks once a unit.
+    fn text_units(
+        &self,
+        ctx: &Ctx,
+        base_ctx: &Ctx,
+        (list, from_donor, donor): (&[ChunkRef], &[Option<usize>], Option<&CommitIndexes>),
+        base: Option<&ChunkList>,
+    ) -> Result<ViewTexts> {
+        let units_of: &[ChunkRef] = base.map_or(list, |b| &b[..]);
+        let firsts = units_of
+            .iter()
+            .map(|c| c.span.head.as_ref().map_or(&[][..], |h| h.0.as_slice()));
+        let units = unit_ranges(&chunk_levels(firsts));
+        let index = base.map(|_| positions(list));
+        let meter = self.meter(Step::IndexParts, Some(units.len() as u64));
+        let units: Vec<TextUnit> = units
+            .into_par_iter()
+            .map(|range| {
+                let _tick = Tick(&meter);
+                let chunks: Vec<Option<usize>> = range
+                    .clone()
+                    .map(|j| match &index {
+                        None => Some(j),
+                        Some(ix) => ix.get(&units_of[j].key).copied(),
+                    })
+                    .collect();
+                let text = self.unit_text(ctx, base_ctx, &units_of[range], &chunks)?;
+                Ok(TextUnit { text, chunks })
+            })
+            .collect::<Result<_>>()?;
+        let mut covered = vec![false; list.len()];
+        for c in units.iter().flat_map(|u| u.chunks.iter().flatten()) {
+            covered[*c] = true;
+        }
+        let own = list
+            .par_iter()
+            .enumerate()
+            .map(|(c, ch)| {
+                if covered[c] {
+                    return Ok(None);
+                }
+                if let Some(p) = from_donor[c].and_then(|i| donor?.text_part(i).cloned()) {
+                    return Ok(Some(p));
+                }
+                self.text_part(ctx, ch).map(Some)
+            })
+            .collect::<Result<_>>()?;
+        Ok((units, own))
+    }
+
+    /// A chunk's text part (cached, stored, or built from its objects).
+    fn text_part(&self, ctx: &Ctx, ch: &ChunkRef) -> Result<Arc<TextChunk>> {
+        match self.part(ctx, TreeKind::Nodes, ch, TAG_TEXT, None)? {
+            Part::Text(t) => Ok(t),
+            _ => Err(Error::Index(IndexError::Inconsistent(format!(
+                "a part of another kind under the text tag of chunk {}",
+                ch.key.short()
+            )))),
+        }
+    }
+
+    /// The unit text of the unit of chunks `refs` (`chunks[j]`: chunk `j`'s position in
+    /// the view being assembled, whose parts load under `ctx`; the others' under
+    /// `base_ctx`): cached; stored (its head read alone where the store reads ranges,
+    /// else read whole and checked); or built from the chunks' text parts and stored.
+    fn unit_text(
+        &self,
+        ctx: &Ctx,
+        base_ctx: &Ctx,
+        refs: &[ChunkRef],
+        chunks: &[Option<usize>],
+    ) -> Result<Arc<UnitText>> {
+        let keys: Vec<Hash> = refs.iter().map(|c| c.key).collect();
+        let key = unit_key(&ctx.fp, &keys);
+        let skey = unit_text_store_key(&key);
+        if let Some(Part::UnitText(u)) = ctx.seen.lock().get(&skey) {
+            return Ok(Arc::clone(u));
+        }
+        if let Some(Part::UnitText(u)) = self.cache.part(&skey) {
+            return Ok(u);
+        }
+        let source = self.range_source(ctx.persistent);
+        if ctx.persistent {
+            let read = match &source {
+                Some(src) => UnitText::open_stored(Arc::clone(src), &skey, &key).map_err(|e| e.to_string()),
+                None => match self.store.get_derived(&skey) {
+                    Ok(Some(bytes)) => UnitText::open(bytes, &key).map(Some).map_err(|e| e.to_string()),
+                    Ok(None) => Ok(None),
+                    Err(e) => Err(e.to_string()),
+                },
+            };
+            match read {
+                Ok(Some(u)) => {
+                    self.parts_loaded.fetch_add(1, Ordering::Relaxed);
+                    let u = Arc::new(u);
+                    self.remember(ctx, skey, Part::UnitText(Arc::clone(&u)));
+                    return Ok(u);
+                }
+                Ok(None) => {}
+                Err(e) => ctx.note(format!(
+                    "the stored unit text {} is damaged ({e}); rebuilt",
+                    key.short()
+                )),
+            }
+        }
+        let parts = refs
+            .iter()
+            .zip(chunks)
+            .map(|(ch, at)| self.text_part(if at.is_some() { ctx } else { base_ctx }, ch))
+            .collect::<Result<Vec<_>>>()?;
+        let part_refs: Vec<&TextChunk> = parts.iter().map(|p| p.as_ref()).collect();
+        let bytes = encode_unit_text(&key, &part_refs);
+        drop(parts);
+        let u = match &source {
+            Some(src) if ctx.persistent => UnitText::built_stored(&bytes, &key, Arc::clone(src), &skey),
+            _ => UnitText::open_built(bytes.clone(), &key),
+        }
+        .map_err(inconsistent)?;
+        ctx.persist(skey.clone(), || bytes);
+        let u = Arc::new(u);
+        self.remember(ctx, skey, Part::UnitText(Arc::clone(&u)));
+        Ok(u)
     }
 
     /// The unit graphs of `model` a view walks, mapped onto its chunks: its own units'

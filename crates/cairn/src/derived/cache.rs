@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use cairn_core::Hash;
-use cairn_index::{CommitIndexes, DenseChunk, EdgeChunk, NodeChunk, SparseChunk, TextChunk, UnitGraph};
+use cairn_index::{CommitIndexes, DenseChunk, EdgeChunk, NodeChunk, SparseChunk, TextChunk, UnitGraph, UnitText};
 use parking_lot::Mutex;
 
 use crate::derived::spans::{ChunkList, SpanMemo};
@@ -30,6 +30,8 @@ pub(crate) enum Part {
     /// The span is oversize: its pieces are the chunks.
     Split,
     Graph(Arc<UnitGraph>),
+    /// A unit's text postings (its head alone when read by range).
+    UnitText(Arc<UnitText>),
 }
 
 impl Part {
@@ -42,6 +44,7 @@ impl Part {
             Part::Edges(e) => e.heap_bytes(),
             Part::Split => 0,
             Part::Graph(g) => g.heap_bytes(),
+            Part::UnitText(u) => u.heap_bytes(),
         }
     }
 }

@@ -1,5 +1,5 @@
-//! Checking stored derived data (`fsck`): every entry of the chunk, unit-graph and
-//! manifest spaces is read and decoded by the bounded reader under the key it is stored
+//! Checking stored derived data (`fsck`): every entry of the chunk, unit-graph, unit-text
+//! and manifest spaces is read and decoded by the bounded reader under the key it is stored
 //! at. Damage here is reported apart from damage to the data: derived data is rebuilt from
 //! the objects on use, and [`Repo::repair_derived`](crate::Repo::repair_derived) deletes what is damaged at once.
 
@@ -62,6 +62,14 @@ fn check_entry(space: Space, key: &[u8], value: &[u8]) -> std::result::Result<()
             (m == model_of(suffix)?)
                 .then_some(())
                 .ok_or_else(|| format!("graph of model `{m}` under another model's key"))
+        }
+        Space::UnitText => {
+            if !suffix.is_empty() {
+                return Err("malformed key".into());
+            }
+            cairn_index::UnitText::open(value.to_vec(), &hash)
+                .map(drop)
+                .map_err(|e| e.to_string())
         }
         Space::Manifest => persist::decode_manifest(value, &hash)
             .map(drop)

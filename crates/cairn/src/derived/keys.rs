@@ -17,6 +17,8 @@ pub(crate) enum Space {
     Chunk,
     /// `ug/<unit key><model>`: one dense model's HNSW graph over one unit.
     Graph,
+    /// `ut/<unit key>`: one unit's BM25 postings grouped by term (`cairn_index::unit_text`).
+    UnitText,
     /// `cm/<manifest key>`: "every chunk of this tree was stored".
     Manifest,
     /// A space of an older index format (`ix/` whole-commit indexes, `hb/` HNSW bases):
@@ -25,10 +27,11 @@ pub(crate) enum Space {
 }
 
 /// Every derived key space, current and retired.
-pub(crate) const SPACES: [Space; 6] = [
+pub(crate) const SPACES: [Space; 7] = [
     Space::TimeIndex,
     Space::Chunk,
     Space::Graph,
+    Space::UnitText,
     Space::Manifest,
     Space::Retired(b"ix/"),
     Space::Retired(b"hb/"),
@@ -41,12 +44,13 @@ impl Space {
             Space::TimeIndex => b"tl/",
             Space::Chunk => b"ck/",
             Space::Graph => b"ug/",
+            Space::UnitText => b"ut/",
             Space::Manifest => b"cm/",
             Space::Retired(p) => p,
         }
     }
 
-    /// The 32-byte derived key a store key of a hashed space (chunk, graph, manifest)
+    /// The 32-byte derived key a store key of a hashed space (chunk, graph, unit text, manifest)
     /// names, if the key has the right shape.
     pub(crate) fn hash_of(self, key: &[u8]) -> Option<Hash> {
         let rest = key.strip_prefix(self.prefix())?;
@@ -139,6 +143,13 @@ pub(crate) fn graph_store_key(unit: &Hash, model: &str) -> Vec<u8> {
     let mut k = Space::Graph.prefix().to_vec();
     k.extend_from_slice(unit.as_bytes());
     k.extend_from_slice(model.as_bytes());
+    k
+}
+
+/// The store key of a unit's text postings: `ut/ ‖ unit key`.
+pub(crate) fn unit_text_store_key(unit: &Hash) -> Vec<u8> {
+    let mut k = Space::UnitText.prefix().to_vec();
+    k.extend_from_slice(unit.as_bytes());
     k
 }
 

@@ -89,7 +89,7 @@ impl DerivedData {
     /// Deletes the derived entries only dead commits or deleted branches use (`gc`'s sweep
     /// of derived data, [`Repo::gc`](crate::Repo::gc)); returns how many. `live`: the
     /// commits `gc` keeps.
-    /// Judges chunk, unit-graph and manifest entries by their keys alone (no value is
+    /// Judges chunk, unit-graph, unit-text and manifest entries by their keys alone (no value is
     /// read); entries of retired spaces go entirely.
     pub(crate) fn sweep(&self, live: &HashSet<CommitId>) -> Result<u64> {
         let store = &self.store;
@@ -100,7 +100,7 @@ impl DerivedData {
         for space in SPACES {
             let set = match space {
                 Space::Chunk => &keep.chunks,
-                Space::Graph => &keep.units,
+                Space::Graph | Space::UnitText => &keep.units,
                 Space::Manifest => &keep.manifests,
                 Space::TimeIndex => continue,
                 Space::Retired(_) => {

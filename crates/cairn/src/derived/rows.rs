@@ -118,6 +118,17 @@ impl DerivedData {
         out
     }
 
+    /// The source a view reads stored values by range through (rows, unit texts), if the
+    /// store keeps derived data (`persistent`) and reads value ranges.
+    pub(super) fn range_source(&self, persistent: bool) -> Option<Arc<dyn RowSource>> {
+        (persistent && self.store.reads_derived_ranges()).then(|| {
+            Arc::new(StoreRows {
+                store: Arc::clone(&self.store),
+                damaged: Arc::clone(&self.damaged_rows),
+            }) as Arc<dyn RowSource>
+        })
+    }
+
     /// Deletes the stored parts whose rows could not be read since the last assembly and
     /// empties the cache, so they are rebuilt from the data: one note each, and their keys
     /// (whose absence the assembly then expects).
@@ -142,10 +153,14 @@ impl DerivedData {
     }
 }
 
-/// `dense:MODEL part of chunk SHORT` or `core part of chunk SHORT`, read off a part's
-/// store key (`ck/ ‖ chunk ‖ tag [‖ model]`, storage-format §7.1).
+/// `dense:MODEL part of chunk SHORT`, `core part of chunk SHORT` or `unit text SHORT`,
+/// read off a part's store key (`ck/ ‖ chunk ‖ tag [‖ model]` or `ut/ ‖ unit`,
+/// storage-format §7.1).
 fn part_name(key: &[u8]) -> String {
     let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    if key.starts_with(crate::derived::keys::Space::UnitText.prefix()) {
+        return format!("unit text {}", hex(key.get(3..9).unwrap_or_default()));
+    }
     match (key.get(3..9), key.get(35), key.get(36..)) {
         (Some(chunk), Some(&crate::derived::keys::TAG_NODE_CORE), _) => format!("core part of chunk {}", hex(chunk)),
         (Some(chunk), _, Some(model)) if !model.is_empty() => {

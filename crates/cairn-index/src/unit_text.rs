@@ -1,0 +1,623 @@
+//! Unit text: the BM25 postings of one [unit](mod@crate::unit)'s chunks, grouped by term,
+//! so that a query reads the postings of its terms — a few small reads per unit — instead
+//! of probing every chunk's part, and a view holds a unit's document lengths and a sparse
+//! index of its terms instead of every chunk's term dictionary.
+//!
+//! A unit text is a function of its chunks' text parts ([`TextChunk`]), in chunk order: the
+//! same postings, term frequencies and document lengths, regrouped. Stored under the unit's
+//! key (`storage-format.md` §7.3.9), it is read two ways:
+//!
+//! * **resident** ([`UnitText::open`]): the whole value, checked throughout when opened
+//!   (stores that cannot read a range of a value);
+//! * **stored** ([`UnitText::open_stored`]): the value's head (document lengths and the
+//!   block index, checked by its crc32) read when opened; a term's block of the term
+//!   dictionary and then its postings read on each lookup through a [`RowSource`], each
+//!   checked by its own crc32. A range that cannot be read, or fails its checksum, is an
+//!   `Err` with the reason: the view then scores the unit's chunks from the node texts and
+//!   tells the source, so that the stored value is rebuilt (`view/text.rs`).
+//!
+//! Postings are stored as the in-memory [`Posting`] word (local ordinal in the top 12 bits,
+//! term frequency in the 20 below).
+
+use std::sync::Arc;
+
+use cairn_core::Hash;
+
+use crate::chunk::{Local, Posting, TextChunk};
+use crate::error::IndexError;
+use crate::fast_hash::FastMap;
+use crate::params::MAX_CHUNK_KEYS;
+use crate::persist::{bad, Reader};
+use crate::RowSource;
+
+/// Tag of a stored unit text.
+pub const TAG_UNIT_TEXT: u8 = 0xC9;
+
+/// Terms per block of the term dictionary: a lookup reads one block.
+pub const BLOCK_TERMS: usize = 64;
+
+/// Bytes before the head: tag, key, head length, head crc32.
+const PREAMBLE: usize = 1 + 32 + 4 + 4;
+
+/// One block of the term dictionary, as the head indexes it.
+#[derive(Debug, Clone)]
+struct Block {
+    /// Its first term.
+    first: Box<str>,
+    /// Offset in the block region, length, crc32 of its bytes.
+    offset: u64,
+    len: u32,
+    crc: u32,
+}
+
+/// Where a unit text's blocks and postings are read from.
+#[derive(Clone)]
+enum Body {
+    /// The whole value, checked when opened.
+    Resident(Arc<[u8]>),
+    /// The stored value `key`, read by range.
+    Stored { source: Arc<dyn RowSource>, key: Box<[u8]> },
+}
+
+/// One unit's text postings (module docs). Cheap to clone.
+#[derive(Clone)]
+pub struct UnitText {
+    /// The unit's key.
+    key: Hash,
+    /// Chunk `j`'s documents are unit documents `first_doc[j]..first_doc[j + 1]`.
+    first_doc: Arc<[u32]>,
+    /// Length in terms of each unit document.
+    doc_len: Arc<[u32]>,
+    /// Sum of each chunk's document lengths.
+    chunk_len: Arc<[u64]>,
+    /// Distinct terms.
+    terms: u64,
+    blocks: Arc<[Block]>,
+    /// Absolute offsets of the block region and of the postings region.
+    blocks_at: u64,
+    data_at: u64,
+    body: Body,
+}
+
+impl std::fmt::Debug for UnitText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UnitText")
+            .field("key", &self.key.short())
+            .field("chunks", &self.chunks())
+            .field("terms", &self.terms)
+            .field("resident", &matches!(self.body, Body::Resident(_)))
+            .finish()
+    }
+}
+
+/// A term's postings in one unit: per chunk holding it (unit chunk index, increasing), its
+/// postings in local order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TermPostings {
+    /// `(unit chunk, end)`: the chunk's postings are `posts[previous end..end]`.
+    entries: Vec<(u32, u32)>,
+    posts: Vec<Posting>,
+}
+
+impl TermPostings {
+    /// `(unit chunk, its postings)`, chunks increasing.
+    pub fn chunks(&self) -> impl Iterator<Item = (usize, &[Posting])> + '_ {
+        let mut start = 0usize;
+        self.entries.iter().map(move |&(j, end)| {
+            let s = start;
+            start = end as usize;
+            (j as usize, &self.posts[s..end as usize])
+        })
+    }
+
+    /// Postings over every chunk (the term's document frequency in the unit).
+    pub fn len(&self) -> usize {
+        self.posts.len()
+    }
+
+    /// True if there are none.
+    pub fn is_empty(&self) -> bool {
+        self.posts.is_empty()
+    }
+}
+
+/// Encodes the unit text of `parts` (the unit's chunks' text parts, in chunk order) under
+/// `key`.
+pub fn encode_unit_text(key: &Hash, parts: &[&TextChunk]) -> Vec<u8> {
+    // Every term of every chunk, each with the chunks holding it (in chunk order).
+    let mut by_term: FastMap<&str, Vec<(u32, u32)>> = FastMap::default();
+    for (j, p) in parts.iter().enumerate() {
+        for i in 0..p.term_count() {
+            by_term.entry(p.term(i)).or_default().push((j as u32, i as u32));
+        }
+    }
+    let mut terms: Vec<(&str, Vec<(u32, u32)>)> = by_term.into_iter().collect();
+    terms.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let mut blocks_region: Vec<u8> = Vec::new();
+    let mut data: Vec<u8> = Vec::new();
+    let mut index: Vec<(String, u64, u32, u32)> = Vec::new();
+    for group in terms.chunks(BLOCK_TERMS) {
+        let start = blocks_region.len();
+        for (term, at) in group {
+            let d = data.len();
+            put_u32(&mut data, at.len() as u32);
+            for &(j, i) in at {
+                put_u32(&mut data, j);
+                put_u32(&mut data, parts[j as usize].postings_at(i as usize).len() as u32);
+            }
+            for &(j, i) in at {
+                for p in parts[j as usize].postings_at(i as usize) {
+                    put_u32(&mut data, p.raw());
+                }
+            }
+            put_str(&mut blocks_region, term);
+            put_u64(&mut blocks_region, d as u64);
+            put_u32(&mut blocks_region, (data.len() - d) as u32);
+            put_u32(&mut blocks_region, crc32fast::hash(&data[d..]));
+        }
+        let bytes = &blocks_region[start..];
+        index.push((
+            group[0].0.to_string(),
+            start as u64,
+            bytes.len() as u32,
+            crc32fast::hash(bytes),
+        ));
+    }
+    let mut head = Vec::new();
+    put_u32(&mut head, parts.len() as u32);
+    for p in parts {
+        put_u32(&mut head, p.doc_count() as u32);
+    }
+    for p in parts {
+        for l in 0..p.doc_count() {
+            put_u32(&mut head, p.doc_len(l as Local));
+        }
+    }
+    put_u64(&mut head, terms.len() as u64);
+    put_u64(&mut head, blocks_region.len() as u64);
+    put_u32(&mut head, index.len() as u32);
+    for (first, offset, len, crc) in &index {
+        put_str(&mut head, first);
+        put_u64(&mut head, *offset);
+        put_u32(&mut head, *len);
+        put_u32(&mut head, *crc);
+    }
+    let mut out = Vec::with_capacity(PREAMBLE + head.len() + blocks_region.len() + data.len());
+    out.push(TAG_UNIT_TEXT);
+    out.extend_from_slice(key.as_bytes());
+    put_u32(&mut out, head.len() as u32);
+    put_u32(&mut out, crc32fast::hash(&head));
+    out.extend_from_slice(&head);
+    out.extend_from_slice(&blocks_region);
+    out.extend_from_slice(&data);
+    out
+}
+
+fn put_u32(w: &mut Vec<u8>, x: u32) {
+    w.extend_from_slice(&x.to_le_bytes());
+}
+
+fn put_u64(w: &mut Vec<u8>, x: u64) {
+    w.extend_from_slice(&x.to_le_bytes());
+}
+
+fn put_str(w: &mut Vec<u8>, s: &str) {
+    put_u64(w, s.len() as u64);
+    w.extend_from_slice(s.as_bytes());
+}
+
+/// The preamble's `(head length, head crc32)`, after checking the tag and the key.
+fn preamble(bytes: &[u8], key: &Hash) -> Result<(usize, u32), IndexError> {
+    let mut r = Reader::new(bytes);
+    let tag = r.u8()?;
+    if tag != TAG_UNIT_TEXT {
+        return Err(bad(format!("tag 0x{tag:02x}, expected 0x{TAG_UNIT_TEXT:02x}")));
+    }
+    let stored = r.take(32)?;
+    if stored != key.as_bytes() {
+        return Err(bad(format!(
+            "the value is for key {}, not {}",
+            Hash::from_bytes(stored.try_into().unwrap_or([0; 32])).short(),
+            key.short()
+        )));
+    }
+    Ok((r.u32()? as usize, r.u32()?))
+}
+
+impl UnitText {
+    /// Opens a whole stored value (`bytes`, under `key`), checking all of it: every block,
+    /// every term's postings, and that each document's length is the sum of its term
+    /// frequencies. Errors: [`IndexError::BadStoredIndex`].
+    pub fn open(bytes: Vec<u8>, key: &Hash) -> Result<UnitText, IndexError> {
+        let u = UnitText::open_built(bytes, key)?;
+        u.check_all()?;
+        Ok(u)
+    }
+
+    /// Opens a value [`encode_unit_text`] just gave (its head checked, its body trusted:
+    /// a text past the length limit, which no stored part holds, counts a clamped
+    /// frequency that [`UnitText::open`] would refuse). Errors: [`IndexError::BadStoredIndex`].
+    pub fn open_built(bytes: Vec<u8>, key: &Hash) -> Result<UnitText, IndexError> {
+        let (head_len, crc) = preamble(&bytes, key)?;
+        let head = bytes
+            .get(PREAMBLE..PREAMBLE.saturating_add(head_len))
+            .ok_or_else(|| bad("the unit text ends inside its head"))?;
+        if crc32fast::hash(head) != crc {
+            return Err(bad("the unit text's head fails its checksum"));
+        }
+        let mut u = UnitText::from_head(*key, head, Body::Resident(Arc::from(Vec::new())))?;
+        let end = u.data_at;
+        if end > bytes.len() as u64 {
+            return Err(bad("the unit text ends inside its blocks"));
+        }
+        u.body = Body::Resident(Arc::from(bytes));
+        Ok(u)
+    }
+
+    /// A unit text read by range from the stored value `skey` through `source`, from the
+    /// value [`encode_unit_text`] just gave (`bytes`, queued for the store and written
+    /// before any lookup reads it): its head is taken from `bytes`, its blocks and
+    /// postings are read from the store. Errors: [`IndexError::BadStoredIndex`].
+    pub fn built_stored(
+        bytes: &[u8],
+        key: &Hash,
+        source: Arc<dyn RowSource>,
+        skey: &[u8],
+    ) -> Result<UnitText, IndexError> {
+        let (head_len, crc) = preamble(bytes, key)?;
+        let head = bytes
+            .get(PREAMBLE..PREAMBLE.saturating_add(head_len))
+            .ok_or_else(|| bad("the unit text ends inside its head"))?;
+        if crc32fast::hash(head) != crc {
+            return Err(bad("the unit text's head fails its checksum"));
+        }
+        let body = Body::Stored {
+            source,
+            key: skey.into(),
+        };
+        UnitText::from_head(*key, head, body)
+    }
+
+    /// Opens the stored value `skey` (under unit `key`) by reading its head alone through
+    /// `source` (blocks and postings are read on lookup). `Ok(None)` if the store has no
+    /// such value. Errors: [`IndexError::BadStoredIndex`] for a head that fails its
+    /// checksum or does not decode; a read failure as its message.
+    pub fn open_stored(source: Arc<dyn RowSource>, skey: &[u8], key: &Hash) -> Result<Option<UnitText>, IndexError> {
+        let mut pre = [0u8; PREAMBLE];
+        match source.read_at(skey, 0, &mut pre) {
+            Ok(true) => {}
+            Ok(false) => return Ok(None),
+            Err(e) => return Err(bad(format!("the unit text cannot be read ({e})"))),
+        }
+        let (head_len, crc) = preamble(&pre, key)?;
+        let mut head = vec![0u8; head_len];
+        match source.read_at(skey, PREAMBLE as u64, &mut head) {
+            Ok(true) => {}
+            Ok(false) => return Err(bad("the unit text ends inside its head")),
+            Err(e) => return Err(bad(format!("the unit text's head cannot be read ({e})"))),
+        }
+        if crc32fast::hash(&head) != crc {
+            return Err(bad("the unit text's head fails its checksum"));
+        }
+        let body = Body::Stored {
+            source,
+            key: skey.into(),
+        };
+        UnitText::from_head(*key, &head, body).map(Some)
+    }
+
+    fn from_head(key: Hash, head: &[u8], body: Body) -> Result<UnitText, IndexError> {
+        let mut r = Reader::new(head);
+        let chunks = r.count32(4)?;
+        if chunks == 0 {
+            return Err(bad("a unit text of no chunks"));
+        }
+        let mut first_doc = Vec::with_capacity(chunks + 1);
+        let mut docs = 0u32;
+        for _ in 0..chunks {
+            first_doc.push(docs);
+            let n = r.u32()?;
+            if n == 0 || n as usize > MAX_CHUNK_KEYS {
+                return Err(bad(format!("a unit text chunk of {n} documents")));
+            }
+            docs = docs.checked_add(n).ok_or_else(|| bad("more than 2^32 documents"))?;
+        }
+        first_doc.push(docs);
+        if (docs as usize).saturating_mul(4) > r.remaining() {
+            return Err(bad("the head ends inside its document lengths"));
+        }
+        let doc_len: Vec<u32> = (0..docs).map(|_| r.u32()).collect::<Result<_, _>>()?;
+        let chunk_len: Vec<u64> = first_doc
+            .windows(2)
+            .map(|w| {
+                doc_len[w[0] as usize..w[1] as usize]
+                    .iter()
+                    .map(|&l| u64::from(l))
+                    .sum()
+            })
+            .collect();
+        let terms = r.u64()?;
+        let blocks_len = r.u64()?;
+        let n = r.count32(8 + 8 + 4 + 4)?;
+        let mut blocks: Vec<Block> = Vec::with_capacity(n);
+        for _ in 0..n {
+            let first: Box<str> = r.str_ref()?.into();
+            let offset = r.u64()?;
+            let len = r.u32()?;
+            let crc = r.u32()?;
+            let prev_end = blocks.last().map_or(0, |b| b.offset + u64::from(b.len));
+            if offset != prev_end || blocks.last().is_some_and(|b| b.first >= first) || len == 0 {
+                return Err(bad("unit text blocks out of order"));
+            }
+            blocks.push(Block {
+                first,
+                offset,
+                len,
+                crc,
+            });
+        }
+        r.done()?;
+        if blocks.last().map_or(0, |b| b.offset + u64::from(b.len)) != blocks_len
+            || terms > blocks.len() as u64 * BLOCK_TERMS as u64
+            || terms < blocks.len() as u64
+        {
+            return Err(bad("the unit text's block index disagrees with its counts"));
+        }
+        let blocks_at = (PREAMBLE + head.len()) as u64;
+        Ok(UnitText {
+            key,
+            first_doc: first_doc.into(),
+            doc_len: doc_len.into(),
+            chunk_len: chunk_len.into(),
+            terms,
+            blocks: blocks.into(),
+            blocks_at,
+            data_at: blocks_at + blocks_len,
+            body,
+        })
+    }
+
+    /// Reads `len` bytes at absolute offset `at`, checked against `crc`.
+    fn read(&self, at: u64, len: u32, crc: u32, what: &str) -> Result<Vec<u8>, String> {
+        let mut out = vec![0u8; len as usize];
+        match &self.body {
+            Body::Resident(b) => {
+                let s = usize::try_from(at)
+                    .ok()
+                    .and_then(|a| b.get(a..a.checked_add(len as usize)?))
+                    .ok_or_else(|| format!("{what} lies outside the unit text"))?;
+                out.copy_from_slice(s);
+            }
+            Body::Stored { source, key } => match source.read_at(key, at, &mut out) {
+                Ok(true) => {}
+                Ok(false) => return Err(format!("{what} is missing from the stored unit text")),
+                Err(e) => return Err(format!("{what} cannot be read ({e})")),
+            },
+        }
+        if crc32fast::hash(&out) != crc {
+            return Err(format!("{what} fails its checksum"));
+        }
+        Ok(out)
+    }
+
+    /// The postings of `term` (an analysed term), `None` if no document of the unit has
+    /// it. `Err` says why a block or the postings could not be read (module docs).
+    pub fn postings(&self, term: &str) -> Result<Option<TermPostings>, String> {
+        let b = self.blocks.partition_point(|b| &*b.first <= term);
+        let Some(block) = b.checked_sub(1).map(|b| &self.blocks[b]) else {
+            return Ok(None);
+        };
+        let bytes = self.read(self.blocks_at + block.offset, block.len, block.crc, "a term block")?;
+        let mut r = Reader::new(&bytes);
+        while r.remaining() > 0 {
+            let t = r.str_ref().map_err(|e| e.to_string())?;
+            let (at, len, crc) = (
+                r.u64().map_err(|e| e.to_string())?,
+                r.u32().map_err(|e| e.to_string())?,
+                r.u32().map_err(|e| e.to_string())?,
+            );
+            match t.cmp(term) {
+                std::cmp::Ordering::Less => continue,
+                std::cmp::Ordering::Greater => return Ok(None),
+                std::cmp::Ordering::Equal => {}
+            }
+            let what = "a term's postings";
+            let at = self
+                .data_at
+                .checked_add(at)
+                .ok_or_else(|| format!("{what} lie outside"))?;
+            let data = self.read(at, len, crc, what)?;
+            return self.parse_postings(&data).map(Some).map_err(|e| e.to_string());
+        }
+        Ok(None)
+    }
+
+    /// A term's postings from their bytes, checked (chunks increasing and in range, each
+    /// chunk's locals increasing and in range, frequencies positive).
+    fn parse_postings(&self, bytes: &[u8]) -> Result<TermPostings, IndexError> {
+        let mut r = Reader::new(bytes);
+        let n = r.count32(8)?;
+        if n == 0 {
+            return Err(bad("a term in no chunk"));
+        }
+        let mut entries = Vec::with_capacity(n);
+        let mut total = 0u32;
+        for _ in 0..n {
+            let j = r.u32()?;
+            let m = r.u32()?;
+            if entries.last().is_some_and(|&(p, _)| p >= j) || j as usize >= self.chunks() || m == 0 {
+                return Err(bad("term entries out of order or empty"));
+            }
+            total = total.checked_add(m).ok_or_else(|| bad("too many postings"))?;
+            entries.push((j, total));
+        }
+        if (total as usize).saturating_mul(4) != r.remaining() {
+            return Err(bad("postings disagree with their counts"));
+        }
+        let mut posts = Vec::with_capacity(total as usize);
+        let mut start = 0;
+        for &(j, end) in &entries {
+            let docs = self.docs(j as usize) as u32;
+            let mut prev: Option<Local> = None;
+            for _ in start..end {
+                let p = Posting::from_raw(r.u32()?);
+                if p.tf() == 0 || p.local() >= docs || prev.is_some_and(|x| x >= p.local()) {
+                    return Err(bad("postings out of order, out of range or with tf 0"));
+                }
+                prev = Some(p.local());
+                posts.push(p);
+            }
+            start = end;
+        }
+        Ok(TermPostings { entries, posts })
+    }
+
+    /// Every term with its postings, in term order (reads every block and posting list),
+    /// checking the layout the encoder writes: blocks of [`BLOCK_TERMS`] terms (the last
+    /// one fewer), postings contiguous in term order. Returns the postings region's length.
+    fn for_each_term(&self, mut f: impl FnMut(&str, TermPostings)) -> Result<u64, String> {
+        let mut last: Option<String> = None;
+        let mut seen = 0u64;
+        let mut next_at = 0u64;
+        for (b, block) in self.blocks.iter().enumerate() {
+            let bytes = self.read(self.blocks_at + block.offset, block.len, block.crc, "a term block")?;
+            let mut r = Reader::new(&bytes);
+            let mut in_block = 0usize;
+            while r.remaining() > 0 {
+                let t = r.str_ref().map_err(|e| e.to_string())?;
+                if in_block == 0 && t != &*block.first {
+                    return Err("a block's first term differs from its index".into());
+                }
+                if t.is_empty() || last.as_deref().is_some_and(|l| l >= t) {
+                    return Err("terms empty or out of order".into());
+                }
+                in_block += 1;
+                let (at, len, crc) = (
+                    r.u64().map_err(|e| e.to_string())?,
+                    r.u32().map_err(|e| e.to_string())?,
+                    r.u32().map_err(|e| e.to_string())?,
+                );
+                if at != next_at {
+                    return Err("postings out of term order".into());
+                }
+                next_at = at + u64::from(len);
+                let at = self
+                    .data_at
+                    .checked_add(at)
+                    .ok_or_else(|| "postings lie outside".to_string())?;
+                let data = self.read(at, len, crc, "a term's postings")?;
+                f(t, self.parse_postings(&data).map_err(|e| e.to_string())?);
+                last = Some(t.to_string());
+                seen += 1;
+            }
+            let full = b + 1 == self.blocks.len() || in_block == BLOCK_TERMS;
+            if in_block == 0 || in_block > BLOCK_TERMS || !full {
+                return Err(format!("a block of {in_block} terms"));
+            }
+        }
+        if seen != self.terms {
+            return Err(format!("{seen} terms, the head says {}", self.terms));
+        }
+        Ok(next_at)
+    }
+
+    /// Checks every block and posting list, and that each document's length is the sum
+    /// of its term frequencies.
+    fn check_all(&self) -> Result<(), IndexError> {
+        let mut sums = vec![0u64; self.doc_len.len()];
+        let data_len = self
+            .for_each_term(|_, p| {
+                for (j, list) in p.chunks() {
+                    let first = self.first_doc[j] as usize;
+                    for q in list {
+                        sums[first + q.local() as usize] += u64::from(q.tf());
+                    }
+                }
+            })
+            .map_err(bad)?;
+        if let Body::Resident(b) = &self.body {
+            if self.data_at + data_len != b.len() as u64 {
+                return Err(bad("trailing bytes after the postings"));
+            }
+        }
+        if sums.iter().zip(self.doc_len.iter()).any(|(s, &l)| *s != u64::from(l)) {
+            return Err(bad("document lengths differ from their postings"));
+        }
+        Ok(())
+    }
+
+    /// The unit's chunks' text parts, as the chunks' own parts hold them (reads all of the
+    /// unit text): for checks, digests and references.
+    pub fn chunk_texts(&self) -> Result<Vec<TextChunk>, String> {
+        let mut out: Vec<TextChunk> = (0..self.chunks())
+            .map(|j| {
+                let docs = &self.doc_len[self.first_doc[j] as usize..self.first_doc[j + 1] as usize];
+                TextChunk::with_lengths(docs.to_vec())
+            })
+            .collect();
+        self.for_each_term(|t, p| {
+            for (j, list) in p.chunks() {
+                out[j].push_postings(t, list);
+            }
+        })?;
+        Ok(out)
+    }
+
+    /// The unit's key.
+    pub fn key(&self) -> &Hash {
+        &self.key
+    }
+
+    /// Chunks.
+    pub fn chunks(&self) -> usize {
+        self.first_doc.len() - 1
+    }
+
+    /// Documents of unit chunk `j`.
+    pub fn docs(&self, j: usize) -> usize {
+        (self.first_doc[j + 1] - self.first_doc[j]) as usize
+    }
+
+    /// Length in terms of document `local` of unit chunk `j`.
+    #[inline]
+    pub fn doc_len(&self, j: usize, local: Local) -> u32 {
+        self.doc_len[(self.first_doc[j] + local) as usize]
+    }
+
+    /// Sum of unit chunk `j`'s document lengths.
+    pub fn chunk_total_len(&self, j: usize) -> u64 {
+        self.chunk_len[j]
+    }
+
+    /// Distinct terms.
+    pub fn term_count(&self) -> u64 {
+        self.terms
+    }
+
+    /// True if lookups read the store (the head alone is in memory).
+    pub fn is_stored(&self) -> bool {
+        matches!(self.body, Body::Stored { .. })
+    }
+
+    /// The stored value's key and source, for a unit text read by range.
+    pub(crate) fn stored(&self) -> Option<(&Arc<dyn RowSource>, &[u8])> {
+        match &self.body {
+            Body::Stored { source, key } => Some((source, key)),
+            Body::Resident(_) => None,
+        }
+    }
+
+    /// Approximate heap bytes.
+    pub fn heap_bytes(&self) -> usize {
+        let resident = match &self.body {
+            Body::Resident(b) => b.len(),
+            Body::Stored { key, .. } => key.len(),
+        };
+        self.first_doc.len() * 4
+            + self.doc_len.len() * 4
+            + self.chunk_len.len() * 8
+            + self.blocks.iter().map(|b| b.first.len() + 40).sum::<usize>()
+            + resident
+            + 128
+    }
+}

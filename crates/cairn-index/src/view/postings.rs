@@ -1,0 +1,234 @@
+//! Where a view's BM25 postings are: [unit texts](crate::unit_text) for the chunks a unit
+//! covers, and chunk parts ([`TextChunk`]) for the rest.
+//!
+//! A view's units need not be its own: the repository gives a commit the unit texts of a
+//! **base** commit's units (the commit its approximate search walks, `graph_base.rs` in the
+//! repository), each with the position in this view of every chunk of the unit (or that
+//! the view lacks it). A chunk the view lacks is *gone*: its postings are skipped and its
+//! documents are in no statistic. A view's chunk no unit covers brings its own part, probed
+//! by term. So a one-node commit reads the unit texts it already had plus one or two chunk
+//! parts, and the postings a lookup yields — hence every score — are those of the view's
+//! chunks, exactly, whichever units serve them.
+
+use std::sync::Arc;
+
+use crate::chunk::{Local, Posting, TextChunk};
+use crate::error::IndexError;
+use crate::unit_text::{TermPostings, UnitText};
+
+/// A unit text, and where its chunks are in a view.
+#[derive(Debug, Clone)]
+pub struct TextUnit {
+    /// The unit's postings.
+    pub text: Arc<UnitText>,
+    /// Unit chunk `j`'s chunk in the view, `None` if the view lacks it.
+    pub chunks: Vec<Option<usize>>,
+}
+
+/// `u32::MAX`: a unit chunk the view lacks.
+const GONE: u32 = u32::MAX;
+
+/// Where one view chunk's postings are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// Chunk `j` of unit `u`.
+    Unit(u32, u32),
+    /// Its own part.
+    Own,
+}
+
+/// A unit text and each of its chunks' position in the view ([`GONE`] if absent).
+pub(crate) type MappedUnit = (Arc<UnitText>, Arc<[u32]>);
+
+/// A view's BM25 postings (module docs).
+#[derive(Debug, Clone)]
+pub(crate) struct Postings {
+    units: Arc<[MappedUnit]>,
+    /// Per view chunk.
+    place: Arc<[Place]>,
+    /// Per view chunk: its own part, for chunks no unit covers (and for every chunk of a
+    /// view given all its parts).
+    own: Arc<[Option<Arc<TextChunk>>]>,
+    /// Sum of the view's document lengths.
+    pub(crate) total_len: u64,
+    /// Chunks of the view no unit covers, increasing.
+    uncovered: Arc<[u32]>,
+}
+
+/// One term's postings in a view: per chunk holding it (increasing), its postings; and the
+/// term's document frequency over the view.
+pub(crate) struct TermLists<'a> {
+    pub(crate) lists: Vec<(u32, &'a [Posting])>,
+    pub(crate) df: u64,
+}
+
+impl Postings {
+    /// Postings served by `units` (each chunk of the view mapped at most once) and by
+    /// `own[c]` for every other chunk `c`; `lens[c]` is chunk `c`'s node count.
+    pub(crate) fn new(
+        units: Vec<TextUnit>,
+        own: Vec<Option<Arc<TextChunk>>>,
+        lens: &[usize],
+    ) -> Result<Postings, IndexError> {
+        let bad = |m: String| IndexError::Inconsistent(m);
+        if own.len() != lens.len() {
+            return Err(bad(format!("{} text parts for {} chunks", own.len(), lens.len())));
+        }
+        let mut place: Vec<Option<Place>> = vec![None; lens.len()];
+        let mut total_len = 0u64;
+        let mut mapped = Vec::with_capacity(units.len());
+        for (u, unit) in units.into_iter().enumerate() {
+            if unit.chunks.len() != unit.text.chunks() {
+                return Err(bad(format!(
+                    "unit text of {} chunks mapped onto {}",
+                    unit.text.chunks(),
+                    unit.chunks.len()
+                )));
+            }
+            let mut to_view = Vec::with_capacity(unit.chunks.len());
+            for (j, c) in unit.chunks.iter().enumerate() {
+                let Some(c) = *c else {
+                    to_view.push(GONE);
+                    continue;
+                };
+                match place.get(c) {
+                    Some(None) if lens[c] == unit.text.docs(j) && own[c].is_none() => {}
+                    _ => return Err(bad(format!("unit chunk {j} cannot serve view chunk {c}"))),
+                }
+                place[c] = Some(Place::Unit(u as u32, j as u32));
+                total_len += unit.text.chunk_total_len(j);
+                to_view.push(c as u32);
+            }
+            mapped.push((unit.text, Arc::from(to_view)));
+        }
+        let mut uncovered = Vec::new();
+        for (c, p) in place.iter_mut().enumerate() {
+            if p.is_some() {
+                continue;
+            }
+            match &own[c] {
+                Some(part) if part.doc_count() == lens[c] => total_len += part.total_len(),
+                Some(_) => return Err(bad(format!("text part of chunk {c} has another node count"))),
+                None => return Err(bad(format!("chunk {c} has no text postings"))),
+            }
+            *p = Some(Place::Own);
+            uncovered.push(c as u32);
+        }
+        Ok(Postings {
+            units: mapped.into(),
+            place: place.into_iter().map(|p| p.unwrap_or(Place::Own)).collect(),
+            own: own.into(),
+            total_len,
+            uncovered: uncovered.into(),
+        })
+    }
+
+    /// The units, each with its chunks' positions in the view ([`GONE`] if absent).
+    pub(crate) fn units(&self) -> &[MappedUnit] {
+        &self.units
+    }
+
+    /// Chunk `c`'s own part, if it has one.
+    pub(crate) fn own(&self, c: usize) -> Option<&Arc<TextChunk>> {
+        self.own.get(c).and_then(Option::as_ref)
+    }
+
+    /// Length in terms of document `l` of view chunk `c`.
+    #[inline]
+    pub(crate) fn doc_len(&self, c: usize, l: Local) -> u32 {
+        match self.place[c] {
+            Place::Unit(u, j) => self.units[u as usize].0.doc_len(j as usize, l),
+            Place::Own => self.own[c].as_ref().map_or(0, |p| p.doc_len(l)),
+        }
+    }
+
+    /// The postings each unit holds for `terms`: `found[u][i]` for unit `u` and term `i`,
+    /// `Err` (why) for a unit one of whose reads failed.
+    pub(crate) fn fetch(&self, terms: &[&str]) -> Vec<Result<Vec<Option<TermPostings>>, String>> {
+        use rayon::prelude::*;
+        let one = |u: &Arc<UnitText>| terms.iter().map(|t| u.postings(t)).collect::<Result<Vec<_>, _>>();
+        // Units read by range wait on the store: in parallel. Resident ones are quick.
+        if self.units.iter().any(|(u, _)| u.is_stored()) && self.units.len() > 1 {
+            self.units.par_iter().map(|(u, _)| one(u)).collect()
+        } else {
+            self.units.iter().map(|(u, _)| one(u)).collect()
+        }
+    }
+
+    /// Term `i`'s lists from `found` (as [`Postings::fetch`] gave them, every unit
+    /// readable) and from the uncovered chunks, plus `extra` chunks' parts (chunk, part:
+    /// the chunks of units that could not be read).
+    pub(crate) fn term_lists<'a>(
+        &'a self,
+        i: usize,
+        term: &str,
+        hash: u64,
+        found: &'a [Vec<Option<TermPostings>>],
+        extra: &'a [(u32, TextChunk)],
+    ) -> TermLists<'a> {
+        let mut lists: Vec<(u32, &'a [Posting])> = Vec::new();
+        let mut df = 0u64;
+        let mut sorted = true;
+        for ((_, to_view), terms) in self.units.iter().zip(found) {
+            let Some(p) = &terms[i] else { continue };
+            for (j, list) in p.chunks() {
+                let c = to_view[j];
+                if c == GONE {
+                    continue;
+                }
+                sorted &= lists.last().is_none_or(|l| l.0 < c);
+                df += list.len() as u64;
+                lists.push((c, list));
+            }
+        }
+        for &c in self.uncovered.iter() {
+            if let Some(part) = &self.own[c as usize] {
+                let list = part.lookup(term, hash);
+                if !list.is_empty() {
+                    sorted &= lists.last().is_none_or(|l| l.0 < c);
+                    df += list.len() as u64;
+                    lists.push((c, list));
+                }
+            }
+        }
+        for (c, part) in extra {
+            let list = part.lookup(term, hash);
+            if !list.is_empty() {
+                sorted = false;
+                df += list.len() as u64;
+                lists.push((*c, list));
+            }
+        }
+        if !sorted {
+            lists.sort_unstable_by_key(|l| l.0);
+        }
+        TermLists { lists, df }
+    }
+
+    /// Every chunk's part as the chunk's own part holds it (unit texts read whole): for
+    /// references, digests and checks.
+    pub(crate) fn chunk_texts(&self) -> Result<Vec<Arc<TextChunk>>, String> {
+        let mut out: Vec<Option<Arc<TextChunk>>> = self.own.to_vec();
+        for (u, to_view) in self.units.iter() {
+            if to_view.iter().all(|&c| c == GONE) {
+                continue;
+            }
+            for (j, t) in u.chunk_texts()?.into_iter().enumerate() {
+                if to_view[j] != GONE {
+                    out[to_view[j] as usize] = Some(Arc::new(t));
+                }
+            }
+        }
+        Ok(out.into_iter().map(Option::unwrap_or_default).collect())
+    }
+
+    /// Approximate heap bytes (units counted in full: views share them).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.units
+            .iter()
+            .map(|(u, m)| u.heap_bytes() + m.len() * 4)
+            .sum::<usize>()
+            + self.place.len() * 8
+            + self.own.iter().flatten().map(|p| p.heap_bytes()).sum::<usize>()
+    }
+}
