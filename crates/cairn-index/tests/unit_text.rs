@@ -210,6 +210,7 @@ fn a_damaged_stored_unit_is_answered_from_the_node_texts_and_reported() {
                 chunks: all,
             }],
             vec![None; parts.len()],
+            None,
         )
         .unwrap();
     let queries = ["wing stall", "flow boundary layer", "mach jet jet"];
@@ -276,7 +277,7 @@ fn a_view_served_by_an_older_unit_with_gone_and_own_chunks_equals_a_fresh_build(
         .collect();
     let mut served = fresh.clone();
     served
-        .set_text_units(vec![TextUnit { text: unit, chunks }], own)
+        .set_text_units(vec![TextUnit { text: unit, chunks }], own, None)
         .unwrap();
     let label_free = fresh.filter_of((0..fresh.node_count()).step_by(3));
     for q in ["wing stall", "heat plate", "flow boundary layer drag", "jet", "nothing"] {
@@ -300,10 +301,13 @@ fn a_view_served_by_an_older_unit_with_gone_and_own_chunks_equals_a_fresh_build(
                 text: unit2,
                 chunks: chunks2
             }],
-            all
+            all,
+            None
         )
         .is_err());
-    assert!(twice.set_text_units(Vec::new(), vec![None; now_parts.len()]).is_err());
+    assert!(twice
+        .set_text_units(Vec::new(), vec![None; now_parts.len()], None)
+        .is_err());
 }
 
 /// Golden: the bytes of a unit text (storage-format §7.3.9) are pinned.

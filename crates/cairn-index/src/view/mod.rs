@@ -179,18 +179,57 @@ impl CommitIndexes {
                 chunks: range.map(Some).collect(),
             });
         }
-        self.set_text_units(units, vec![None; parts.len()])?;
+        self.set_text_units(units, vec![None; parts.len()], None)?;
         self.text_parts = Some(parts);
         Ok(())
     }
 
     /// Attaches BM25 postings as unit texts mapped onto this view's chunks (each chunk at
     /// most once; `view/postings.rs`), and `own[c]`, the part of every chunk `c` no unit
-    /// maps. Errors: [`IndexError::Inconsistent`] if a chunk is mapped twice or not at
-    /// all, or a unit chunk's document count differs from its view chunk's.
-    pub fn set_text_units(&mut self, units: Vec<TextUnit>, own: Vec<Option<Arc<TextChunk>>>) -> Result<(), IndexError> {
+    /// maps. `origin` names the node tree whose units they are (`None`: the view's own),
+    /// for [`CommitIndexes::derive_text`]. Errors: [`IndexError::Inconsistent`] if a chunk
+    /// is mapped twice or not at all, or a unit chunk's document count differs from its
+    /// view chunk's.
+    pub fn set_text_units(
+        &mut self,
+        units: Vec<TextUnit>,
+        own: Vec<Option<Arc<TextChunk>>>,
+        origin: Option<Hash>,
+    ) -> Result<(), IndexError> {
         let lens: Vec<usize> = self.chunks.iter().map(|c| c.len()).collect();
-        self.text = Some(postings::Postings::new(units, own, &lens)?);
+        self.text = Some(postings::Postings::new(units, own, &lens, origin)?);
+        self.text_parts = None;
+        Ok(())
+    }
+
+    /// The node tree whose unit texts serve this view's BM25 lane (`None`: its own units),
+    /// `None` outright if the view has no BM25 postings or was given every chunk's part.
+    pub fn text_origin(&self) -> Option<Option<Hash>> {
+        self.text
+            .as_ref()
+            .filter(|_| self.text_parts.is_none())
+            .map(|t| t.origin())
+    }
+
+    /// The BM25 postings of a view assembled from `donor`, whose chunk `i` is the donor's
+    /// chunk `from_donor[i]` (the same chunk key) or new, served by the donor's unit
+    /// texts: each unit chunk moved to its place here (or skipped, if this view lacks
+    /// it), the donor's own parts kept, and `new[i]` the part of each new chunk `i`.
+    /// O(chunks) integer work. Errors: [`IndexError::Inconsistent`] if the donor has no
+    /// unit texts, or a new chunk lacks its part.
+    pub fn derive_text(
+        &mut self,
+        donor: &CommitIndexes,
+        from_donor: &[Option<usize>],
+        new: Vec<Option<Arc<TextChunk>>>,
+    ) -> Result<(), IndexError> {
+        self.check_len("donor map", from_donor.len())?;
+        self.check_len("text", new.len())?;
+        let Some(d) = donor.text.as_ref().filter(|_| donor.text_parts.is_none()) else {
+            return Err(IndexError::Inconsistent("the donor has no unit texts".into()));
+        };
+        let lens: Vec<usize> = self.chunks.iter().map(|c| c.len()).collect();
+        self.text = Some(d.derive(from_donor, new, &lens)?);
         self.text_parts = None;
         Ok(())
     }

@@ -53,6 +53,9 @@ pub(crate) struct Postings {
     pub(crate) total_len: u64,
     /// Chunks of the view no unit covers, increasing.
     uncovered: Arc<[u32]>,
+    /// The node tree whose units these are (`None`: the view's own), as the repository
+    /// names it: a view derived from this one keeps them while its base is the same.
+    origin: Option<cairn_core::Hash>,
 }
 
 /// One term's postings in a view: per chunk holding it (increasing), its postings; and the
@@ -64,11 +67,13 @@ pub(crate) struct TermLists<'a> {
 
 impl Postings {
     /// Postings served by `units` (each chunk of the view mapped at most once) and by
-    /// `own[c]` for every other chunk `c`; `lens[c]` is chunk `c`'s node count.
+    /// `own[c]` for every other chunk `c`; `lens[c]` is chunk `c`'s node count; `origin`
+    /// names the units' node tree.
     pub(crate) fn new(
         units: Vec<TextUnit>,
         own: Vec<Option<Arc<TextChunk>>>,
         lens: &[usize],
+        origin: Option<cairn_core::Hash>,
     ) -> Result<Postings, IndexError> {
         let bad = |m: String| IndexError::Inconsistent(m);
         if own.len() != lens.len() {
@@ -120,7 +125,51 @@ impl Postings {
             own: own.into(),
             total_len,
             uncovered: uncovered.into(),
+            origin,
         })
+    }
+
+    /// The node tree whose units serve this view (`None`: its own).
+    pub(crate) fn origin(&self) -> Option<cairn_core::Hash> {
+        self.origin
+    }
+
+    /// The postings of a view whose chunk `i` is this (the donor's) view's chunk
+    /// `from_donor[i]` or new: the same units, each unit chunk moved to its position in
+    /// the new view (or gone), the donor's own parts kept for the chunks it shares, and
+    /// `own[i]` for each new chunk — O(chunks) integer work, no unit read.
+    pub(crate) fn derive(
+        &self,
+        from_donor: &[Option<usize>],
+        mut own: Vec<Option<Arc<TextChunk>>>,
+        lens: &[usize],
+    ) -> Result<Postings, IndexError> {
+        let mut donor_to_view = vec![GONE; self.place.len()];
+        for (i, d) in from_donor.iter().enumerate() {
+            if let Some(d) = d.filter(|d| *d < self.place.len()) {
+                donor_to_view[d] = i as u32;
+                if let Some(p) = &self.own[d] {
+                    own[i] = Some(Arc::clone(p));
+                }
+            }
+        }
+        let units = self
+            .units
+            .iter()
+            .map(|(text, to_view)| TextUnit {
+                text: Arc::clone(text),
+                chunks: to_view
+                    .iter()
+                    .map(|&c| match c {
+                        GONE => None,
+                        c => Some(donor_to_view[c as usize])
+                            .filter(|v| *v != GONE)
+                            .map(|v| v as usize),
+                    })
+                    .collect(),
+            })
+            .collect();
+        Postings::new(units, own, lens, self.origin)
     }
 
     /// The units, each with its chunks' positions in the view ([`GONE`] if absent).

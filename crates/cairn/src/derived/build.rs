@@ -410,8 +410,26 @@ impl DerivedData {
             // commit's chunks load under an assembly of their own, as for graphs.
             let base_ctx = self.ctx();
             let base = self.graph_base(&base_ctx, id, &list)?;
-            let (units, own) = self.text_units(&ctx, &base_ctx, lists, base.as_ref().map(|b| &*b.1))?;
-            view.set_text_units(units, own).map_err(inconsistent)?;
+            let origin = base.as_ref().map(|b| b.0);
+            // A donor served by the same base's units: they carry over (O(chunks)), with
+            // the parts of this view's new chunks.
+            match dv.filter(|d| origin.is_some() && d.text_origin() == Some(origin)) {
+                Some(d) => {
+                    let new = list
+                        .par_iter()
+                        .zip(&from_donor)
+                        .map(|(ch, f)| match f {
+                            Some(_) => Ok(None),
+                            None => self.text_part(&ctx, ch).map(Some),
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    view.derive_text(d, &from_donor, new).map_err(inconsistent)?;
+                }
+                None => {
+                    let (units, own) = self.text_units(&ctx, &base_ctx, lists, base.as_ref().map(|b| &*b.1))?;
+                    view.set_text_units(units, own, origin).map_err(inconsistent)?;
+                }
+            }
             self.store_pending(&base_ctx);
             ctx.notes.lock().append(&mut base_ctx.notes.lock());
         }
@@ -696,10 +714,16 @@ impl DerivedData {
         }
     }
 
-    /// Caches a part, and keeps it for the rest of this assembly.
+    /// Caches a part, and keeps it for the rest of this assembly. A chunk's text part that
+    /// an assembly of the BM25 lane met is not cached where the store keeps it: that
+    /// assembly reads it to build a unit text, or its view holds it (a chunk no unit
+    /// covers), so the cache's room goes to parts that views share.
     fn remember(&self, ctx: &Ctx, key: Vec<u8>, part: Part) {
         ctx.seen.lock().insert(key.clone(), part.clone());
-        self.cache.put_part(key, part);
+        let texts_held = ctx.persistent && ctx.needs.as_ref().is_some_and(|n| n.text);
+        if !(texts_held && matches!(part, Part::Text(_))) {
+            self.cache.put_part(key, part);
+        }
     }
 
     /// Builds every part of one chunk from its span's objects (or records it as split).

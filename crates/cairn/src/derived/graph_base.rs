@@ -23,12 +23,12 @@
 //! — the same bytes in every process. Two commits with the same tree and different
 //! histories may choose different bases; the view cache keys graphs by their origin.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use cairn_core::{Commit, CommitId, Hash};
 
 use crate::derived::build::Ctx;
+use crate::derived::hashed::KeySet;
 use crate::derived::keys::TreeKind;
 use crate::derived::spans::ChunkList;
 use crate::derived::DerivedData;
@@ -164,7 +164,7 @@ pub(crate) type StrideAncestors = [Option<(u64, Option<Hash>)>; BASE_STRIDES.len
 
 /// Chunks one list has and the other lacks, both ways.
 fn differing(a: &ChunkList, b: &ChunkList) -> usize {
-    let keys: HashSet<Hash> = a.iter().map(|c| c.key).collect();
+    let keys: KeySet = a.iter().map(|c| c.key).collect();
     let shared = b.iter().filter(|c| keys.contains(&c.key)).count();
     (a.len() - shared) + (b.len() - shared)
 }

@@ -3,7 +3,7 @@
 //! in it ([`SpanMemo`]), so that the next commit's list takes over every subtree the two
 //! trees share instead of walking, keying and matching it again.
 
-use std::collections::HashMap;
+use crate::derived::hashed::KeyMap;
 use std::sync::Arc;
 
 use cairn_core::Hash;
@@ -30,7 +30,7 @@ const BUILD_WINDOW_SPANS: usize = 256;
 /// first needed: a list taken over subtree by subtree knows where its chunks come from).
 pub(super) struct Donor {
     pub(super) entry: ViewEntry,
-    index: std::sync::OnceLock<HashMap<Hash, usize>>,
+    index: std::sync::OnceLock<KeyMap<usize>>,
 }
 
 impl Donor {
@@ -42,7 +42,7 @@ impl Donor {
     }
 
     /// The donor's chunks by key.
-    pub(super) fn index(&self) -> &HashMap<Hash, usize> {
+    pub(super) fn index(&self) -> &KeyMap<usize> {
         self.index.get_or_init(|| spans::positions(&self.entry.nodes))
     }
 }
@@ -59,10 +59,10 @@ impl DerivedData {
     /// The donor's chunks that no copy covers, by key: where a walked span's chunk may be
     /// in the donor (chunks are in key order, so one the donor has lies between the copies
     /// around it). A few dozen for a small commit.
-    fn uncovered(donor: &Donor, copies: &[(u32, u32)]) -> HashMap<Hash, usize> {
+    fn uncovered(donor: &Donor, copies: &[(u32, u32)]) -> KeyMap<usize> {
         let mut sorted = copies.to_vec();
         sorted.sort_unstable();
-        let mut out = HashMap::new();
+        let mut out = KeyMap::default();
         let mut at = 0usize;
         for &(a, b) in sorted
             .iter()
@@ -234,7 +234,7 @@ impl DerivedData {
         ctx: &Ctx,
         tree: TreeKind,
         spans: Vec<Span>,
-        known: Option<&HashMap<Hash, usize>>,
+        known: Option<&KeyMap<usize>>,
         meter: Option<&Meter>,
     ) -> Result<Vec<ChunkList>> {
         let core_tag = if tree == TreeKind::Nodes {

@@ -23,7 +23,8 @@
 //!   kinds), writing what was built;
 //! * `rows` — which dense rows and node texts a view leaves on disk, and the source it
 //!   reads them through;
-//! * `graph_base` — which commit's unit graphs an approximate search walks;
+//! * `graph_base` — which commit's unit graphs (and unit texts) a view reads;
+//! * `hashed` — maps and sets keyed by chunk keys, hashed by their own bytes;
 //! * `live` — which derived entries live commits use, and `gc`'s sweep of the others;
 //! * [`check`] — reading back every stored entry (`fsck`) and deleting the damaged ones;
 //! * `drop` — dropping every derived value (`Repo::drop_derived`, `cairn index drop`);
@@ -43,6 +44,7 @@ pub(crate) mod cache;
 pub(crate) mod check;
 mod drop;
 mod graph_base;
+mod hashed;
 pub(crate) mod keys;
 mod list;
 mod live;

@@ -42,7 +42,7 @@ pub(crate) struct ChunkRef {
 pub(crate) type ChunkList = Vec<ChunkRef>;
 
 /// Each chunk key's position in `list`.
-pub(crate) fn positions(list: &[ChunkRef]) -> std::collections::HashMap<Hash, usize> {
+pub(crate) fn positions(list: &[ChunkRef]) -> crate::derived::hashed::KeyMap<usize> {
     list.iter().enumerate().map(|(i, c)| (c.key, i)).collect()
 }
 
