@@ -255,8 +255,9 @@ impl CommitIndexes {
         self.set_sparse_from(model, parts, None)
     }
 
-    /// [`CommitIndexes::set_sparse`] for a view assembled from a donor, as
-    /// [`CommitIndexes::set_text_from`].
+    /// [`CommitIndexes::set_sparse`] for a view assembled from `donor`, whose chunk `i` is
+    /// the donor's chunk `from_donor[i]` (the same chunk key) or new: the dimension
+    /// directory is derived from the donor's in O(chunks) instead of read from every part.
     pub fn set_sparse_from(
         &mut self,
         model: &str,
@@ -286,7 +287,7 @@ impl CommitIndexes {
     }
 
     /// [`CommitIndexes::set_dense`] for a view assembled from a donor, as
-    /// [`CommitIndexes::set_text_from`]: the row lists the donor's view of the model
+    /// [`CommitIndexes::set_sparse_from`]: the row lists the donor's view of the model
     /// remembers are derived for the shared chunks instead of rebuilt (`inherit.rs`).
     pub fn set_dense_from(
         &mut self,
