@@ -77,6 +77,39 @@ pub struct UnitText {
     blocks_at: u64,
     data_at: u64,
     body: Body,
+    /// The postings read by range most recently, by term (shared by clones).
+    memo: Arc<parking_lot::Mutex<TermMemo>>,
+}
+
+/// Bytes of postings a unit read by range keeps in memory ([`TermMemo`]): counted in its
+/// [`UnitText::heap_bytes`], so the part cache's budget covers them.
+pub const MEMO_BYTES: usize = 512 << 10;
+
+/// A unit's recently read terms (`None`: the unit lacks the term), up to [`MEMO_BYTES`],
+/// the oldest let go first. A term read again costs no read; the postings are those the
+/// read checked, so answers do not change.
+#[derive(Default)]
+struct TermMemo {
+    map: std::collections::HashMap<Box<str>, Option<Arc<TermPostings>>>,
+    order: std::collections::VecDeque<(Box<str>, usize)>,
+    bytes: usize,
+}
+
+impl TermMemo {
+    fn put(&mut self, term: &str, found: Option<Arc<TermPostings>>) {
+        let size = term.len() + 64 + found.as_ref().map_or(0, |p| p.posts.len() * 4 + p.entries.len() * 8);
+        if size > MEMO_BYTES || self.map.contains_key(term) {
+            return;
+        }
+        while self.bytes + size > MEMO_BYTES {
+            let Some((old, n)) = self.order.pop_front() else { break };
+            self.map.remove(&old);
+            self.bytes -= n;
+        }
+        self.map.insert(term.into(), found);
+        self.order.push_back((term.into(), size));
+        self.bytes += size;
+    }
 }
 
 impl std::fmt::Debug for UnitText {
@@ -374,6 +407,7 @@ impl UnitText {
             blocks_at,
             data_at: blocks_at + blocks_len,
             body,
+            memo: Arc::default(),
         })
     }
 
@@ -401,8 +435,24 @@ impl UnitText {
     }
 
     /// The postings of `term` (an analysed term), `None` if no document of the unit has
-    /// it. `Err` says why a block or the postings could not be read (module docs).
-    pub fn postings(&self, term: &str) -> Result<Option<TermPostings>, String> {
+    /// it. `Err` says why a block or the postings could not be read (module docs). A unit
+    /// read by range keeps what it read last in memory ([`MEMO_BYTES`]).
+    pub fn postings(&self, term: &str) -> Result<Option<Arc<TermPostings>>, String> {
+        let stored = self.is_stored();
+        if stored {
+            if let Some(found) = self.memo.lock().map.get(term) {
+                return Ok(found.clone());
+            }
+        }
+        let found = self.read_postings(term)?.map(Arc::new);
+        if stored {
+            self.memo.lock().put(term, found.clone());
+        }
+        Ok(found)
+    }
+
+    /// [`UnitText::postings`], read from the body.
+    fn read_postings(&self, term: &str) -> Result<Option<TermPostings>, String> {
         let b = self.blocks.partition_point(|b| &*b.first <= term);
         let Some(block) = b.checked_sub(1).map(|b| &self.blocks[b]) else {
             return Ok(None);
@@ -611,7 +661,7 @@ impl UnitText {
     pub fn heap_bytes(&self) -> usize {
         let resident = match &self.body {
             Body::Resident(b) => b.len(),
-            Body::Stored { key, .. } => key.len(),
+            Body::Stored { key, .. } => key.len() + MEMO_BYTES,
         };
         self.first_doc.len() * 4
             + self.doc_len.len() * 4

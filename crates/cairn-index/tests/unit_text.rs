@@ -52,10 +52,12 @@ fn parts(v: &CommitIndexes) -> Vec<Arc<TextChunk>> {
 struct Values {
     value: Mutex<Vec<u8>>,
     damaged: Mutex<Vec<String>>,
+    reads: std::sync::atomic::AtomicUsize,
 }
 
 impl RowSource for Values {
     fn read_at(&self, _: &[u8], offset: u64, out: &mut [u8]) -> Result<bool, String> {
+        self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let v = self.value.lock();
         let Some(s) = v.get(offset as usize..offset as usize + out.len()) else {
             return Ok(false);
@@ -147,6 +149,17 @@ fn a_unit_text_gives_back_every_chunk_part_and_every_term() {
             assert_eq!(u.postings(absent).unwrap(), None, "{absent}");
         }
     }
+    // Terms read again come from the unit's memory of what it read, the same postings.
+    let reads = source.reads.load(std::sync::atomic::Ordering::Relaxed);
+    for t in every_term(&parts).iter().map(String::as_str).chain(["zzz", "wingz"]) {
+        let again = ranged.postings(t).unwrap();
+        assert_eq!(
+            again.as_deref().map(flat),
+            whole.postings(t).unwrap().as_deref().map(flat),
+            "{t}"
+        );
+    }
+    assert_eq!(source.reads.load(std::sync::atomic::Ordering::Relaxed), reads);
     // Another key is refused.
     assert!(UnitText::open(bytes, &Hash::of(b"other")).is_err());
     assert!(source.damaged.lock().is_empty());
@@ -221,10 +234,22 @@ fn a_damaged_stored_unit_is_answered_from_the_node_texts_and_reported() {
         );
     }
     assert!(source.damaged.lock().is_empty());
-    // Every block and posting list damaged: the same answers, each query reporting it.
+    // Every block and posting list damaged (a unit opened anew: the first one keeps what
+    // it read in memory): the same answers, each query reporting it.
     for b in &mut source.value.lock()[head..] {
         *b ^= 0xff;
     }
+    let unit = UnitText::open_stored(source.clone(), b"k", &key).unwrap().unwrap();
+    served
+        .set_text_units(
+            vec![TextUnit {
+                text: Arc::new(unit),
+                chunks: (0..parts.len()).map(Some).collect(),
+            }],
+            vec![None; parts.len()],
+            None,
+        )
+        .unwrap();
     for q in queries {
         assert_eq!(
             served.text_search(q, 9, None).unwrap(),

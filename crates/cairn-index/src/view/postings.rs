@@ -193,7 +193,7 @@ impl Postings {
 
     /// The postings each unit holds for `terms`: `found[u][i]` for unit `u` and term `i`,
     /// `Err` (why) for a unit one of whose reads failed.
-    pub(crate) fn fetch(&self, terms: &[&str]) -> Vec<Result<Vec<Option<TermPostings>>, String>> {
+    pub(crate) fn fetch(&self, terms: &[&str]) -> Vec<Result<Vec<Option<Arc<TermPostings>>>, String>> {
         use rayon::prelude::*;
         let one = |u: &Arc<UnitText>| terms.iter().map(|t| u.postings(t)).collect::<Result<Vec<_>, _>>();
         // Units read by range wait on the store: in parallel. Resident ones are quick.
@@ -212,7 +212,7 @@ impl Postings {
         i: usize,
         term: &str,
         hash: u64,
-        found: &'a [Vec<Option<TermPostings>>],
+        found: &'a [Vec<Option<Arc<TermPostings>>>],
         extra: &'a [(u32, TextChunk)],
     ) -> TermLists<'a> {
         let mut lists: Vec<(u32, &'a [Posting])> = Vec::new();
