@@ -39,16 +39,22 @@ pub const BLOCK_TERMS: usize = 64;
 /// Bytes before the head: tag, key, head length, head crc32.
 const PREAMBLE: usize = 1 + 32 + 4 + 4;
 
-/// One block of the term dictionary, as the head indexes it.
+/// One block, as the head indexes it: a dictionary of up to [`BLOCK_TERMS`] terms, then
+/// their postings.
 #[derive(Debug, Clone)]
 struct Block {
     /// Its first term.
     first: Box<str>,
-    /// Offset in the block region, length, crc32 of its bytes.
+    /// Offset in the block region; the dictionary's length and crc32; the whole block's
+    /// length (dictionary and postings).
     offset: u64,
-    len: u32,
+    dict_len: u32,
     crc: u32,
+    len: u32,
 }
+
+/// A block of at most this many bytes is read whole (dictionary and postings at once).
+const READ_WHOLE: u32 = 16 << 10;
 
 /// Where a unit text's blocks and postings are read from.
 #[derive(Clone)]
@@ -73,9 +79,9 @@ pub struct UnitText {
     /// Distinct terms.
     terms: u64,
     blocks: Arc<[Block]>,
-    /// Absolute offsets of the block region and of the postings region.
+    /// Absolute offset of the block region, and its length.
     blocks_at: u64,
-    data_at: u64,
+    blocks_len: u64,
     body: Body,
     /// The postings read by range most recently, by term (shared by clones).
     memo: Arc<parking_lot::Mutex<TermMemo>>,
@@ -167,33 +173,44 @@ pub fn encode_unit_text(key: &Hash, parts: &[&TextChunk]) -> Vec<u8> {
     let mut terms: Vec<(&str, Vec<(u32, u32)>)> = by_term.into_iter().collect();
     terms.sort_unstable_by(|a, b| a.0.cmp(b.0));
     let mut blocks_region: Vec<u8> = Vec::new();
-    let mut data: Vec<u8> = Vec::new();
-    let mut index: Vec<(String, u64, u32, u32)> = Vec::new();
+    // Per block: first term, offset, dictionary length and crc32, whole length.
+    let mut index: Vec<(String, u64, u32, u32, u32)> = Vec::new();
     for group in terms.chunks(BLOCK_TERMS) {
-        let start = blocks_region.len();
-        for (term, at) in group {
-            let d = data.len();
-            put_u32(&mut data, at.len() as u32);
+        // The block's postings, term after term, and where each term's start.
+        let mut postings: Vec<u8> = Vec::new();
+        let mut at_of: Vec<(usize, usize)> = Vec::with_capacity(group.len());
+        for (_, at) in group {
+            let d = postings.len();
+            put_u32(&mut postings, at.len() as u32);
             for &(j, i) in at {
-                put_u32(&mut data, j);
-                put_u32(&mut data, parts[j as usize].postings_at(i as usize).len() as u32);
+                put_u32(&mut postings, j);
+                put_u32(&mut postings, parts[j as usize].postings_at(i as usize).len() as u32);
             }
             for &(j, i) in at {
                 for p in parts[j as usize].postings_at(i as usize) {
-                    put_u32(&mut data, p.raw());
+                    put_u32(&mut postings, p.raw());
                 }
             }
-            put_str(&mut blocks_region, term);
-            put_u64(&mut blocks_region, d as u64);
-            put_u32(&mut blocks_region, (data.len() - d) as u32);
-            put_u32(&mut blocks_region, crc32fast::hash(&data[d..]));
+            at_of.push((d, postings.len() - d));
         }
-        let bytes = &blocks_region[start..];
+        // The dictionary: each term with its postings' offset in the block (they follow
+        // the dictionary), length and crc32.
+        let dict_len: usize = group.iter().map(|(t, _)| 8 + t.len() + 12).sum();
+        let start = blocks_region.len();
+        for ((term, _), &(d, len)) in group.iter().zip(&at_of) {
+            put_str(&mut blocks_region, term);
+            put_u32(&mut blocks_region, (dict_len + d) as u32);
+            put_u32(&mut blocks_region, len as u32);
+            put_u32(&mut blocks_region, crc32fast::hash(&postings[d..d + len]));
+        }
+        let dict_crc = crc32fast::hash(&blocks_region[start..]);
+        blocks_region.extend_from_slice(&postings);
         index.push((
             group[0].0.to_string(),
             start as u64,
-            bytes.len() as u32,
-            crc32fast::hash(bytes),
+            dict_len as u32,
+            dict_crc,
+            (blocks_region.len() - start) as u32,
         ));
     }
     let mut head = Vec::new();
@@ -209,20 +226,20 @@ pub fn encode_unit_text(key: &Hash, parts: &[&TextChunk]) -> Vec<u8> {
     put_u64(&mut head, terms.len() as u64);
     put_u64(&mut head, blocks_region.len() as u64);
     put_u32(&mut head, index.len() as u32);
-    for (first, offset, len, crc) in &index {
+    for (first, offset, dict_len, crc, len) in &index {
         put_str(&mut head, first);
         put_u64(&mut head, *offset);
-        put_u32(&mut head, *len);
+        put_u32(&mut head, *dict_len);
         put_u32(&mut head, *crc);
+        put_u32(&mut head, *len);
     }
-    let mut out = Vec::with_capacity(PREAMBLE + head.len() + blocks_region.len() + data.len());
+    let mut out = Vec::with_capacity(PREAMBLE + head.len() + blocks_region.len());
     out.push(TAG_UNIT_TEXT);
     out.extend_from_slice(key.as_bytes());
     put_u32(&mut out, head.len() as u32);
     put_u32(&mut out, crc32fast::hash(&head));
     out.extend_from_slice(&head);
     out.extend_from_slice(&blocks_region);
-    out.extend_from_slice(&data);
     out
 }
 
@@ -237,6 +254,18 @@ fn put_u64(w: &mut Vec<u8>, x: u64) {
 fn put_str(w: &mut Vec<u8>, s: &str) {
     put_u64(w, s.len() as u64);
     w.extend_from_slice(s.as_bytes());
+}
+
+/// One dictionary entry: the term, its postings' offset in the block, their length and
+/// crc32.
+fn dict_entry<'a>(r: &mut Reader<'a>) -> Result<(&'a str, u32, u32, u32), String> {
+    let e = |e: IndexError| e.to_string();
+    Ok((
+        r.str_ref().map_err(e)?,
+        r.u32().map_err(e)?,
+        r.u32().map_err(e)?,
+        r.u32().map_err(e)?,
+    ))
 }
 
 /// The preamble's `(head length, head crc32)`, after checking the tag and the key.
@@ -279,7 +308,7 @@ impl UnitText {
             return Err(bad("the unit text's head fails its checksum"));
         }
         let mut u = UnitText::from_head(*key, head, Body::Resident(Arc::from(Vec::new())))?;
-        let end = u.data_at;
+        let end = u.blocks_at + u.blocks_len;
         if end > bytes.len() as u64 {
             return Err(bad("the unit text ends inside its blocks"));
         }
@@ -371,22 +400,25 @@ impl UnitText {
             .collect();
         let terms = r.u64()?;
         let blocks_len = r.u64()?;
-        let n = r.count32(8 + 8 + 4 + 4)?;
+        let n = r.count32(8 + 8 + 4 + 4 + 4)?;
         let mut blocks: Vec<Block> = Vec::with_capacity(n);
         for _ in 0..n {
             let first: Box<str> = r.str_ref()?.into();
             let offset = r.u64()?;
-            let len = r.u32()?;
+            let dict_len = r.u32()?;
             let crc = r.u32()?;
+            let len = r.u32()?;
             let prev_end = blocks.last().map_or(0, |b| b.offset + u64::from(b.len));
-            if offset != prev_end || blocks.last().is_some_and(|b| b.first >= first) || len == 0 {
+            if offset != prev_end || blocks.last().is_some_and(|b| b.first >= first) || dict_len == 0 || dict_len > len
+            {
                 return Err(bad("unit text blocks out of order"));
             }
             blocks.push(Block {
                 first,
                 offset,
-                len,
+                dict_len,
                 crc,
+                len,
             });
         }
         r.done()?;
@@ -405,14 +437,15 @@ impl UnitText {
             terms,
             blocks: blocks.into(),
             blocks_at,
-            data_at: blocks_at + blocks_len,
+            blocks_len,
             body,
             memo: Arc::default(),
         })
     }
 
-    /// Reads `len` bytes at absolute offset `at`, checked against `crc`.
-    fn read(&self, at: u64, len: u32, crc: u32, what: &str) -> Result<Vec<u8>, String> {
+    /// Reads `len` bytes at absolute offset `at`, checked against `crc` when given (else
+    /// the caller checks them).
+    fn read(&self, at: u64, len: u32, crc: Option<u32>, what: &str) -> Result<Vec<u8>, String> {
         let mut out = vec![0u8; len as usize];
         match &self.body {
             Body::Resident(b) => {
@@ -428,7 +461,7 @@ impl UnitText {
                 Err(e) => return Err(format!("{what} cannot be read ({e})")),
             },
         }
-        if crc32fast::hash(&out) != crc {
+        if crc.is_some_and(|c| crc32fast::hash(&out) != c) {
             return Err(format!("{what} fails its checksum"));
         }
         Ok(out)
@@ -451,32 +484,44 @@ impl UnitText {
         Ok(found)
     }
 
-    /// [`UnitText::postings`], read from the body.
+    /// [`UnitText::postings`], read from the body: the term's block whole when it is
+    /// small (one read), else its dictionary and then the term's postings.
     fn read_postings(&self, term: &str) -> Result<Option<TermPostings>, String> {
         let b = self.blocks.partition_point(|b| &*b.first <= term);
         let Some(block) = b.checked_sub(1).map(|b| &self.blocks[b]) else {
             return Ok(None);
         };
-        let bytes = self.read(self.blocks_at + block.offset, block.len, block.crc, "a term block")?;
-        let mut r = Reader::new(&bytes);
+        let at = self.blocks_at + block.offset;
+        let whole = block.len <= READ_WHOLE;
+        let bytes = self.read(at, if whole { block.len } else { block.dict_len }, None, "a term block")?;
+        let dict = &bytes[..block.dict_len as usize];
+        if crc32fast::hash(dict) != block.crc {
+            return Err("a term block fails its checksum".into());
+        }
+        let mut r = Reader::new(dict);
         while r.remaining() > 0 {
-            let t = r.str_ref().map_err(|e| e.to_string())?;
-            let (at, len, crc) = (
-                r.u64().map_err(|e| e.to_string())?,
-                r.u32().map_err(|e| e.to_string())?,
-                r.u32().map_err(|e| e.to_string())?,
-            );
+            let (t, off, len, crc) = dict_entry(&mut r)?;
             match t.cmp(term) {
                 std::cmp::Ordering::Less => continue,
                 std::cmp::Ordering::Greater => return Ok(None),
                 std::cmp::Ordering::Equal => {}
             }
             let what = "a term's postings";
-            let at = self
-                .data_at
-                .checked_add(at)
-                .ok_or_else(|| format!("{what} lie outside"))?;
-            let data = self.read(at, len, crc, what)?;
+            let range = (off as usize)..(off as usize).saturating_add(len as usize);
+            let data = if whole {
+                let d = bytes
+                    .get(range)
+                    .ok_or_else(|| format!("{what} lie outside their block"))?;
+                if crc32fast::hash(d) != crc {
+                    return Err(format!("{what} fail their checksum"));
+                }
+                std::borrow::Cow::Borrowed(d)
+            } else {
+                if range.end > block.len as usize {
+                    return Err(format!("{what} lie outside their block"));
+                }
+                std::borrow::Cow::Owned(self.read(at + u64::from(off), len, Some(crc), what)?)
+            };
             return self.parse_postings(&data).map(Some).map_err(|e| e.to_string());
         }
         Ok(None)
@@ -522,19 +567,23 @@ impl UnitText {
         Ok(TermPostings { entries, posts })
     }
 
-    /// Every term with its postings, in term order (reads every block and posting list),
-    /// checking the layout the encoder writes: blocks of [`BLOCK_TERMS`] terms (the last
-    /// one fewer), postings contiguous in term order. Returns the postings region's length.
-    fn for_each_term(&self, mut f: impl FnMut(&str, TermPostings)) -> Result<u64, String> {
+    /// Every term with its postings, in term order (reads every block), checking the
+    /// layout the encoder writes: blocks of [`BLOCK_TERMS`] terms (the last one fewer),
+    /// each dictionary followed by its terms' postings, contiguous and in term order.
+    fn for_each_term(&self, mut f: impl FnMut(&str, TermPostings)) -> Result<(), String> {
         let mut last: Option<String> = None;
         let mut seen = 0u64;
-        let mut next_at = 0u64;
         for (b, block) in self.blocks.iter().enumerate() {
-            let bytes = self.read(self.blocks_at + block.offset, block.len, block.crc, "a term block")?;
-            let mut r = Reader::new(&bytes);
+            let bytes = self.read(self.blocks_at + block.offset, block.len, None, "a term block")?;
+            let dict = &bytes[..block.dict_len as usize];
+            if crc32fast::hash(dict) != block.crc {
+                return Err("a term block fails its checksum".into());
+            }
+            let mut r = Reader::new(dict);
             let mut in_block = 0usize;
+            let mut next = block.dict_len as usize;
             while r.remaining() > 0 {
-                let t = r.str_ref().map_err(|e| e.to_string())?;
+                let (t, off, len, crc) = dict_entry(&mut r)?;
                 if in_block == 0 && t != &*block.first {
                     return Err("a block's first term differs from its index".into());
                 }
@@ -542,52 +591,47 @@ impl UnitText {
                     return Err("terms empty or out of order".into());
                 }
                 in_block += 1;
-                let (at, len, crc) = (
-                    r.u64().map_err(|e| e.to_string())?,
-                    r.u32().map_err(|e| e.to_string())?,
-                    r.u32().map_err(|e| e.to_string())?,
-                );
-                if at != next_at {
+                if off as usize != next {
                     return Err("postings out of term order".into());
                 }
-                next_at = at + u64::from(len);
-                let at = self
-                    .data_at
-                    .checked_add(at)
-                    .ok_or_else(|| "postings lie outside".to_string())?;
-                let data = self.read(at, len, crc, "a term's postings")?;
-                f(t, self.parse_postings(&data).map_err(|e| e.to_string())?);
+                next = off as usize + len as usize;
+                let data = bytes
+                    .get(off as usize..next)
+                    .ok_or_else(|| "postings lie outside their block".to_string())?;
+                if crc32fast::hash(data) != crc {
+                    return Err("a term's postings fail their checksum".into());
+                }
+                f(t, self.parse_postings(data).map_err(|e| e.to_string())?);
                 last = Some(t.to_string());
                 seen += 1;
             }
             let full = b + 1 == self.blocks.len() || in_block == BLOCK_TERMS;
-            if in_block == 0 || in_block > BLOCK_TERMS || !full {
-                return Err(format!("a block of {in_block} terms"));
+            if in_block == 0 || in_block > BLOCK_TERMS || !full || next != block.len as usize {
+                return Err(format!("a block of {in_block} terms, or with bytes past its postings"));
             }
         }
         if seen != self.terms {
             return Err(format!("{seen} terms, the head says {}", self.terms));
         }
-        Ok(next_at)
+        Ok(())
     }
 
     /// Checks every block and posting list, and that each document's length is the sum
     /// of its term frequencies.
     fn check_all(&self) -> Result<(), IndexError> {
         let mut sums = vec![0u64; self.doc_len.len()];
-        let data_len = self
-            .for_each_term(|_, p| {
-                for (j, list) in p.chunks() {
-                    let first = self.first_doc[j] as usize;
-                    for q in list {
-                        sums[first + q.local() as usize] += u64::from(q.tf());
-                    }
+        self.for_each_term(|_, p| {
+            for (j, list) in p.chunks() {
+                let first = self.first_doc[j] as usize;
+                for q in list {
+                    sums[first + q.local() as usize] += u64::from(q.tf());
                 }
-            })
-            .map_err(bad)?;
+            }
+        })
+        .map_err(bad)?;
         if let Body::Resident(b) = &self.body {
-            if self.data_at + data_len != b.len() as u64 {
-                return Err(bad("trailing bytes after the postings"));
+            if self.blocks_at + self.blocks_len != b.len() as u64 {
+                return Err(bad("trailing bytes after the blocks"));
             }
         }
         if sums.iter().zip(self.doc_len.iter()).any(|(s, &l)| *s != u64::from(l)) {

@@ -349,5 +349,5 @@ fn unit_text_bytes_are_pinned() {
 }
 
 const GOLDEN_CHUNKS: usize = 3;
-const GOLDEN_LEN: usize = 3820;
-const GOLDEN_HASH: &str = "8e15e04aa0cada2739c953e70ff66da6f0893445d8ae20d30fbd7391ba43a078";
+const GOLDEN_LEN: usize = 3776;
+const GOLDEN_HASH: &str = "76a916101e9946424b6539df62d6b44844fbdfe29d6f3cceb5cfa9bb1228eaaf";
