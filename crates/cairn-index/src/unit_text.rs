@@ -10,9 +10,11 @@
 //! * **resident** ([`UnitText::open`]): the whole value, checked throughout when opened
 //!   (stores that cannot read a range of a value);
 //! * **stored** ([`UnitText::open_stored`]): the value's head (document lengths and the
-//!   block index, checked by its crc32) read when opened; a term's block of the term
-//!   dictionary and then its postings read on each lookup through a [`RowSource`], each
-//!   checked by its own crc32. A range that cannot be read, or fails its checksum, is an
+//!   block index, checked by its crc32) read when opened; on each lookup, the term's block
+//!   — its dictionary and then its terms' postings — read through a [`RowSource`], whole
+//!   when it is small, else the dictionary and then the term's postings; the dictionary
+//!   and each term's postings checked by their own crc32s; the last [`MEMO_BYTES`] of
+//!   postings read kept in memory. A range that cannot be read, or fails its checksum, is an
 //!   `Err` with the reason: the view then scores the unit's chunks from the node texts and
 //!   tells the source, so that the stored value is rebuilt (`view/text.rs`).
 //!

@@ -15,8 +15,8 @@
 //! restricts which documents are scored, never the statistics.
 //!
 //! Cost: a view's postings are grouped by term per unit (`postings.rs`, [`crate::unit_text`]):
-//! a query reads its terms' postings — one block of a unit's term dictionary and one
-//! posting list per term and unit — plus a lookup in each chunk no unit covers, and sums
+//! a query reads its terms' postings — the block of a unit's term dictionary holding the
+//! term, with that block's postings — plus a lookup in each chunk no unit covers, and sums
 //! each term's document frequency from them. Chunks are then visited in order under
 //! **MaxScore** pruning: a term can add at most `count · idf · (k1 + 1)` to a score (BM25's
 //! saturation bound), so once the `k`-th best score so far exceeds the sum of the smallest
