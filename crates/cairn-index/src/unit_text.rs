@@ -89,8 +89,8 @@ pub struct UnitText {
     memo: Arc<parking_lot::Mutex<TermMemo>>,
 }
 
-/// Bytes of postings a unit read by range keeps in memory (its most recently read terms): counted in its
-/// [`UnitText::heap_bytes`], so the part cache's budget covers them.
+/// Bytes of postings a unit read by range keeps in memory (its most recently read terms):
+/// counted in its [`UnitText::heap_bytes`], so the part cache's budget covers them.
 pub const MEMO_BYTES: usize = 512 << 10;
 
 /// A unit's recently read terms (`None`: the unit lacks the term), up to [`MEMO_BYTES`],
