@@ -47,6 +47,12 @@ fn parts(v: &CommitIndexes) -> Vec<Arc<TextChunk>> {
         .collect()
 }
 
+/// The unit text of `parts` under `key`.
+fn encoded(key: &Hash, parts: &[Arc<TextChunk>]) -> Vec<u8> {
+    let refs: Vec<&TextChunk> = parts.iter().map(|p| p.as_ref()).collect();
+    encode_unit_text(key, &refs)
+}
+
 /// Stored values read by range, with damage recorded.
 #[derive(Default)]
 struct Values {
@@ -127,8 +133,7 @@ fn a_unit_text_gives_back_every_chunk_part_and_every_term() {
     let parts = parts(&v);
     assert!(parts.len() > 5, "{} chunks", parts.len());
     let key = Hash::of(b"unit");
-    let refs: Vec<&TextChunk> = parts.iter().map(|p| p.as_ref()).collect();
-    let bytes = encode_unit_text(&key, &refs);
+    let bytes = encoded(&key, &parts);
     let whole = UnitText::open(bytes.clone(), &key).unwrap();
     let source = Arc::new(Values {
         value: Mutex::new(bytes.clone()),
@@ -170,8 +175,7 @@ fn damaged_unit_texts_are_refused_never_read_as_data() {
     let v = view(&nodes(300, 11));
     let parts = parts(&v);
     let key = Hash::of(b"unit");
-    let refs: Vec<&TextChunk> = parts.iter().map(|p| p.as_ref()).collect();
-    let bytes = encode_unit_text(&key, &refs);
+    let bytes = encoded(&key, &parts);
     let terms = every_term(&parts);
     // Every byte flipped in turn (a stride through large values): the whole-value open
     // refuses it; a ranged read refuses it at open or at the lookups that read it.
@@ -206,8 +210,7 @@ fn a_damaged_stored_unit_is_answered_from_the_node_texts_and_reported() {
     let fresh = view(&content);
     let parts = parts(&fresh);
     let key = Hash::of(b"unit");
-    let refs: Vec<&TextChunk> = parts.iter().map(|p| p.as_ref()).collect();
-    let bytes = encode_unit_text(&key, &refs);
+    let bytes = encoded(&key, &parts);
     let head = 41 + u32::from_le_bytes(bytes[33..37].try_into().unwrap()) as usize;
     let mut served = fresh.clone();
     let source = Arc::new(Values {
@@ -268,8 +271,7 @@ fn a_view_served_by_an_older_unit_with_gone_and_own_chunks_equals_a_fresh_build(
     let base = view(&base_nodes);
     let base_parts = parts(&base);
     let key = Hash::of(b"base unit");
-    let refs: Vec<&TextChunk> = base_parts.iter().map(|p| p.as_ref()).collect();
-    let unit = Arc::new(UnitText::open(encode_unit_text(&key, &refs), &key).unwrap());
+    let unit = Arc::new(UnitText::open(encoded(&key, &base_parts), &key).unwrap());
     let mut now: Vec<(Hash, Node)> = base_nodes
         .iter()
         .enumerate()
@@ -318,7 +320,7 @@ fn a_view_served_by_an_older_unit_with_gone_and_own_chunks_equals_a_fresh_build(
     // A chunk mapped twice, or a view chunk left without postings, is refused.
     let mut twice = fresh.clone();
     let all: Vec<Option<Arc<TextChunk>>> = now_parts.iter().cloned().map(Some).collect();
-    let unit2 = Arc::new(UnitText::open(encode_unit_text(&key, &refs), &key).unwrap());
+    let unit2 = Arc::new(UnitText::open(encoded(&key, &base_parts), &key).unwrap());
     let chunks2: Vec<Option<usize>> = (0..base_parts.len()).map(|j| (j < 2).then_some(0)).collect();
     assert!(twice
         .set_text_units(
@@ -340,8 +342,7 @@ fn a_view_served_by_an_older_unit_with_gone_and_own_chunks_equals_a_fresh_build(
 fn unit_text_bytes_are_pinned() {
     let v = view(&nodes(150, 1));
     let parts = parts(&v);
-    let refs: Vec<&TextChunk> = parts.iter().map(|p| p.as_ref()).collect();
-    let bytes = encode_unit_text(&Hash::of(b"golden unit"), &refs);
+    let bytes = encoded(&Hash::of(b"golden unit"), &parts);
     assert_eq!(
         (parts.len(), bytes.len(), Hash::of(&bytes).to_hex()),
         (GOLDEN_CHUNKS, GOLDEN_LEN, GOLDEN_HASH.to_string())

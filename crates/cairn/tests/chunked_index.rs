@@ -404,12 +404,7 @@ fn a_damaged_unit_text_is_answered_from_the_data_and_rebuilt() {
     assert_eq!(got.items, want.items);
     let again = ask(&repo);
     assert_eq!(again.items, want.items);
-    let notes: Vec<&str> = again
-        .warnings
-        .iter()
-        .filter(|w| w.code == cairn::retrieve::WarningCode::DerivedRebuilt)
-        .map(|w| w.message.as_str())
-        .collect();
+    let notes = rebuilt_notes(&again);
     assert!(
         !notes.is_empty() && notes.iter().all(|n| n.contains("unit text")),
         "{notes:?}"
@@ -440,6 +435,15 @@ fn unit_graphs_are_identical_for_any_thread_count() {
     }
     assert_eq!(digests[0], digests[1]);
     assert_eq!(digests[0], digests[2]);
+}
+
+/// The messages of a retrieval's "derived data rebuilt" warnings.
+fn rebuilt_notes(r: &cairn::retrieve::RetrievalResult) -> Vec<&str> {
+    r.warnings
+        .iter()
+        .filter(|w| w.code == cairn::retrieve::WarningCode::DerivedRebuilt)
+        .map(|w| w.message.as_str())
+        .collect()
 }
 
 fn query(repo: &Repo) -> cairn::retrieve::RetrievalResult {
@@ -510,12 +514,7 @@ fn damaged_and_deleted_parts_are_rebuilt_and_reported() {
     let repo = reopen();
     let got = query(&repo);
     assert_eq!(got.items, want.items);
-    let notes: Vec<&str> = got
-        .warnings
-        .iter()
-        .filter(|w| w.code == cairn::retrieve::WarningCode::DerivedRebuilt)
-        .map(|w| w.message.as_str())
-        .collect();
+    let notes = rebuilt_notes(&got);
     assert_eq!(notes.len(), 3, "{notes:?}");
     assert!(notes.iter().any(|n| n.contains("missing")));
     assert_eq!(notes.iter().filter(|n| n.contains("damaged")).count(), 2);

@@ -190,6 +190,26 @@ fn rows_to_disk(d: DenseChunk, model: &str, key: &[u8], source: &Arc<dyn cairn_i
     d.into_rows_stored(Arc::clone(source), key, first)
 }
 
+/// The units a view reads — its own (`base` `None`) or a base commit's — as the chunk list
+/// they are cut from and their ranges of it, and, for a base, each of the view's chunks'
+/// position by key. A chunk's first key is its span's head (the leading span has none: it
+/// is the first chunk, whatever its key), as gc's live set reads it (`live.rs`).
+fn units_of<'a>(list: &'a [ChunkRef], base: Option<&'a ChunkList>) -> BaseUnits<'a> {
+    let units_of: &[ChunkRef] = base.map_or(list, |b| &b[..]);
+    let firsts = units_of
+        .iter()
+        .map(|c| c.span.head.as_ref().map_or(&[][..], |h| h.0.as_slice()));
+    let units = unit_ranges(&chunk_levels(firsts));
+    (units_of, units, base.map(|_| positions(list)))
+}
+
+/// [`units_of`]'s answer.
+type BaseUnits<'a> = (
+    &'a [ChunkRef],
+    Vec<std::ops::Range<usize>>,
+    Option<crate::derived::hashed::KeyMap<usize>>,
+);
+
 /// A view's unit texts, and the text part of each of its chunks no unit covers.
 type ViewTexts = (Vec<TextUnit>, Vec<Option<Arc<TextChunk>>>);
 
@@ -1008,12 +1028,7 @@ impl DerivedData {
         (list, from_donor, donor): (&[ChunkRef], &[Option<usize>], Option<&CommitIndexes>),
         base: Option<&ChunkList>,
     ) -> Result<ViewTexts> {
-        let units_of: &[ChunkRef] = base.map_or(list, |b| &b[..]);
-        let firsts = units_of
-            .iter()
-            .map(|c| c.span.head.as_ref().map_or(&[][..], |h| h.0.as_slice()));
-        let units = unit_ranges(&chunk_levels(firsts));
-        let index = base.map(|_| positions(list));
+        let (units_of, units, index) = units_of(list, base);
         let meter = self.meter(Step::IndexParts, Some(units.len() as u64));
         let units: Vec<TextUnit> = units
             .into_par_iter()
@@ -1140,14 +1155,7 @@ impl DerivedData {
         let dense = view
             .dense(model)
             .ok_or_else(|| Error::Index(IndexError::NotLoaded(format!("dense:{model}"))))?;
-        let units_of = base.unwrap_or(list);
-        // A chunk's first key is its span's head (the leading span has none: it is the
-        // first chunk, whatever its key), as gc's live set reads it (`live.rs`).
-        let firsts = units_of
-            .iter()
-            .map(|c| c.span.head.as_ref().map_or(&[][..], |h| h.0.as_slice()));
-        let units = unit_ranges(&chunk_levels(firsts));
-        let index = base.map(|_| positions(list));
+        let (units_of, units, index) = units_of(list, base);
         let meter = self.meter(Step::IndexGraphs, Some(units.len() as u64));
         units
             .into_par_iter()
