@@ -256,9 +256,11 @@ fn run_store(kind: &str, n: usize) {
     .expect("tempdir");
     // `CAIRN_BENCH_KEEP=DIR`: the repository is made in DIR and left there (for profiling
     // a query process with `CAIRN_BENCH_CHILD=asof CAIRN_BENCH_REPO=DIR`).
+    // An empty value is no directory (it would make the repository in the working
+    // directory).
     let path = match std::env::var("CAIRN_BENCH_KEEP") {
-        Ok(keep) => std::path::PathBuf::from(keep),
-        Err(_) => dir.path().join("repo"),
+        Ok(keep) if !keep.is_empty() => std::path::PathBuf::from(keep),
+        _ => dir.path().join("repo"),
     };
     let repo = match kind {
         "segment" => Repo::init_with(&path, StoreKind::Segment).expect("init"),
