@@ -214,12 +214,7 @@ unsafe fn dot_i16_i8_avx512(q: &[i16], c: &[i8]) -> i64 {
     let mut lanes = [0i32; 16];
     // SAFETY: `lanes` is 64 writable bytes: one unaligned 64-byte store fits.
     unsafe { _mm512_storeu_si512(lanes.as_mut_ptr().cast(), acc) };
-    let tail: i64 = q[i..n]
-        .iter()
-        .zip(&c[i..n])
-        .map(|(x, y)| i64::from(*x) * i64::from(*y))
-        .sum();
-    lanes.iter().map(|&a| i64::from(a)).sum::<i64>() + tail
+    lanes.iter().map(|&a| i64::from(a)).sum::<i64>() + dot_i16_i8_body(&q[i..n], &c[i..n])
 }
 
 /// AVX2: 16 codes per step, widened to 16 bits and multiplied pairwise into 8 lanes of 32
@@ -254,12 +249,7 @@ unsafe fn dot_i16_i8_avx2(q: &[i16], c: &[i8]) -> i64 {
         _mm256_storeu_si256(lanes.as_mut_ptr().cast(), acc0);
         _mm256_storeu_si256(lanes.as_mut_ptr().add(8).cast(), acc1);
     }
-    let tail: i64 = q[i..n]
-        .iter()
-        .zip(&c[i..n])
-        .map(|(x, y)| i64::from(*x) * i64::from(*y))
-        .sum();
-    lanes.iter().map(|&a| i64::from(a)).sum::<i64>() + tail
+    lanes.iter().map(|&a| i64::from(a)).sum::<i64>() + dot_i16_i8_body(&q[i..n], &c[i..n])
 }
 
 /// 16 lanes, each summing a *pair* of products per step: the shape of `pmaddwd` (two
@@ -329,12 +319,7 @@ unsafe fn dot_i8_avx512(a: &[i8], b: &[i8]) -> i32 {
         acc = _mm512_dpwssd_epi32(acc, _mm512_cvtepi8_epi16(x), _mm512_cvtepi8_epi16(y));
         i += 32;
     }
-    let tail: i32 = a[i..n]
-        .iter()
-        .zip(&b[i..n])
-        .map(|(x, y)| i32::from(*x) * i32::from(*y))
-        .sum();
-    _mm512_reduce_add_epi32(acc) + tail
+    _mm512_reduce_add_epi32(acc) + dot_i8_body(&a[i..n], &b[i..n])
 }
 
 /// AVX2, as [`dot_i16_i8_avx2`] with both sides widened from 8 bits.
@@ -360,12 +345,7 @@ unsafe fn dot_i8_avx2(a: &[i8], b: &[i8]) -> i32 {
     let mut lanes = [0i32; 8];
     // SAFETY: `lanes` is 32 writable bytes.
     unsafe { _mm256_storeu_si256(lanes.as_mut_ptr().cast(), acc) };
-    let tail: i32 = a[i..n]
-        .iter()
-        .zip(&b[i..n])
-        .map(|(x, y)| i32::from(*x) * i32::from(*y))
-        .sum();
-    lanes.iter().sum::<i32>() + tail
+    lanes.iter().sum::<i32>() + dot_i8_body(&a[i..n], &b[i..n])
 }
 
 /// The same pair-per-lane shape as [`dot_i16_i8_body`], both sides widened from 8 bits.
