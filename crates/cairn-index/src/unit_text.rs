@@ -270,6 +270,23 @@ fn dict_entry<'a>(r: &mut Reader<'a>) -> Result<(&'a str, u32, u32, u32), String
     ))
 }
 
+/// The head of a whole value (`bytes`, under `key`), checked by its crc32.
+fn head_of<'a>(bytes: &'a [u8], key: &Hash) -> Result<&'a [u8], IndexError> {
+    let (head_len, crc) = preamble(bytes, key)?;
+    let head = bytes
+        .get(PREAMBLE..PREAMBLE.saturating_add(head_len))
+        .ok_or_else(|| bad("the unit text ends inside its head"))?;
+    checked_head(head, crc)
+}
+
+/// `head`, if its crc32 is `crc`.
+fn checked_head(head: &[u8], crc: u32) -> Result<&[u8], IndexError> {
+    if crc32fast::hash(head) != crc {
+        return Err(bad("the unit text's head fails its checksum"));
+    }
+    Ok(head)
+}
+
 /// The preamble's `(head length, head crc32)`, after checking the tag and the key.
 fn preamble(bytes: &[u8], key: &Hash) -> Result<(usize, u32), IndexError> {
     let mut r = Reader::new(bytes);
@@ -302,13 +319,7 @@ impl UnitText {
     /// a text past the length limit, which no stored part holds, counts a clamped
     /// frequency that [`UnitText::open`] would refuse). Errors: [`IndexError::BadStoredIndex`].
     pub fn open_built(bytes: Vec<u8>, key: &Hash) -> Result<UnitText, IndexError> {
-        let (head_len, crc) = preamble(&bytes, key)?;
-        let head = bytes
-            .get(PREAMBLE..PREAMBLE.saturating_add(head_len))
-            .ok_or_else(|| bad("the unit text ends inside its head"))?;
-        if crc32fast::hash(head) != crc {
-            return Err(bad("the unit text's head fails its checksum"));
-        }
+        let head = head_of(&bytes, key)?;
         let mut u = UnitText::from_head(*key, head, Body::Resident(Arc::from(Vec::new())))?;
         let end = u.blocks_at + u.blocks_len;
         if end > bytes.len() as u64 {
@@ -328,13 +339,7 @@ impl UnitText {
         source: Arc<dyn RowSource>,
         skey: &[u8],
     ) -> Result<UnitText, IndexError> {
-        let (head_len, crc) = preamble(bytes, key)?;
-        let head = bytes
-            .get(PREAMBLE..PREAMBLE.saturating_add(head_len))
-            .ok_or_else(|| bad("the unit text ends inside its head"))?;
-        if crc32fast::hash(head) != crc {
-            return Err(bad("the unit text's head fails its checksum"));
-        }
+        let head = head_of(bytes, key)?;
         let body = Body::Stored {
             source,
             key: skey.into(),
@@ -360,9 +365,7 @@ impl UnitText {
             Ok(false) => return Err(bad("the unit text ends inside its head")),
             Err(e) => return Err(bad(format!("the unit text's head cannot be read ({e})"))),
         }
-        if crc32fast::hash(&head) != crc {
-            return Err(bad("the unit text's head fails its checksum"));
-        }
+        checked_head(&head, crc)?;
         let body = Body::Stored {
             source,
             key: skey.into(),
