@@ -77,10 +77,10 @@ pub struct TextChunk {
     /// probing) holds `(hash's top 12 bits) << 20 | (term index + 1)`, 0 for empty. A
     /// lookup for a term the chunk lacks usually costs one cache line; a match is confirmed
     /// on the term's bytes, so collisions cost time, never correctness. Built in memory on
-    /// the chunk's first lookup by term, never stored: a view finds most chunks' terms
-    /// through its term directory (by slot), so most chunks never need one (at 1M nodes,
-    /// ~250 MiB and a third of a cold load saved). Empty (binary search instead) for
-    /// chunks of 2²⁰ − 1 terms or more.
+    /// the chunk's first lookup by term, never stored: a view reads most chunks' postings
+    /// from unit texts (`unit_text.rs`), and a unit text is built from its parts by term
+    /// index, so only the chunks no unit covers (probed by term) ever need one. Empty
+    /// (binary search instead) for chunks of 2²⁰ − 1 terms or more.
     table: std::sync::OnceLock<Vec<u32>>,
     /// Term `i`'s postings are `posts[starts[i]..starts[i + 1]]`.
     pub(crate) starts: Offsets,
