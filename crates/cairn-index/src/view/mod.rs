@@ -161,17 +161,10 @@ impl CommitIndexes {
     /// texts in memory ([`crate::unit_text`]: the units of [`crate::unit`], as the
     /// repository stores them).
     pub fn set_text(&mut self, parts: Vec<Arc<TextChunk>>) -> Result<(), IndexError> {
-        use crate::unit::{chunk_levels, unit_ranges};
         use crate::unit_text::{encode_unit_text, UnitText};
         self.check_len("text", parts.len())?;
-        let firsts: Vec<&[u8]> = self.chunks.iter().map(|c| c.ids()[0].as_str().as_bytes()).collect();
         let mut units = Vec::new();
-        for range in unit_ranges(&chunk_levels(firsts)) {
-            let mut key_bytes = Vec::new();
-            for c in range.clone() {
-                key_bytes.extend_from_slice(self.chunks[c].ids()[0].as_str().as_bytes());
-            }
-            let key = Hash::of(&key_bytes);
+        for (range, key) in self.memory_units() {
             let refs: Vec<&TextChunk> = parts[range.clone()].iter().map(|p| p.as_ref()).collect();
             let text = UnitText::open_built(encode_unit_text(&key, &refs), &key)?;
             units.push(TextUnit {
@@ -615,27 +608,42 @@ impl CommitIndexes {
     /// repository builds, stores and shares them instead): the units of
     /// [`crate::unit`], each graph seeded from its chunks' content.
     pub fn build_unit_graphs(&mut self, model: &str) -> Result<(), IndexError> {
-        use crate::unit::{build_unit_graph, chunk_levels, unit_ranges, unit_seed};
+        use crate::unit::{build_unit_graph, unit_seed};
         let dense = self
             .dense
             .get(model)
             .ok_or_else(|| IndexError::NotLoaded(format!("dense:{model}")))?;
-        let firsts: Vec<&[u8]> = self.chunks.iter().map(|c| c.ids()[0].as_str().as_bytes()).collect();
         let mut units = Vec::new();
-        for range in unit_ranges(&chunk_levels(firsts)) {
+        for (range, key) in self.memory_units() {
             let parts: Vec<&DenseChunk> = range
                 .clone()
                 .filter_map(|c| dense.part(c).map(|p| p.as_ref()))
                 .collect();
-            let mut seed_bytes = Vec::new();
-            for c in range.clone() {
-                seed_bytes.extend_from_slice(self.chunks[c].ids()[0].as_str().as_bytes());
-            }
-            let seed = unit_seed(&self.params.graph, &Hash::of(&seed_bytes));
+            let seed = unit_seed(&self.params.graph, &key);
             let g = build_unit_graph(&parts, &self.params.graph, seed);
             units.push((range.start, range.len(), Arc::new(g)));
         }
         self.set_graphs(model, units)
+    }
+
+    /// The units of [`crate::unit`] over this view's chunks, for units built in memory
+    /// (the repository keys its stored units by their chunk keys instead): each as its
+    /// range of chunks and a key, blake3 over the chunks' first ids concatenated.
+    fn memory_units(&self) -> Vec<(std::ops::Range<usize>, Hash)> {
+        use crate::unit::{chunk_levels, unit_ranges};
+        fn first(c: &NodeChunk) -> &[u8] {
+            c.ids()[0].as_str().as_bytes()
+        }
+        unit_ranges(&chunk_levels(self.chunks.iter().map(|c| first(c))))
+            .into_iter()
+            .map(|range| {
+                let bytes: Vec<u8> = self.chunks[range.clone()]
+                    .iter()
+                    .flat_map(|c| first(c).to_vec())
+                    .collect();
+                (range, Hash::of(&bytes))
+            })
+            .collect()
     }
 
     /// The loaded dense view of `model`.
