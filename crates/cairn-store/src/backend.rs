@@ -189,6 +189,19 @@ pub trait Store: Send + Sync + 'static {
         Ok(true)
     }
 
+    /// A reader of derived value `key`'s byte ranges that finds the value once, for a
+    /// caller that reads many small ranges of one large value (the rows of an index part)
+    /// and checks each against checksums of its own: **unchecked**, as
+    /// [`Store::read_derived_at`]. It reads the value as it was found, whatever is
+    /// written under the key afterwards, until the value moves (a compaction); then it
+    /// says so and the caller reads by key. `Ok(None)` if there is no such value, or the
+    /// store has no such reader (the default); the caller then reads with
+    /// [`Store::read_derived_at`].
+    fn derived_reader(&self, key: &[u8]) -> Result<Option<crate::DerivedReader>, StoreError> {
+        let _ = key;
+        Ok(None)
+    }
+
     /// True if [`Store::read_derived_at`] reads only the bytes asked for (so a repository
     /// may leave large derived rows on disk and read them one at a time). Default: false.
     fn reads_derived_ranges(&self) -> bool {

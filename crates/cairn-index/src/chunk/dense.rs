@@ -76,6 +76,7 @@ impl DenseHead {
             key: key.into(),
             first,
             crcs,
+            reader: Default::default(),
         });
         d
     }
@@ -177,6 +178,7 @@ impl DenseChunk {
                 key: key.into(),
                 first,
                 crcs,
+                reader: Default::default(),
             });
         }
         self

@@ -9,7 +9,7 @@
 //! source is told, so the stored part is rebuilt.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use cairn_core::Hash;
 
@@ -28,10 +28,23 @@ pub trait RowSource: Send + Sync {
     /// that cannot be read from its core part is rendered with.
     fn node_text(&self, node: &Hash) -> Result<String, String>;
 
+    /// A reader of stored value `key`'s ranges that finds the value once, unchecked (as
+    /// [`RowSource::read_at`]), if the store has one: a part reading many rows of one
+    /// value then looks it up once. `None` (the default, and on any error) reads each
+    /// row with [`RowSource::read_at`].
+    fn reader(&self, key: &[u8]) -> Option<ValueReader> {
+        let _ = key;
+        None
+    }
+
     /// Told that the stored value `key` has a row that cannot be read (`detail` says
     /// why), so that it is rebuilt from the data.
     fn damaged(&self, key: &[u8], detail: String);
 }
+
+/// Reads bytes `offset..offset + out.len()` of one stored value, found once
+/// ([`RowSource::reader`]): `Ok(false)` if the value is shorter.
+pub type ValueReader = Arc<dyn Fn(u64, &mut [u8]) -> Result<bool, String> + Send + Sync>;
 
 /// The rows of one part, as stored: where they are and each row's checksum.
 #[derive(Clone)]
@@ -44,6 +57,9 @@ pub(crate) struct StoredRows {
     pub(crate) first: u64,
     /// crc32 of each row's bytes.
     pub(crate) crcs: Box<[u32]>,
+    /// The stored value's reader, asked of the source by the first row read
+    /// ([`RowSource::reader`]; `None`: rows are read by key).
+    pub(crate) reader: OnceLock<Option<ValueReader>>,
 }
 
 impl fmt::Debug for StoredRows {
@@ -79,11 +95,15 @@ impl StoredRows {
     /// Row `r` (of `dim` components), checked, passed to `f`; `Err` says why it could not
     /// be read.
     pub(crate) fn with_row<T>(&self, r: usize, dim: usize, f: impl FnOnce(&[f32]) -> T) -> Result<T, String> {
+        let at = self.first + (r * dim * 4) as u64;
         BUF.with(|b| {
             let (bytes, row) = &mut *b.borrow_mut();
             bytes.resize(dim * 4, 0);
-            let at = self.first + (r * dim * 4) as u64;
-            match self.source.read_at(&self.key, at, bytes) {
+            let read = match self.reader.get_or_init(|| self.source.reader(&self.key)) {
+                Some(reader) => reader(at, bytes),
+                None => self.source.read_at(&self.key, at, bytes),
+            };
+            match read {
                 Ok(true) => {}
                 Ok(false) => return Err(format!("row {r} is missing from the stored part")),
                 Err(e) => return Err(format!("row {r} could not be read ({e})")),

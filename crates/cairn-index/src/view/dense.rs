@@ -12,10 +12,16 @@
 //!    kernel score within `a ± B` (`dense/int8.rs`);
 //! 2. `τ` is the `k`-th largest lower bound `a − B`: `k` rows score at least `τ`, so a row
 //!    whose upper bound `a + B` is below `τ` cannot enter the top `k`, not even on a tie;
-//! 3. the remaining rows are rescored with the exact kernel and the best `k` kept.
+//! 3. the remaining rows are rescored with the exact kernel in order of their upper bound,
+//!    highest first, in batches of 16, 32, 64, … rows, until the next upper bound is below
+//!    the `k`-th best exact score so far (no row left can enter the top `k`, not even on a
+//!    tie); the best `k` are kept. With the rows on disk each rescored row is a read, and
+//!    a bar of exact scores spares most of them: at 1M 384-d rows, an ANN search's 23,700
+//!    candidates cost 436 reads instead of 650.
 //!
-//! Both phases run over chunks in parallel (rayon); the candidate set and the final
-//! `(score, ordinal)` order do not depend on scheduling, so neither does the result. Small
+//! The bounds run over chunks in parallel (rayon); the candidate set, the rows rescored
+//! and the final `(score, ordinal)` order do not depend on scheduling, so neither does
+//! the result. Small
 //! searches (at most [`EXACT_SCAN_ROWS`] rows in the filter, with the rows in memory) skip
 //! the estimate.
 //!
@@ -23,9 +29,9 @@
 //!
 //! Each unit (a content-defined run of chunks, `unit.rs`) has an HNSW graph over its
 //! vectors; the search asks every unit's graph for its `ef = max(k, 64)` best rows in the
-//! filter, and keeps the best `k` of them exactly: with the rows on disk, by the bounds of
-//! the exact search first (only rows that may win are read and rescored), else by
-//! rescoring them all with the exact kernel. A unit is scanned
+//! filter, and keeps the best `k` of them, with the rows of scanned units and of chunks no
+//! unit covers, by one exact search over them all (its bounds first, so only rows that
+//! may win are rescored: one bar for every candidate). A unit is scanned
 //! exactly instead when it has fewer than [`ANN_MIN_ROWS`] vectors or when the filter
 //! keeps at most `64·ef` of its rows (a filtered walk visits about `ef / selectivity`
 //! rows, more than such a scan reads) — decisions that depend only on counts, never on
@@ -47,7 +53,7 @@ use crate::chunk::{DenseChunk, Local};
 use crate::dense::int8::QueryCodes;
 use crate::dense::prefetch;
 use crate::error::IndexError;
-use crate::hit::{top_k_vec, Hit, Ordinal};
+use crate::hit::{top_k_vec, Hit, Ordinal, TopK};
 use crate::hnsw::Reach;
 use crate::unit::UnitGraph;
 use crate::view::{CommitIndexes, Filter, FilterPart};
@@ -57,6 +63,10 @@ pub const EXACT_SCAN_ROWS: usize = 2048;
 
 /// Rows below which the phases run on the calling thread.
 const PARALLEL_ROWS: usize = 4096;
+
+/// The first batch of the exact search's rescoring ([`CommitIndexes::exact_top_k`]): each
+/// batch is twice the last.
+const RESCORE_BATCH: usize = 16;
 
 /// Below this many vectors in a unit, its rows are scanned exactly even in ANN mode.
 pub const ANN_MIN_ROWS: usize = 4096;
@@ -600,15 +610,36 @@ impl CommitIndexes {
         let nth = lowers.len() - k;
         let (_, tau, _) = lowers.select_nth_unstable_by(nth, f64::total_cmp);
         let tau = *tau;
-        // Phase 2: rescore what can still enter the top k.
-        let kept: Vec<Row> = rows
+        // Phase 2: what can still enter the top k, by upper bound, highest first (ties in
+        // row order)…
+        let mut kept: Vec<(f64, Row)> = rows
             .iter()
             .zip(&bounds)
             .filter(|(_, b)| b.1 >= tau)
-            .map(|(r, _)| *r)
+            .map(|(r, b)| (b.1, *r))
             .collect();
-        let rescored = kept.len();
-        Ok((self.rescore(view, query, k, &kept)?, rescored))
+        kept.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        // …rescored in batches of growing size until the next upper bound is below the
+        // k-th best exact score so far: no row left can enter the top k, not even on a
+        // tie. The rows rescored are those with an upper bound at or above the final k-th
+        // score (and the rest of the last batch), a set and a result fixed by the data.
+        let mut top = TopK::new(k);
+        let (mut at, mut batch) = (0, RESCORE_BATCH);
+        while at < kept.len() {
+            if let Some(bar) = top.bar() {
+                if kept[at].0 < f64::from(bar) {
+                    break;
+                }
+            }
+            let end = (at + batch).min(kept.len());
+            let rows: Vec<Row> = kept[at..end].iter().map(|&(_, r)| r).collect();
+            for hit in self.rescore(view, query, k, &rows)? {
+                top.push(hit);
+            }
+            at = end;
+            batch *= 2;
+        }
+        Ok((top.into_sorted(), at))
     }
 
     /// The exact answer by scoring every vector in `filter` with the exact kernel: the
@@ -740,35 +771,25 @@ impl CommitIndexes {
         };
         let per_unit: Vec<(Vec<Row>, bool)> = units.par_iter().map(search_unit).collect();
         let approximate = per_unit.iter().any(|(_, a)| *a);
-        let mut walked: Vec<Row> = Vec::new();
-        // Chunks no unit covers (new since the base commit whose units these are) are
-        // scanned exactly.
-        let mut scanned: Vec<Row> = Vec::new();
+        // The candidates: the rows of chunks no unit covers (new since the base commit
+        // whose units these are), every row in the filter of a scanned unit, and the rows
+        // each walk found. One exact top k over them all: the int8 bounds spare the reads
+        // of rows that cannot win (`exact_top_k`), with one bar for the scanned and the
+        // walked rows alike, so a walked row costs its codes and a read of its exact row
+        // only if it may still enter the best `k` of the whole search.
+        let mut candidates: Vec<Row> = Vec::new();
         for &c in view.overlay.iter() {
             let c = c as usize;
             if let Some(p) = view.part(c) {
-                push_rows(c, p, filter.map(|f| f.part(c)), &mut scanned);
+                push_rows(c, p, filter.map(|f| f.part(c)), &mut candidates);
             }
         }
-        for (rows, walk) in per_unit {
-            if walk {
-                walked.extend(rows);
-            } else {
-                scanned.extend(rows);
-            }
+        for (rows, _) in per_unit {
+            candidates.extend(rows);
         }
-        // Scanned units: the exact lane over their rows; walked units: the rows found, by
-        // the same int8 bounds — only those whose upper bound reaches the k-th best lower
-        // bound among them are rescored (the others cannot be among their best k: k rows
-        // score at least that bar, above them), so each walked row costs its codes, and a
-        // read of its exact row only if it may win. Both score exactly, so the best `k` of
-        // the two lists is well defined.
-        let (mut hits, mut rescored) = self.exact_top_k(view, query, k, &scanned)?;
-        let (walked_hits, walked_rescored) = self.exact_top_k(view, query, k, &walked)?;
-        rescored += walked_rescored;
-        hits.extend(walked_hits);
+        let (hits, rescored) = self.exact_top_k(view, query, k, &candidates)?;
         Ok(DenseSearch {
-            hits: top_k_vec(hits, k),
+            hits,
             approximate,
             rescored,
         })

@@ -33,6 +33,7 @@ use parking_lot::{Mutex, RwLock};
 
 use super::hint;
 use super::index::{Index, Loc};
+use super::reader::DerivedReader;
 use super::record::{self, Found, Kind, HEADER};
 use super::snapshot::{self, Snapshot};
 use super::{FileChange, FileStep, FileStepHook};
@@ -98,6 +99,16 @@ struct Segment {
     total: u64,
     /// Bytes of its records that the index still points to.
     live: u64,
+}
+
+impl Segment {
+    fn new(file: Arc<File>) -> Segment {
+        Segment {
+            file,
+            total: 0,
+            live: 0,
+        }
+    }
 }
 
 /// What readers share.
@@ -273,11 +284,7 @@ impl<K: LogKey> Log<K> {
         for (id, (file, len)) in files {
             let path = segment_path(dir, id);
             let is_last = Some(id) == last;
-            let mut segment = Segment {
-                file: Arc::clone(&file),
-                total: 0,
-                live: 0,
-            };
+            let mut segment = Segment::new(Arc::clone(&file));
             // The bytes the snapshot covers (their totals come from it: `open_index`).
             let from = base.as_ref().and_then(|b| b.covered().get(&id)).map_or(0, |c| c.len);
             if from > 0 && from == len {
@@ -494,6 +501,21 @@ impl<K: LogKey> Log<K> {
         }
     }
 
+    /// A reader of the value under `key` that reads its ranges without looking the key
+    /// up again, not checked ([`crate::Store::derived_reader`]). `Ok(None)` if there is
+    /// no value. It reads the record it found while the segment holding it lasts.
+    pub(super) fn reader(&self, key: &K) -> Result<Option<DerivedReader>, StoreError> {
+        let Some((loc, file)) = self.locate(key) else {
+            return Ok(None);
+        };
+        Ok(Some(DerivedReader::new(
+            &file,
+            loc.offset + (HEADER + key.bytes().len()) as u64,
+            u64::from(loc.value_len),
+            self.dir.clone(),
+        )))
+    }
+
     /// True if `key` has a value (not checked).
     pub(super) fn contains(&self, key: &K) -> bool {
         self.state.read().index.contains(key)
@@ -688,14 +710,10 @@ impl<K: LogKey> Log<K> {
         sync_dir(&self.dir).map_err(|e| io_error(&self.dir, "syncing the segment directory", e))?;
         self.step(|| path.clone(), FileChange::Created);
         let file = Arc::new(file);
-        self.state.write().segments.insert(
-            next,
-            Segment {
-                file: Arc::clone(&file),
-                total: 0,
-                live: 0,
-            },
-        );
+        self.state
+            .write()
+            .segments
+            .insert(next, Segment::new(Arc::clone(&file)));
         *active = Some(Active {
             id: next,
             file,
@@ -1020,11 +1038,7 @@ mod tests {
         let file = Arc::new(File::create(dir.path().join("x")).unwrap());
         let mut segments: BTreeMap<u32, Segment> = (1..=2)
             .map(|id| {
-                let s = Segment {
-                    file: Arc::clone(&file),
-                    total: 0,
-                    live: 0,
-                };
+                let s = Segment::new(Arc::clone(&file));
                 (id, s)
             })
             .collect();

@@ -3,6 +3,7 @@
 mod hint;
 mod index;
 mod log;
+mod reader;
 mod record;
 mod reflog;
 mod refs;
@@ -17,6 +18,7 @@ use std::sync::Arc;
 use cairn_core::Hash;
 
 use self::log::{io_error, sync_dir, Log};
+pub use self::reader::DerivedReader;
 use self::reflog::RefLogFile;
 use self::refs::RefFiles;
 use crate::backend::{bytes_under, CasOutcome, DerivedEntry, Store, StoreDamage, StoreStats};
@@ -388,6 +390,11 @@ impl Store for SegmentStore {
 
     fn read_derived_at(&self, key: &[u8], offset: u64, out: &mut [u8]) -> Result<bool, StoreError> {
         self.derived.read_at(&Box::from(key), offset, out)
+    }
+
+    /// The value's place in its segment, found once ([`log::Log::reader`]).
+    fn derived_reader(&self, key: &[u8]) -> Result<Option<DerivedReader>, StoreError> {
+        self.derived.reader(&Box::from(key))
     }
 
     /// True: one `pread` of the range, from the value's place in its segment.

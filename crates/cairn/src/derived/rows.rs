@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use cairn_core::Hash;
 use cairn_graph::Objects;
-use cairn_index::RowSource;
+use cairn_index::{RowSource, ValueReader};
 use cairn_store::Store;
 use parking_lot::Mutex;
 
@@ -52,6 +52,20 @@ pub(crate) struct StoreRows {
 impl RowSource for StoreRows {
     fn read_at(&self, key: &[u8], offset: u64, out: &mut [u8]) -> Result<bool, String> {
         self.store.read_derived_at(key, offset, out).map_err(|e| e.to_string())
+    }
+
+    fn reader(&self, key: &[u8]) -> Option<ValueReader> {
+        let reader = self.store.derived_reader(key).ok().flatten()?;
+        let (store, key) = (Arc::clone(&self.store), key.to_vec());
+        Some(Arc::new(move |offset, out: &mut [u8]| {
+            match reader.read_at(offset, out) {
+                Ok(Some(found)) => Ok(found),
+                // Moved since it was found: by key.
+                Ok(None) => store.read_derived_at(&key, offset, out),
+                Err(e) => Err(e),
+            }
+            .map_err(|e| e.to_string())
+        }))
     }
 
     fn node_vector(&self, node: &Hash, model: &str) -> Result<Vec<f32>, String> {
