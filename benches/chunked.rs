@@ -570,9 +570,25 @@ fn child_asof() {
                 .expect("retrieve")
         };
         let (first, p50) = first_and_p50(&queries, ann);
+        // Recall@10 against the exact lane over the queries, after the timed rounds.
+        let mut overlap = 0.0;
+        for q in &queries[..queries_n()] {
+            let exact = repo
+                .retrieve()
+                .vector("minilm", &q.0)
+                .limit(10)
+                .execute()
+                .expect("retrieve");
+            overlap += recall_at_10(&ann(q), &exact);
+        }
         row(
-            "that process: vector, no gate, limit 10, ANN: first query (graphs loaded) / p50",
-            format!("{:.0} ms / {:.2} ms", ms(first), p50),
+            "that process: vector, no gate, limit 10, ANN: first query (graphs loaded) / p50 / recall@10",
+            format!(
+                "{:.0} ms / {:.2} ms / {:.4}",
+                ms(first),
+                p50,
+                overlap / queries_n() as f64
+            ),
         );
     }
     // `CAIRN_BENCH_CHILD_SPARSE=1`: then the sparse lane with the label gate, limit 10 (its
