@@ -619,10 +619,10 @@ impl CommitIndexes {
             .map(|(r, b)| (b.1, *r))
             .collect();
         kept.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        // …rescored in batches of growing size until the next upper bound is below the
-        // k-th best exact score so far: no row left can enter the top k, not even on a
-        // tie. The rows rescored are those with an upper bound at or above the final k-th
-        // score (and the rest of the last batch), a set and a result fixed by the data.
+        // …rescored in batches of growing size, each cut where the upper bounds fall below
+        // the k-th best exact score so far, until the next upper bound is below it: no row
+        // left can enter the top k, not even on a tie. The rows rescored, and the result,
+        // are fixed by the data.
         let mut top = TopK::new(k);
         let (mut at, mut batch) = (0, RESCORE_BATCH);
         while at < kept.len() {
@@ -631,7 +631,10 @@ impl CommitIndexes {
                     break;
                 }
             }
-            let end = (at + batch).min(kept.len());
+            let mut end = (at + batch).min(kept.len());
+            if let Some(bar) = top.bar() {
+                end = at + kept[at..end].partition_point(|r| r.0 >= f64::from(bar));
+            }
             let rows: Vec<Row> = kept[at..end].iter().map(|&(_, r)| r).collect();
             for hit in self.rescore(view, query, k, &rows)? {
                 top.push(hit);
