@@ -392,7 +392,7 @@ impl Store for SegmentStore {
         self.derived.read_at(&Box::from(key), offset, out)
     }
 
-    /// The value's place in its segment, found once ([`log::Log::reader`]).
+    /// The value's place in its segment, found once by the log's index.
     fn derived_reader(&self, key: &[u8]) -> Result<Option<DerivedReader>, StoreError> {
         self.derived.reader(&Box::from(key))
     }
