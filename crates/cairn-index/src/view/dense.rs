@@ -13,9 +13,9 @@
 //! 2. `τ` is the `k`-th largest lower bound `a − B`: `k` rows score at least `τ`, so a row
 //!    whose upper bound `a + B` is below `τ` cannot enter the top `k`, not even on a tie;
 //! 3. the remaining rows are rescored with the exact kernel in order of their upper bound,
-//!    highest first, in batches of 16, 32, 64, … rows, until the next upper bound is below
-//!    the `k`-th best exact score so far (no row left can enter the top `k`, not even on a
-//!    tie); the best `k` are kept. With the rows on disk each rescored row is a read, and
+//!    highest first, in batches (the first of `max(k, 16)` rows, each later one twice the
+//!    last), until the next upper bound is below the `k`-th best exact score so far (no row
+//!    left can enter the top `k`, not even on a tie); the best `k` are kept. With the rows on disk each rescored row is a read, and
 //!    a bar of exact scores spares most of them: at 1M 384-d rows, an ANN search's 23,700
 //!    candidates cost 436 reads instead of 650.
 //!
@@ -64,8 +64,12 @@ pub const EXACT_SCAN_ROWS: usize = 2048;
 /// Rows below which the phases run on the calling thread.
 const PARALLEL_ROWS: usize = 4096;
 
-/// The first batch of the exact search's rescoring ([`CommitIndexes::exact_top_k`]): each
-/// batch is twice the last.
+/// Rows on disk below which rescoring runs on the calling thread.
+const PARALLEL_DISK_ROWS: usize = 64;
+
+/// The smallest first batch of the exact search's rescoring ([`CommitIndexes::exact_top_k`]):
+/// the first batch is `max(k, RESCORE_BATCH)` rows (no bar stops anything before `k` rows
+/// are scored), each later one twice the last.
 const RESCORE_BATCH: usize = 16;
 
 /// Below this many vectors in a unit, its rows are scanned exactly even in ANN mode.
@@ -532,10 +536,17 @@ impl CommitIndexes {
                 score,
             }))
         };
-        let hits: Vec<Hit> = if rows.len() >= PARALLEL_ROWS {
+        // Rows on disk are a read each: spread over the threads from a few dozen on, so
+        // that reads the page cache misses wait side by side.
+        let (parallel, min_len) = if view.rows_on_disk() {
+            (PARALLEL_DISK_ROWS, PARALLEL_DISK_ROWS / 2)
+        } else {
+            (PARALLEL_ROWS, 1024)
+        };
+        let hits: Vec<Hit> = if rows.len() >= parallel {
             (0..rows.len())
                 .into_par_iter()
-                .with_min_len(1024)
+                .with_min_len(min_len)
                 .filter_map(|i| hit(i).transpose())
                 .collect::<Result<_, _>>()?
         } else {
@@ -624,7 +635,7 @@ impl CommitIndexes {
         // left can enter the top k, not even on a tie. The rows rescored, and the result,
         // are fixed by the data.
         let mut top = TopK::new(k);
-        let (mut at, mut batch) = (0, RESCORE_BATCH);
+        let (mut at, mut batch) = (0, k.max(RESCORE_BATCH));
         while at < kept.len() {
             if let Some(bar) = top.bar() {
                 if kept[at].0 < f64::from(bar) {

@@ -33,7 +33,7 @@ use parking_lot::{Mutex, RwLock};
 
 use super::hint;
 use super::index::{Index, Loc};
-use super::reader::DerivedReader;
+use super::reader::{read_range, DerivedReader};
 use super::record::{self, Found, Kind, HEADER};
 use super::snapshot::{self, Snapshot};
 use super::{FileChange, FileStep, FileStepHook};
@@ -489,16 +489,8 @@ impl<K: LogKey> Log<K> {
         let Some((loc, file)) = self.locate(key) else {
             return Ok(false);
         };
-        match offset.checked_add(out.len() as u64) {
-            Some(end) if end <= u64::from(loc.value_len) => {}
-            _ => return Ok(false),
-        }
-        let at = loc.offset + (HEADER + key.bytes().len()) as u64 + offset;
-        match file.read_exact_at(out, at) {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(false),
-            Err(e) => Err(io_error(&self.dir, "reading part of a record", e)),
-        }
+        let start = loc.offset + (HEADER + key.bytes().len()) as u64;
+        read_range(&file, start, u64::from(loc.value_len), offset, out, &self.dir)
     }
 
     /// A reader of the value under `key` that reads its ranges without looking the key

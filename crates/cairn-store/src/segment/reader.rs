@@ -3,7 +3,7 @@
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 
 use super::log::io_error;
@@ -37,18 +37,36 @@ impl DerivedReader {
     /// `Ok(None)` if the value has moved since it was found (its segment was compacted
     /// away): read it by key.
     pub fn read_at(&self, offset: u64, out: &mut [u8]) -> Result<Option<bool>, StoreError> {
-        match offset.checked_add(out.len() as u64) {
-            Some(end) if end <= self.len => {}
-            _ => return Ok(Some(false)),
+        if offset.checked_add(out.len() as u64).is_none_or(|end| end > self.len) {
+            return Ok(Some(false));
         }
         let Some(file) = self.file.upgrade() else {
             return Ok(None);
         };
-        match file.read_exact_at(out, self.start + offset) {
-            Ok(()) => Ok(Some(true)),
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(Some(false)),
-            Err(e) => Err(io_error(&self.dir, "reading part of a record", e)),
-        }
+        read_range(&file, self.start, self.len, offset, out, &self.dir).map(Some)
+    }
+}
+
+/// Reads bytes `offset..offset + out.len()` of the value at `start..start + len` of a
+/// segment file, unchecked: `Ok(false)` if the value (or the file) is shorter. The one
+/// positional read of a value's range, by key ([`super::log::Log::read_at`]) or through
+/// a [`DerivedReader`].
+pub(super) fn read_range(
+    file: &File,
+    start: u64,
+    len: u64,
+    offset: u64,
+    out: &mut [u8],
+    dir: &Path,
+) -> Result<bool, StoreError> {
+    match offset.checked_add(out.len() as u64) {
+        Some(end) if end <= len => {}
+        _ => return Ok(false),
+    }
+    match file.read_exact_at(out, start + offset) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(false),
+        Err(e) => Err(io_error(dir, "reading part of a record", e)),
     }
 }
 
