@@ -270,6 +270,26 @@ fn dict_entry<'a>(r: &mut Reader<'a>) -> Result<(&'a str, u32, u32, u32), String
     ))
 }
 
+/// The dictionary at the start of `block`'s bytes, checked by its crc32.
+fn block_dict<'a>(block: &Block, bytes: &'a [u8]) -> Result<&'a [u8], String> {
+    let dict = bytes
+        .get(..block.dict_len as usize)
+        .ok_or("a term block is cut short")?;
+    if crc32fast::hash(dict) != block.crc {
+        return Err("a term block fails its checksum".into());
+    }
+    Ok(dict)
+}
+
+/// A term's postings at `range` of its block's bytes, checked by their crc32.
+fn block_postings(bytes: &[u8], range: std::ops::Range<usize>, crc: u32) -> Result<&[u8], String> {
+    let data = bytes.get(range).ok_or("a term's postings lie outside their block")?;
+    if crc32fast::hash(data) != crc {
+        return Err("a term's postings fail their checksum".into());
+    }
+    Ok(data)
+}
+
 /// The head of a whole value (`bytes`, under `key`), checked by its crc32.
 fn head_of<'a>(bytes: &'a [u8], key: &Hash) -> Result<&'a [u8], IndexError> {
     let (head_len, crc) = preamble(bytes, key)?;
@@ -499,11 +519,7 @@ impl UnitText {
         let at = self.blocks_at + block.offset;
         let whole = block.len <= READ_WHOLE;
         let bytes = self.read(at, if whole { block.len } else { block.dict_len }, None, "a term block")?;
-        let dict = &bytes[..block.dict_len as usize];
-        if crc32fast::hash(dict) != block.crc {
-            return Err("a term block fails its checksum".into());
-        }
-        let mut r = Reader::new(dict);
+        let mut r = Reader::new(block_dict(block, &bytes)?);
         while r.remaining() > 0 {
             let (t, off, len, crc) = dict_entry(&mut r)?;
             match t.cmp(term) {
@@ -514,13 +530,7 @@ impl UnitText {
             let what = "a term's postings";
             let range = (off as usize)..(off as usize).saturating_add(len as usize);
             let data = if whole {
-                let d = bytes
-                    .get(range)
-                    .ok_or_else(|| format!("{what} lie outside their block"))?;
-                if crc32fast::hash(d) != crc {
-                    return Err(format!("{what} fail their checksum"));
-                }
-                std::borrow::Cow::Borrowed(d)
+                std::borrow::Cow::Borrowed(block_postings(&bytes, range, crc)?)
             } else {
                 if range.end > block.len as usize {
                     return Err(format!("{what} lie outside their block"));
@@ -580,11 +590,7 @@ impl UnitText {
         let mut seen = 0u64;
         for (b, block) in self.blocks.iter().enumerate() {
             let bytes = self.read(self.blocks_at + block.offset, block.len, None, "a term block")?;
-            let dict = &bytes[..block.dict_len as usize];
-            if crc32fast::hash(dict) != block.crc {
-                return Err("a term block fails its checksum".into());
-            }
-            let mut r = Reader::new(dict);
+            let mut r = Reader::new(block_dict(block, &bytes)?);
             let mut in_block = 0usize;
             let mut next = block.dict_len as usize;
             while r.remaining() > 0 {
@@ -600,12 +606,7 @@ impl UnitText {
                     return Err("postings out of term order".into());
                 }
                 next = off as usize + len as usize;
-                let data = bytes
-                    .get(off as usize..next)
-                    .ok_or_else(|| "postings lie outside their block".to_string())?;
-                if crc32fast::hash(data) != crc {
-                    return Err("a term's postings fail their checksum".into());
-                }
+                let data = block_postings(&bytes, off as usize..next, crc)?;
                 f(t, self.parse_postings(data).map_err(|e| e.to_string())?);
                 last = Some(t.to_string());
                 seen += 1;

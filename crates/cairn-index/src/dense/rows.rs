@@ -30,8 +30,9 @@ pub trait RowSource: Send + Sync {
 
     /// A reader of stored value `key`'s ranges that finds the value once, unchecked (as
     /// [`RowSource::read_at`]), if the store has one: a part reading many rows of one
-    /// value then looks it up once. `None` (the default, and on any error) reads each
-    /// row with [`RowSource::read_at`].
+    /// value then looks it up once. A row the reader cannot give, or that fails its
+    /// checksum, is read again with [`RowSource::read_at`] before it counts as damage.
+    /// `None` (the default, and on any error) reads each row with [`RowSource::read_at`].
     fn reader(&self, key: &[u8]) -> Option<ValueReader> {
         let _ = key;
         None

@@ -637,14 +637,12 @@ impl CommitIndexes {
         let mut top = TopK::new(k);
         let (mut at, mut batch) = (0, k.max(RESCORE_BATCH));
         while at < kept.len() {
-            if let Some(bar) = top.bar() {
-                if kept[at].0 < f64::from(bar) {
-                    break;
-                }
-            }
             let mut end = (at + batch).min(kept.len());
             if let Some(bar) = top.bar() {
                 end = at + kept[at..end].partition_point(|r| r.0 >= f64::from(bar));
+            }
+            if end == at {
+                break;
             }
             let rows: Vec<Row> = kept[at..end].iter().map(|&(_, r)| r).collect();
             for hit in self.rescore(view, query, k, &rows)? {

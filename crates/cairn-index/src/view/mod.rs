@@ -639,7 +639,7 @@ impl CommitIndexes {
             .map(|range| {
                 let bytes: Vec<u8> = self.chunks[range.clone()]
                     .iter()
-                    .flat_map(|c| first(c).to_vec())
+                    .flat_map(|c| first(c).iter().copied())
                     .collect();
                 (range, Hash::of(&bytes))
             })

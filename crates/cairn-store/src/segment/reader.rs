@@ -37,9 +37,6 @@ impl DerivedReader {
     /// `Ok(None)` if the value has moved since it was found (its segment was compacted
     /// away): read it by key.
     pub fn read_at(&self, offset: u64, out: &mut [u8]) -> Result<Option<bool>, StoreError> {
-        if offset.checked_add(out.len() as u64).is_none_or(|end| end > self.len) {
-            return Ok(Some(false));
-        }
         let Some(file) = self.file.upgrade() else {
             return Ok(None);
         };

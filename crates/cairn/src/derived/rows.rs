@@ -54,17 +54,13 @@ impl RowSource for StoreRows {
         self.store.read_derived_at(key, offset, out).map_err(|e| e.to_string())
     }
 
+    /// A value moved since the reader found it reads as absent: the part then reads the
+    /// row by key ([`RowSource::reader`]).
     fn reader(&self, key: &[u8]) -> Option<ValueReader> {
         let reader = self.store.derived_reader(key).ok().flatten()?;
-        let (store, key) = (Arc::clone(&self.store), key.to_vec());
         Some(Arc::new(move |offset, out: &mut [u8]| {
-            match reader.read_at(offset, out) {
-                Ok(Some(found)) => Ok(found),
-                // Moved since it was found: by key.
-                Ok(None) => store.read_derived_at(&key, offset, out),
-                Err(e) => Err(e),
-            }
-            .map_err(|e| e.to_string())
+            let found = reader.read_at(offset, out).map_err(|e| e.to_string())?;
+            Ok(found.unwrap_or(false))
         }))
     }
 
