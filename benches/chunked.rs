@@ -17,7 +17,8 @@
 //! cold as-of query. `CAIRN_BENCH_ROUNDS` sets the warm queries per row (1,000; at least
 //! the 200 queries); `CAIRN_BENCH_CHILD_EDITS=N` has that fresh process also time N one-node
 //! commits, each with its next query, `CAIRN_BENCH_CHILD_ANN=1` ANN queries without a gate,
-//! and `CAIRN_BENCH_CHILD_SPARSE=1` sparse + label queries. For runs at 10M: `CAIRN_BENCH_QUERIES=Q` uses the
+//! `CAIRN_BENCH_CHILD_SPARSE=1` sparse + label queries, and `CAIRN_BENCH_CHILD_TRACE=1` prints its RSS
+//! after the open and after the as-of query (with the index cache's bytes and parts loaded). For runs at 10M: `CAIRN_BENCH_QUERIES=Q` uses the
 //! first Q of the 200 queries in every row (recall included), `CAIRN_BENCH_EDITS=E` times E
 //! one-node edits instead of 100, and `CAIRN_BENCH_DIR=PATH` makes the repository under
 //! PATH instead of the system's temporary directory (a file system with room for it).
@@ -527,6 +528,9 @@ fn child_asof() {
     let t = Instant::now();
     let repo = Repo::open(&path).expect("open");
     let open = t.elapsed();
+    if std::env::var("CAIRN_BENCH_CHILD_TRACE").is_ok() {
+        eprintln!("after open: RSS {:.0} MiB", rss_mib("VmRSS:"));
+    }
     if let Some(mib) = std::env::var("CAIRN_BENCH_CACHE_MIB")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
@@ -540,6 +544,15 @@ fn child_asof() {
         "cold as-of HEAD~1 in a fresh process (open / query)",
         format!("{:.0} ms / {:.0} ms", ms(open), ms(asof)),
     );
+    if std::env::var("CAIRN_BENCH_CHILD_TRACE").is_ok() {
+        let st = repo.index_stats();
+        eprintln!(
+            "after as-of: RSS {:.0} MiB, cached {} MiB, parts loaded {}",
+            rss_mib("VmRSS:"),
+            st.cached_bytes >> 20,
+            st.parts_loaded
+        );
+    }
     for w in &r.warnings {
         eprintln!("as-of warning: {:?} {}", w.code, w.message);
     }

@@ -13,6 +13,7 @@
 //! checked. Anything else is [`IndexError::BadStoredIndex`]; the repository then rebuilds
 //! the part from the data.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use cairn_core::limits::{MAX_EMBEDDING_DIM, MAX_NAME_BYTES, MAX_VALUE_DEPTH};
@@ -80,15 +81,19 @@ pub fn encode_node_core_texts_stored(
     source: std::sync::Arc<dyn crate::RowSource>,
     skey: &[u8],
 ) -> (Vec<u8>, NodeChunk) {
-    let (value, section) = encode_core(key, &core);
-    core.leave_texts_stored(source, skey, section);
+    let (value, section, crcs) = encode_core(key, &core);
+    core.leave_texts_stored(source, skey, section, crcs);
     (value, core)
 }
 
-/// The encoding of a core part, and the offset of its text section (the first text's
-/// length).
-fn encode_core(key: &Hash, c: &NodeChunk) -> (Vec<u8>, u64) {
-    let mut w = header(TAG_NODE_CORE, key, c.heap_bytes());
+/// The encoding of a core part, the offset of its texts (the first text's first byte) and
+/// each text's crc32.
+fn encode_core(key: &Hash, c: &NodeChunk) -> (Vec<u8>, u64, Vec<u32>) {
+    let mut w = header(TAG_NODE_CORE, key, c.heap_bytes() + c.len() * 12);
+    // The head's length and crc32, set once the head is written.
+    w.u32(0);
+    w.u32(0);
+    let head = w.0.len();
     w.u32(c.ids.len() as u32);
     for (id, h) in c.ids.iter().zip(&c.hashes) {
         w.str(id.as_str());
@@ -115,12 +120,17 @@ fn encode_core(key: &Hash, c: &NodeChunk) -> (Vec<u8>, u64) {
     // Built chunks hold their texts; a loaded part with its texts on disk (met only by
     // `CommitIndexes::digest`) reads them back, and a text that can be read from neither
     // its part nor its node object is encoded empty — such a view's digest differs.
-    let section = w.0.len() as u64;
-    for l in 0..c.ids.len() {
-        match c.text(l as Local) {
-            Ok(t) => w.str(&t),
-            Err(_) => w.str(""),
-        }
+    let texts: Vec<(Cow<'_, str>, u32)> = (0..c.ids.len())
+        .map(|l| match c.text(l as Local) {
+            Ok(t) => (t, c.text_chars[l]),
+            Err(_) => (Cow::Borrowed(""), 0),
+        })
+        .collect();
+    let crcs: Vec<u32> = texts.iter().map(|(t, _)| crc32fast::hash(t.as_bytes())).collect();
+    for ((t, chars), crc) in texts.iter().zip(&crcs) {
+        w.u32(t.len() as u32);
+        w.u32(*chars);
+        w.u32(*crc);
     }
     w.u64(c.dense_models.len() as u64);
     for (m, (dim, rows)) in &c.dense_models {
@@ -141,7 +151,15 @@ fn encode_core(key: &Hash, c: &NodeChunk) -> (Vec<u8>, u64) {
             w.u32(s.end as u32);
         }
     }
-    (w.0, section)
+    let head_len = (w.0.len() - head) as u32;
+    let crc = crc32fast::hash(&w.0[head..]);
+    w.0[head - 8..head - 4].copy_from_slice(&head_len.to_le_bytes());
+    w.0[head - 4..head].copy_from_slice(&crc.to_le_bytes());
+    let section = w.0.len() as u64;
+    for (t, _) in &texts {
+        w.bytes(t.as_bytes());
+    }
+    (w.0, section, crcs)
 }
 
 /// Encodes a node chunk's BM25 part.
@@ -318,9 +336,11 @@ pub fn decode_node_core(bytes: &[u8], key: &Hash) -> Result<NodeChunk, IndexErro
     decode_core(bytes, key, None)
 }
 
-/// [`decode_node_core`], leaving the node texts in the stored value `skey` (whose bytes
-/// `bytes` are), read through `source` when an item is rendered: the part keeps each
-/// text's length, character count and crc32 (`chunk/node.rs`, `StoredTexts`).
+/// [`decode_node_core`], leaving the node texts in the stored value `skey`, read through
+/// `source` when an item is rendered. `bytes` are the value's first
+/// [`core_head_len`] bytes (a range read) or more (the whole value): only the head is
+/// read and checked — by its own crc32 — and each text is checked against its crc32 from
+/// the head when it is read (`chunk/node.rs`, `StoredTexts`).
 pub fn decode_node_core_texts_stored(
     bytes: &[u8],
     key: &Hash,
@@ -330,13 +350,39 @@ pub fn decode_node_core_texts_stored(
     decode_core(bytes, key, Some((source, skey)))
 }
 
+/// Bytes before a core part's head: the tag, the chunk key, the head's length and its
+/// crc32 (storage-format §7.3.1).
+pub const CORE_PREFIX: usize = 1 + 32 + 4 + 4;
+
+/// The length of a core part's prefix and head — what [`decode_node_core_texts_stored`]
+/// reads — from its first [`CORE_PREFIX`] bytes.
+pub fn core_head_len(prefix: &[u8]) -> Result<usize, IndexError> {
+    let mut r = Reader { bytes: prefix, at: 0 };
+    if r.u8()? != TAG_NODE_CORE {
+        return Err(bad("not a core part"));
+    }
+    r.take(32)?;
+    let len = r.u32()? as usize;
+    if len == 0 {
+        return Err(bad("an empty core head"));
+    }
+    Ok(CORE_PREFIX + len)
+}
+
 fn decode_core(
     bytes: &[u8],
     key: &Hash,
     stored: Option<(std::sync::Arc<dyn crate::RowSource>, &[u8])>,
 ) -> Result<NodeChunk, IndexError> {
-    let mut r = open(bytes, TAG_NODE_CORE, key)?;
-    let n = r.count32(8 + 1 + 32 + 16 + 8)?;
+    let mut whole = open(bytes, TAG_NODE_CORE, key)?;
+    let head_len = whole.u32()? as usize;
+    let crc = whole.u32()?;
+    let head = whole.take(head_len)?;
+    if crc32fast::hash(head) != crc {
+        return Err(bad("the head fails its checksum"));
+    }
+    let mut r = Reader { bytes: head, at: 0 };
+    let n = r.count32(8 + 1 + 32 + 16 + 12 + 1)?;
     if n == 0 || n > MAX_CHUNK_KEYS {
         return Err(bad(format!("node chunk of {n} nodes")));
     }
@@ -391,48 +437,18 @@ fn decode_core(
         }
         c.props.insert(k, col);
     }
-    match stored {
-        None => {
-            let mut ahead = r.clone();
-            let mut text_bytes = 0usize;
-            for _ in 0..n {
-                let len = ahead.count64(1)?;
-                ahead.take(len)?;
-                text_bytes += len;
-            }
-            if text_bytes > u32::MAX as usize {
-                return Err(bad("chunk text over 4 GiB"));
-            }
-            c.text.reserve_exact(text_bytes);
-            for _ in 0..n {
-                let len = r.count64(1)?;
-                let s = std::str::from_utf8(r.take(len)?).map_err(|_| bad("text is not UTF-8"))?;
-                c.push_text(s);
-            }
+    // The text table: each text's bytes, characters and crc32.
+    let mut crcs = Vec::with_capacity(n);
+    let mut end = 0u32;
+    for _ in 0..n {
+        let (len, chars, crc) = (r.u32()?, r.u32()?, r.u32()?);
+        if chars > len || (len > 0 && chars == 0) {
+            return Err(bad(format!("a text of {len} bytes and {chars} characters")));
         }
-        Some((source, skey)) => {
-            let section = r.at as u64;
-            let mut crcs = Vec::with_capacity(n);
-            let mut end = 0u32;
-            for _ in 0..n {
-                let len = r.count64(1)?;
-                let b = r.take(len)?;
-                let s = std::str::from_utf8(b).map_err(|_| bad("text is not UTF-8"))?;
-                end = u32::try_from(len)
-                    .ok()
-                    .and_then(|len| end.checked_add(len))
-                    .ok_or_else(|| bad("chunk text over 4 GiB"))?;
-                c.text_end.push(end);
-                c.text_chars.push(s.chars().count() as u32);
-                crcs.push(crc32fast::hash(b));
-            }
-            c.stored_text = Some(crate::chunk::node::StoredTexts {
-                source,
-                key: skey.into(),
-                section,
-                crcs: crcs.into(),
-            });
-        }
+        end = end.checked_add(len).ok_or_else(|| bad("chunk text over 4 GiB"))?;
+        c.text_end.push(end);
+        c.text_chars.push(chars);
+        crcs.push(crc);
     }
     let models = r.count64(8 + 8)?;
     for _ in 0..models {
@@ -477,6 +493,33 @@ fn decode_core(
         c.date_end.push(c.dates.len() as u32);
     }
     r.done()?;
+    match stored {
+        // The texts stay in the store: what follows the head is not read.
+        Some((source, skey)) => {
+            c.stored_text = Some(crate::chunk::node::StoredTexts {
+                source,
+                key: skey.into(),
+                section: whole.at as u64,
+                crcs: crcs.into(),
+            });
+        }
+        None => {
+            let texts = whole.take(end as usize)?;
+            whole.done()?;
+            let texts = std::str::from_utf8(texts).map_err(|_| bad("text is not UTF-8"))?;
+            let mut start = 0usize;
+            for (l, &e) in c.text_end.iter().enumerate() {
+                let t = texts
+                    .get(start..e as usize)
+                    .ok_or_else(|| bad("a text ends inside a character"))?;
+                if t.chars().count() as u32 != c.text_chars[l] || crc32fast::hash(t.as_bytes()) != crcs[l] {
+                    return Err(bad("a text disagrees with its length in characters or its crc32"));
+                }
+                start = e as usize;
+            }
+            c.text = texts.to_owned();
+        }
+    }
     Ok(c)
 }
 

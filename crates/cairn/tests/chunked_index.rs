@@ -291,8 +291,8 @@ fn chunk_keys_do_not_depend_on_history() {
 }
 
 const GOLDEN_CHUNKS: usize = 11;
-const GOLDEN_FIRST_CHUNK: &str = "9918a1358e9d776925915e1074c949cba497b3711e3087da84b9e6491746b4ef";
-const GOLDEN_ALL_CHUNKS: &str = "4c2a002ed479ed5e9b4ea52056cf9d4d05fc94f1f4e5ecaec393ebae1061622e";
+const GOLDEN_FIRST_CHUNK: &str = "1235717ca91b6d8b23399a0f69da286e3bcc65f81c51b28a1168710fa7d00480";
+const GOLDEN_ALL_CHUNKS: &str = "8bd40e429727b7be1b4644a1c9f6756113367f8ad4e7df2d8fc559c0ea5eac78";
 
 /// A repository whose node tree has several units (ids of level ≥ 5 cut them).
 fn units_repo(store: Arc<dyn Store>) -> Repo {

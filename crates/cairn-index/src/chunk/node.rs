@@ -48,16 +48,16 @@ pub struct NodeChunk {
 }
 
 /// The texts of a core part left in its stored value (storage-format §7.3.1: the texts
-/// follow one another, each after its `u64le` length), read one at a time when an item
-/// is rendered. Each carries the crc32 of its bytes, computed when the part was read
-/// whole and checked; a text that cannot be read, or fails it, is read from its node
-/// object instead and the source told, so the stored part is rebuilt.
+/// follow the head, one after another), read one at a time when an item is rendered.
+/// Each is checked against its crc32 from the head; a text that cannot be read, or fails
+/// it, is read from its node object instead and the source told, so the stored part is
+/// rebuilt.
 #[derive(Clone)]
 pub(crate) struct StoredTexts {
     pub(crate) source: Arc<dyn RowSource>,
     /// The part's store key.
     pub(crate) key: Box<[u8]>,
-    /// Byte offset of the first text's length in the stored value.
+    /// Byte offset of the first text in the stored value.
     pub(crate) section: u64,
     /// crc32 of each text's bytes.
     pub(crate) crcs: Box<[u32]>,
@@ -183,8 +183,8 @@ impl NodeChunk {
         let Some(st) = &self.stored_text else {
             return Ok(Cow::Borrowed(&self.text[start..end]));
         };
-        // Text `i` starts after `i + 1` length fields and the texts before it.
-        let at = st.section + 8 * (u64::from(local) + 1) + start as u64;
+        // Text `i` starts after the texts before it.
+        let at = st.section + start as u64;
         let mut bytes = vec![0u8; end - start];
         let why = match st.source.read_at(&st.key, at, &mut bytes) {
             Ok(true) if crc32fast::hash(&bytes) == st.crcs[local as usize] => match String::from_utf8(bytes) {
@@ -204,20 +204,11 @@ impl NodeChunk {
             .map_err(|e| format!("node {}: {e}", self.ids[local as usize]))
     }
 
-    /// Leaves the texts in the stored value `key`, whose text section starts at byte
-    /// `section` (`persist::encode_node_core_texts_stored`): each text's crc32 is kept,
+    /// Leaves the texts in the stored value `key`, whose texts start at byte `section`
+    /// (`persist::encode_node_core_texts_stored`): each text's crc32 (`crcs`) is kept,
     /// its bytes dropped.
-    pub(crate) fn leave_texts_stored(&mut self, source: Arc<dyn RowSource>, key: &[u8], section: u64) {
-        let mut start = 0usize;
-        let crcs = self
-            .text_end
-            .iter()
-            .map(|&end| {
-                let crc = crc32fast::hash(&self.text.as_bytes()[start..end as usize]);
-                start = end as usize;
-                crc
-            })
-            .collect();
+    pub(crate) fn leave_texts_stored(&mut self, source: Arc<dyn RowSource>, key: &[u8], section: u64, crcs: Vec<u32>) {
+        let crcs = crcs.into();
         self.text = String::new();
         self.stored_text = Some(StoredTexts {
             source,

@@ -670,8 +670,9 @@ impl DerivedData {
         let what = || format!("{} part of chunk {}", tag_name(tag), ch.key.short());
         if ctx.persistent {
             let on_disk = model.and_then(|m| Some((m, ctx.rows_on_disk.get(m)?)));
-            let head = match on_disk {
-                Some((m, source)) if tag == TAG_DENSE => self.dense_head(&skey, &ch.key, m, source),
+            let head = match (on_disk, &ctx.texts_on_disk) {
+                (Some((m, source)), _) if tag == TAG_DENSE => self.dense_head(&skey, &ch.key, m, source),
+                (_, Some(source)) if tag == TAG_NODE_CORE => self.core_head(&skey, &ch.key, source),
                 _ => None,
             };
             let read = match head {
@@ -930,6 +931,41 @@ impl DerivedData {
             }
             Err(e) => damaged(e),
         }
+    }
+
+    /// The stored core part `skey` of chunk `chunk`, read without its texts (which stay on
+    /// disk, read through `source` when an item is rendered): its head alone — two
+    /// positional reads, checked by the head's own checksum (storage-format §7.3.1).
+    /// `None`: read it whole instead (the store cannot read ranges, or the value is absent
+    /// or too short to tell; the whole read then says which); `Some(Ok(Some(Err)))`: the
+    /// head is damaged.
+    fn core_head(&self, skey: &[u8], chunk: &Hash, source: &Arc<dyn cairn_index::RowSource>) -> Option<StoredPart> {
+        let store = &self.store;
+        if !store.reads_derived_ranges() {
+            return None;
+        }
+        let read = |len: usize| -> Option<std::result::Result<Vec<u8>, cairn_store::StoreError>> {
+            let mut buf = vec![0u8; len];
+            match store.read_derived_at(skey, 0, &mut buf) {
+                Ok(true) => Some(Ok(buf)),
+                Ok(false) => None,
+                Err(e) => Some(Err(e)),
+            }
+        };
+        let prefix = match read(persist::CORE_PREFIX)? {
+            Ok(b) => b,
+            Err(e) => return Some(Err(e)),
+        };
+        let head_len = match persist::core_head_len(&prefix) {
+            Ok(len) => len,
+            Err(e) => return Some(Ok(Some(Err(e)))),
+        };
+        let head = match read(head_len)? {
+            Ok(b) => b,
+            Err(e) => return Some(Err(e)),
+        };
+        let core = persist::decode_node_core_texts_stored(&head, chunk, Arc::clone(source), skey);
+        Some(Ok(Some(core.map(|c| Part::Core(Arc::new(c))))))
     }
 
     /// `parts` with their rows left on disk, if the view's `model` rows stay there
