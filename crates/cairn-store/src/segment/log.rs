@@ -139,6 +139,9 @@ pub(super) struct Log<K: LogKey> {
     /// Held by every writer (appends, deletes, compaction, sync), in that order before
     /// `state`.
     active: Mutex<Option<Active>>,
+    /// The bytes of [`Log::put`]'s last batch, cleared: the next put encodes into them
+    /// instead of growing a new buffer (taken only under `active`).
+    put_bytes: Mutex<Vec<u8>>,
     /// Damage found at open, one line each.
     problems: Vec<String>,
     /// Size at which a segment is sealed.
@@ -384,6 +387,7 @@ impl<K: LogKey> Log<K> {
             space,
             state: RwLock::new(State { index, segments }),
             active: Mutex::new(active),
+            put_bytes: Mutex::new(Vec::new()),
             problems,
             segment_bytes,
             hook: RwLock::new(None),
@@ -538,22 +542,34 @@ impl<K: LogKey> Log<K> {
         skip_present: bool,
     ) -> Result<(), StoreError> {
         let mut active = self.active.lock();
-        let mut batch = Batch::default();
-        for (key, value) in entries {
-            if skip_present && (self.contains(&key) || batch.has(&key)) {
-                continue;
+        let mut batch = Batch {
+            bytes: std::mem::take(&mut *self.put_bytes.lock()),
+            ..Batch::default()
+        };
+        let written = || {
+            for (key, value) in entries {
+                if skip_present && (self.contains(&key) || batch.has(&key)) {
+                    continue;
+                }
+                if value.len() > record::MAX_VALUE {
+                    return Err(StoreError::Backend(format!(
+                        "a {} value of {} bytes is over the {}-byte record limit",
+                        self.space,
+                        value.len(),
+                        record::MAX_VALUE
+                    )));
+                }
+                self.append(&mut active, &mut batch, Kind::Put, key, value)?;
             }
-            if value.len() > record::MAX_VALUE {
-                return Err(StoreError::Backend(format!(
-                    "a {} value of {} bytes is over the {}-byte record limit",
-                    self.space,
-                    value.len(),
-                    record::MAX_VALUE
-                )));
-            }
-            self.append(&mut active, &mut batch, Kind::Put, key, value)?;
+            self.write_batch(&mut active, &mut batch)
+        };
+        let result = written();
+        // Keep the buffer (up to a write chunk and a record) for the next put.
+        batch.bytes.clear();
+        if batch.bytes.capacity() <= 2 * WRITE_CHUNK {
+            *self.put_bytes.lock() = batch.bytes;
         }
-        self.write_batch(&mut active, &mut batch)
+        result
     }
 
     /// Removes keys (absent ones are ignored), then compacts segments that became mostly
