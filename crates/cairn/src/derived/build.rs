@@ -1036,11 +1036,13 @@ impl DerivedData {
             .enumerate()
             .map(|(c, (ch, d))| {
                 let _tick = meter.as_ref().map(Tick);
-                if !kind.wanted.is_none_or(|wanted| wanted(&cores[c], m)) {
-                    return Ok(None);
-                }
+                // The donor's chunk has the same content, so it has the part only if this
+                // chunk wants it: asked first, it spares most chunks the model lookup.
                 if let Some(p) = d.and_then(|i| (kind.donor)(donor?, m, i)) {
                     return Ok(Some(p));
+                }
+                if !kind.wanted.is_none_or(|wanted| wanted(&cores[c], m)) {
+                    return Ok(None);
                 }
                 let part = self.part(ctx, TreeKind::Nodes, ch, tag, model)?;
                 (kind.take)(part).map(Some).ok_or_else(|| {
