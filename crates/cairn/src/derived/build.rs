@@ -875,8 +875,9 @@ impl DerivedData {
     }
 
     /// The stored dense part `skey` of chunk `chunk`, read without its rows (which stay on
-    /// disk, read through `source`): its head alone — three positional reads, checked by
-    /// the head's own checksum (storage-format §7.3.4). `None`: read it whole instead (the
+    /// disk, read through `source`): its head alone — two positional reads (the prefix and
+    /// counts, whose length the model's name gives, then the head), checked by the head's
+    /// own checksum (storage-format §7.3.4). `None`: read it whole instead (the
     /// store cannot read ranges, or the value is absent or too short to tell; the whole
     /// read then says which); `Some(Ok(Some(Err)))`: the head is damaged.
     fn dense_head(
@@ -899,15 +900,22 @@ impl DerivedData {
             }
         };
         let damaged = |e: IndexError| Some(Ok(Some(Err(e))));
-        let prefix = match read(persist::DENSE_PREFIX)? {
+        // The part is `model`'s, so its name's length is known: the counts come with the
+        // prefix in one read.
+        let counts = match read(persist::DENSE_PREFIX + model.len() + 12)? {
             Ok(b) => b,
             Err(e) => return Some(Err(e)),
         };
-        let model_len = u64::from_le_bytes(prefix[persist::DENSE_PREFIX - 8..].try_into().ok()?);
-        let counts = match read(persist::DENSE_PREFIX + usize::try_from(model_len).ok()?.min(1 << 16) + 12)? {
-            Ok(b) => b,
-            Err(e) => return Some(Err(e)),
-        };
+        let model_len = u64::from_le_bytes(
+            counts[persist::DENSE_PREFIX - 8..persist::DENSE_PREFIX]
+                .try_into()
+                .ok()?,
+        );
+        if model_len != model.len() as u64 {
+            return damaged(IndexError::BadStoredIndex(format!(
+                "a dense part of a {model_len}-byte model name under model `{model}`'s key"
+            )));
+        }
         let head_len = match persist::dense_head_len(&counts) {
             Ok(Some(len)) => len,
             Ok(None) => return None,
