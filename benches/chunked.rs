@@ -641,9 +641,15 @@ fn child_asof() {
             query(&repo, &queries[e % queries_n()], false, None);
             next.push(ms(t.elapsed()));
         }
+        let total: f64 = next.iter().sum();
+        let max = next.iter().copied().fold(0.0, f64::max);
         row(
-            &format!("that process: 1-node commit / next query, p50 of {edits}"),
-            format!("{:.2} ms / {:.2} ms", p50(commit), p50(next)),
+            &format!("that process: 1-node commit / next query, p50 of {edits}; next query: max / total"),
+            format!(
+                "{:.2} ms / {:.2} ms; {max:.0} ms / {total:.0} ms",
+                p50(commit),
+                p50(next)
+            ),
         );
     }
 }
