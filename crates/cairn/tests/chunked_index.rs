@@ -369,6 +369,68 @@ fn unit_texts_of_a_base_serve_later_commits_exactly() {
     }
 }
 
+/// A view derived along commits keeps its donor's unit texts, the chunks they lack skipped
+/// and its new chunks served by their own parts; once more than 64 (or an eighth) of its
+/// chunks are, each unit of its own cut with more of them than a 32nd of its chunks (at
+/// least 8) gets its text built, and only those. Every lane equals a from-scratch build at
+/// every commit, and the own parts stay few.
+#[test]
+fn a_drifted_unit_alone_gets_its_text_built_and_answers_stay_exact() {
+    let repo = Repo::with_store(Arc::new(MemoryStore::keeping_derived())).unwrap();
+    let mut tx = repo.transaction().unwrap();
+    for i in 0..12_000u32 {
+        tx.put_node(node(i, (i % 8) as u8)).unwrap();
+    }
+    // Ids of level ≥ 5 cut units.
+    for s in (0..)
+        .map(|i| format!("n{i:05}x"))
+        .filter(|s| key_level(s.as_bytes()) >= 5)
+        .take(8)
+    {
+        tx.put_node(Node::new(id(&s)).with_text("cut")).unwrap();
+    }
+    tx.commit("all").unwrap();
+    let head = repo.log(Some("HEAD"), Some(1)).unwrap()[0].0;
+    let (served, fresh) = served_and_fresh(&repo, &head);
+    same_answers(&served, &fresh);
+    let unit_texts = || repo.store().derived_keys(b"ut/").unwrap().len();
+    let first = unit_texts();
+    assert!(first >= 4, "{first} unit texts");
+    let mut rnd = xorshift(7);
+    let mut built = 0;
+    let mut focused = 0;
+    for round in 0..10u32 {
+        let before = unit_texts();
+        let mut tx = repo.transaction().unwrap();
+        // Early rounds edit everywhere; later ones a third of the ids (a few units).
+        for _ in 0..40 {
+            let i = if round < 3 { rnd(12_000) } else { 2_000 + rnd(4_000) } as u32;
+            tx.put_node(node(i, (rnd(8) + 8 + round as u64) as u8)).unwrap();
+        }
+        let c = tx.commit("edits").unwrap();
+        let (served, fresh) = served_and_fresh(&repo, &c);
+        same_answers(&served, &fresh);
+        // Fewer unit texts than the view has units are built at a time, and edits to a
+        // third of the ids build the texts of at most half of them.
+        let new = unit_texts() - before;
+        if round >= 3 {
+            assert!(2 * new <= first, "round {round}: {new} of {first} unit texts built");
+            focused += new;
+        }
+        assert!(new < first, "round {round}: {new} unit texts built");
+        built += new;
+        assert!(
+            served.text_uncovered().len() <= 64 + served.chunks().len() / 8,
+            "round {round}: {} chunks on their own parts",
+            served.text_uncovered().len()
+        );
+    }
+    assert!(
+        built > focused && focused > 0,
+        "{built} unit texts built, {focused} for focused edits"
+    );
+}
+
 /// A stored unit text damaged inside (its head whole, so a view opens it): the query
 /// still gives the same answer, from the node texts; the next one reports the repair, and
 /// the rebuilt value is whole again.

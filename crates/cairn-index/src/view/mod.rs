@@ -227,6 +227,29 @@ impl CommitIndexes {
         Ok(())
     }
 
+    /// The view's chunks whose BM25 postings come from their own text part, not a unit
+    /// text, increasing (empty without unit texts).
+    pub fn text_uncovered(&self) -> &[u32] {
+        match (&self.text, &self.text_parts) {
+            (Some(t), None) => t.uncovered(),
+            _ => &[],
+        }
+    }
+
+    /// Serves the view's chunks that `units` map (each at most once) from those unit
+    /// texts instead of the unit or own part that served them; the postings of every
+    /// chunk, and so every score, stay the same. Errors: [`IndexError::Inconsistent`] if
+    /// the view has no unit texts, a chunk is mapped twice, or a unit chunk's document
+    /// count differs from its view chunk's.
+    pub fn cover_text_units(&mut self, units: Vec<TextUnit>) -> Result<(), IndexError> {
+        let Some(t) = self.text.as_ref().filter(|_| self.text_parts.is_none()) else {
+            return Err(IndexError::Inconsistent("the view has no unit texts".into()));
+        };
+        let lens: Vec<usize> = self.chunks.iter().map(|c| c.len()).collect();
+        self.text = Some(t.covered_by(units, &lens)?);
+        Ok(())
+    }
+
     /// The BM25 part of every chunk, as each chunk's own part holds it (unit texts read
     /// whole): for references, digests and checks. `None` if the BM25 postings are not
     /// loaded; `Err` says why a unit text could not be read.

@@ -172,6 +172,46 @@ impl Postings {
         Postings::new(units, own, lens, self.origin)
     }
 
+    /// These postings with `new` units covering some of the view's chunks: each chunk a
+    /// new unit maps leaves the unit or own part that served it (a unit left serving no
+    /// chunk is dropped). The same postings for every chunk, so the same scores; `lens[c]`
+    /// is chunk `c`'s node count.
+    pub(crate) fn covered_by(&self, new: Vec<TextUnit>, lens: &[usize]) -> Result<Postings, IndexError> {
+        let mut covered = vec![false; self.place.len()];
+        for c in new.iter().flat_map(|u| u.chunks.iter().flatten()) {
+            match covered.get_mut(*c) {
+                Some(seen) => *seen = true,
+                None => return Err(IndexError::Inconsistent(format!("a unit chunk maps to view chunk {c}"))),
+            }
+        }
+        let mut units: Vec<TextUnit> = Vec::with_capacity(self.units.len() + new.len());
+        for (text, to_view) in self.units.iter() {
+            let chunks: Vec<Option<usize>> = to_view
+                .iter()
+                .map(|&c| (c != GONE && !covered[c as usize]).then_some(c as usize))
+                .collect();
+            if chunks.iter().any(Option::is_some) {
+                units.push(TextUnit {
+                    text: Arc::clone(text),
+                    chunks,
+                });
+            }
+        }
+        units.extend(new);
+        let own = self
+            .own
+            .iter()
+            .zip(&covered)
+            .map(|(p, &covered)| if covered { None } else { p.clone() })
+            .collect();
+        Postings::new(units, own, lens, self.origin)
+    }
+
+    /// The view's chunks no unit covers (served by their own parts), increasing.
+    pub(crate) fn uncovered(&self) -> &[u32] {
+        &self.uncovered
+    }
+
     /// The units, each with its chunks' positions in the view ([`GONE`] if absent).
     pub(crate) fn units(&self) -> &[MappedUnit] {
         &self.units

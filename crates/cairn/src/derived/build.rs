@@ -51,6 +51,18 @@ use crate::progress::{Meter, Step};
 /// Bytes of derived values written per store batch.
 const PERSIST_BATCH_BYTES: usize = 32 << 20;
 
+/// How many of a view's `chunks` may be served by their own text parts before it looks
+/// for drifted units ([`DerivedData::refresh_text_units`]): 64, or an eighth of them.
+fn text_refresh_floor(chunks: usize) -> usize {
+    (chunks / 8).min(64)
+}
+
+/// The most of a unit's `len` chunks that may be served by their own text parts before the
+/// unit's text is built ([`DerivedData::refresh_text_units`]): 1/32 of them, at least 8.
+fn unit_own_limit(len: usize) -> usize {
+    (len / 32).max(8)
+}
+
 /// What [`Repo::build_indexes`](crate::Repo::build_indexes) did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct IndexReport {
@@ -426,14 +438,10 @@ impl DerivedData {
             }
         };
         if needs.text && !view.has_text() {
-            // The units of the commit whose graphs it walks (`graph_base.rs`); that
-            // commit's chunks load under an assembly of their own, as for graphs.
-            let base_ctx = self.ctx();
-            let base = self.graph_base(&base_ctx, id, &list)?;
-            let origin = base.as_ref().map(|b| b.0);
-            // A donor served by the same base's units: they carry over (O(chunks)), with
-            // the parts of this view's new chunks.
-            match dv.filter(|d| origin.is_some() && d.text_origin() == Some(origin)) {
+            match dv.filter(|d| d.text_origin().is_some()) {
+                // A donor served by unit texts: they carry over (O(chunks)), with the parts
+                // of this view's new chunks; then only the units that drifted are built
+                // (`refresh_text_units`).
                 Some(d) => {
                     let new = list
                         .par_iter()
@@ -444,14 +452,20 @@ impl DerivedData {
                         })
                         .collect::<Result<Vec<_>>>()?;
                     view.derive_text(d, &from_donor, new).map_err(inconsistent)?;
+                    self.refresh_text_units(&ctx, &list, &mut view)?;
                 }
+                // Else the units of the commit whose graphs it walks (`graph_base.rs`);
+                // that commit's chunks load under an assembly of their own, as for graphs.
                 None => {
+                    let base_ctx = self.ctx();
+                    let base = self.graph_base(&base_ctx, id, &list)?;
+                    let origin = base.as_ref().map(|b| b.0);
                     let (units, own) = self.text_units(&ctx, &base_ctx, lists, base.as_ref().map(|b| &*b.1))?;
                     view.set_text_units(units, own, origin).map_err(inconsistent)?;
+                    self.store_pending(&base_ctx);
+                    ctx.notes.lock().append(&mut base_ctx.notes.lock());
                 }
             }
-            self.store_pending(&base_ctx);
-            ctx.notes.lock().append(&mut base_ctx.notes.lock());
         }
         for model in &needs.sparse {
             if !view.has_sparse_model(model) || view.sparse_loaded(model) {
@@ -1061,6 +1075,43 @@ impl DerivedData {
                 })
             })
             .collect()
+    }
+
+    /// Builds (or loads) the unit text of each of the view's own units (its chunk list's
+    /// unit cut) that more than [`unit_own_limit`] of its chunks are served by their own
+    /// parts, and serves those chunks from it. A view derived from a donor keeps the
+    /// donor's unit texts, whichever commit's units they are; so the text of a unit is
+    /// built again once that unit has drifted, not every unit's at once when the commit's
+    /// graph base moves. The scores do not change (`CommitIndexes::cover_text_units`).
+    fn refresh_text_units(&self, ctx: &Ctx, list: &ChunkList, view: &mut CommitIndexes) -> Result<()> {
+        let uncovered = view.text_uncovered();
+        if uncovered.len() <= text_refresh_floor(list.len()) {
+            return Ok(());
+        }
+        let (_, ranges, _) = units_of(list, None);
+        let mut drifted = Vec::new();
+        let mut own = uncovered.iter().map(|&c| c as usize).peekable();
+        for range in ranges {
+            let mut n = 0;
+            while own.next_if(|c| *c < range.end).is_some() {
+                n += 1;
+            }
+            if n > unit_own_limit(range.len()) {
+                drifted.push(range);
+            }
+        }
+        if drifted.is_empty() {
+            return Ok(());
+        }
+        let units = drifted
+            .into_par_iter()
+            .map(|range| {
+                let chunks: Vec<Option<usize>> = range.clone().map(Some).collect();
+                let text = self.unit_text(ctx, ctx, &list[range], &chunks)?;
+                Ok(TextUnit { text, chunks })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        view.cover_text_units(units).map_err(inconsistent)
     }
 
     /// The unit texts a view's BM25 lane reads, mapped onto its chunks — its own units'
