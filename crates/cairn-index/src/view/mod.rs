@@ -236,6 +236,17 @@ impl CommitIndexes {
         }
     }
 
+    /// The chunks of [`CommitIndexes::text_uncovered`] in a stretch of the view around one
+    /// unit text's chunks (its chunks and the own-part chunks up to the next unit's) that
+    /// holds more than `limit(the unit's chunks in the view)` of them: where the view has
+    /// drifted from the units serving it. Empty without unit texts.
+    pub fn text_drifted(&self, limit: impl Fn(usize) -> usize) -> Vec<u32> {
+        match (&self.text, &self.text_parts) {
+            (Some(t), None) => t.drifted(limit),
+            _ => Vec::new(),
+        }
+    }
+
     /// Serves the view's chunks that `units` map (each at most once) from those unit
     /// texts instead of the unit or own part that served them; the postings of every
     /// chunk, and so every score, stay the same. Errors: [`IndexError::Inconsistent`] if

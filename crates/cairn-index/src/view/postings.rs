@@ -212,6 +212,41 @@ impl Postings {
         &self.uncovered
     }
 
+    /// The own-part chunks of every unit's stretch of the view — its chunks and the
+    /// own-part chunks up to the next unit's (those before any unit's count to the
+    /// first) — that holds more than `limit(the unit's chunks in the view)` of them;
+    /// increasing. Every own-part chunk if no unit serves a chunk. O(chunks) integer work.
+    pub(crate) fn drifted(&self, limit: impl Fn(usize) -> usize) -> Vec<u32> {
+        let first = self.place.iter().find_map(|p| match p {
+            Place::Unit(u, _) => Some(*u),
+            Place::Own => None,
+        });
+        let Some(mut unit) = first else {
+            return self.uncovered.to_vec();
+        };
+        let mut stretch = vec![0u32; self.place.len()];
+        let mut own = vec![0usize; self.units.len()];
+        let mut size = vec![0usize; self.units.len()];
+        for (c, p) in self.place.iter().enumerate() {
+            match p {
+                Place::Unit(u, _) => {
+                    unit = *u;
+                    size[unit as usize] += 1;
+                }
+                Place::Own => {
+                    own[unit as usize] += 1;
+                    stretch[c] = unit;
+                }
+            }
+        }
+        let over: Vec<bool> = own.iter().zip(&size).map(|(&n, &s)| n > limit(s)).collect();
+        self.uncovered
+            .iter()
+            .copied()
+            .filter(|&c| over[stretch[c as usize] as usize])
+            .collect()
+    }
+
     /// The units, each with its chunks' positions in the view ([`GONE`] if absent).
     pub(crate) fn units(&self) -> &[MappedUnit] {
         &self.units

@@ -51,14 +51,19 @@ use crate::progress::{Meter, Step};
 /// Bytes of derived values written per store batch.
 const PERSIST_BATCH_BYTES: usize = 32 << 20;
 
+/// The most unit texts one view assembly builds for drifted units
+/// ([`DerivedData::refresh_text_units`]).
+const TEXT_REFRESH_UNITS: usize = 2;
+
 /// How many of a view's `chunks` may be served by their own text parts before it looks
 /// for drifted units ([`DerivedData::refresh_text_units`]): 64, or an eighth of them.
 fn text_refresh_floor(chunks: usize) -> usize {
     (chunks / 8).min(64)
 }
 
-/// The most of a unit's `len` chunks that may be served by their own text parts before the
-/// unit's text is built ([`DerivedData::refresh_text_units`]): 1/32 of them, at least 8.
+/// The most chunks served by their own text parts a stretch of a view around a unit text
+/// of `len` chunks may hold before the unit texts of the view's own units there are built
+/// ([`DerivedData::refresh_text_units`]): 1/32 of them, at least 8.
 fn unit_own_limit(len: usize) -> usize {
     (len / 32).max(8)
 }
@@ -1077,33 +1082,45 @@ impl DerivedData {
             .collect()
     }
 
-    /// Builds (or loads) the unit text of each of the view's own units (its chunk list's
-    /// unit cut) that more than [`unit_own_limit`] of its chunks are served by their own
-    /// parts, and serves those chunks from it. A view derived from a donor keeps the
-    /// donor's unit texts, whichever commit's units they are; so the text of a unit is
-    /// built again once that unit has drifted, not every unit's at once when the commit's
-    /// graph base moves. The scores do not change (`CommitIndexes::cover_text_units`).
+    /// Builds (or loads) the unit text of the units of the view's own cut that hold the
+    /// most chunks of drifted stretches — a stretch around a unit text's chunks with more
+    /// than [`unit_own_limit`] of them served by their own parts
+    /// (`CommitIndexes::text_drifted`) — at most [`TEXT_REFRESH_UNITS`] of them, and
+    /// serves those units' chunks from it. A view
+    /// derived from a donor keeps the donor's unit texts, whichever commit's units they
+    /// are; so a unit's text is built again once the view has drifted there, not every
+    /// unit's at once when the commit's graph base moves. The scores do not change
+    /// (`CommitIndexes::cover_text_units`). The cut (a key level per chunk) is computed
+    /// only when a stretch has drifted.
     fn refresh_text_units(&self, ctx: &Ctx, list: &ChunkList, view: &mut CommitIndexes) -> Result<()> {
-        let uncovered = view.text_uncovered();
-        if uncovered.len() <= text_refresh_floor(list.len()) {
+        if view.text_uncovered().len() <= text_refresh_floor(list.len()) {
             return Ok(());
         }
-        let (_, ranges, _) = units_of(list, None);
-        let mut drifted = Vec::new();
-        let mut own = uncovered.iter().map(|&c| c as usize).peekable();
-        for range in ranges {
-            let mut n = 0;
-            while own.next_if(|c| *c < range.end).is_some() {
-                n += 1;
-            }
-            if n > unit_own_limit(range.len()) {
-                drifted.push(range);
-            }
-        }
+        let drifted = view.text_drifted(unit_own_limit);
         if drifted.is_empty() {
             return Ok(());
         }
-        let units = drifted
+        let (_, ranges, _) = units_of(list, None);
+        // The units holding the most drifted chunks first (ties in view order), at most
+        // `TEXT_REFRESH_UNITS` of them: a commit builds a unit text or two, and the next
+        // commits take the rest.
+        let mut stale: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
+        let mut at = drifted.iter().map(|&c| c as usize).peekable();
+        for range in ranges {
+            let mut n = 0;
+            while at.next_if(|c| *c < range.end).is_some() {
+                n += 1;
+            }
+            if n > 0 {
+                stale.push((n, range));
+            }
+        }
+        stale.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.start.cmp(&b.1.start)));
+        stale.truncate(TEXT_REFRESH_UNITS);
+        let units = stale
+            .into_iter()
+            .map(|(_, range)| range)
+            .collect::<Vec<_>>()
             .into_par_iter()
             .map(|range| {
                 let chunks: Vec<Option<usize>> = range.clone().map(Some).collect();
