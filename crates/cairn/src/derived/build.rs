@@ -443,6 +443,11 @@ impl DerivedData {
             }
         };
         if needs.text && !view.has_text() {
+            // The commit whose graphs it walks (`graph_base.rs`), decided here for every
+            // commit a text query reaches, as its approximate search would: the candidates'
+            // chunk lists are then at hand when a later query walks graphs.
+            let base_ctx = self.ctx();
+            let base = self.graph_base(&base_ctx, id, &list)?;
             match dv.filter(|d| d.text_origin().is_some()) {
                 // A donor served by unit texts: they carry over (O(chunks)), with the parts
                 // of this view's new chunks; then only the units that drifted are built
@@ -459,18 +464,16 @@ impl DerivedData {
                     view.derive_text(d, &from_donor, new).map_err(inconsistent)?;
                     self.refresh_text_units(&ctx, &list, &mut view)?;
                 }
-                // Else the units of the commit whose graphs it walks (`graph_base.rs`);
-                // that commit's chunks load under an assembly of their own, as for graphs.
+                // Else the base's units; its chunks load under an assembly of their own,
+                // as for graphs.
                 None => {
-                    let base_ctx = self.ctx();
-                    let base = self.graph_base(&base_ctx, id, &list)?;
                     let origin = base.as_ref().map(|b| b.0);
                     let (units, own) = self.text_units(&ctx, &base_ctx, lists, base.as_ref().map(|b| &*b.1))?;
                     view.set_text_units(units, own, origin).map_err(inconsistent)?;
-                    self.store_pending(&base_ctx);
-                    ctx.notes.lock().append(&mut base_ctx.notes.lock());
                 }
             }
+            self.store_pending(&base_ctx);
+            ctx.notes.lock().append(&mut base_ctx.notes.lock());
         }
         for model in &needs.sparse {
             if !view.has_sparse_model(model) || view.sparse_loaded(model) {
