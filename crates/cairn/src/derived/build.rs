@@ -909,18 +909,10 @@ impl DerivedData {
         model: &str,
         source: &Arc<dyn cairn_index::RowSource>,
     ) -> Option<StoredPart> {
-        let store = &self.store;
-        if !store.reads_derived_ranges() {
+        if !self.store.reads_derived_ranges() {
             return None;
         }
-        let read = |len: usize| -> Option<std::result::Result<Vec<u8>, cairn_store::StoreError>> {
-            let mut buf = vec![0u8; len];
-            match store.read_derived_at(skey, 0, &mut buf) {
-                Ok(true) => Some(Ok(buf)),
-                Ok(false) => None,
-                Err(e) => Some(Err(e)),
-            }
-        };
+        let read = |len: usize| self.read_prefix(skey, len);
         let damaged = |e: IndexError| Some(Ok(Some(Err(e))));
         // The part is `model`'s, so its name's length is known: the counts come with the
         // prefix in one read.
@@ -963,6 +955,17 @@ impl DerivedData {
         }
     }
 
+    /// The first `len` bytes of the stored value `skey`, unchecked: `None` if there is no
+    /// value or it is shorter.
+    fn read_prefix(&self, skey: &[u8], len: usize) -> Option<std::result::Result<Vec<u8>, cairn_store::StoreError>> {
+        let mut buf = vec![0u8; len];
+        match self.store.read_derived_at(skey, 0, &mut buf) {
+            Ok(true) => Some(Ok(buf)),
+            Ok(false) => None,
+            Err(e) => Some(Err(e)),
+        }
+    }
+
     /// The stored core part `skey` of chunk `chunk`, read without its texts (which stay on
     /// disk, read through `source` when an item is rendered): its head alone — two
     /// positional reads, checked by the head's own checksum (storage-format §7.3.1).
@@ -970,18 +973,10 @@ impl DerivedData {
     /// or too short to tell; the whole read then says which); `Some(Ok(Some(Err)))`: the
     /// head is damaged.
     fn core_head(&self, skey: &[u8], chunk: &Hash, source: &Arc<dyn cairn_index::RowSource>) -> Option<StoredPart> {
-        let store = &self.store;
-        if !store.reads_derived_ranges() {
+        if !self.store.reads_derived_ranges() {
             return None;
         }
-        let read = |len: usize| -> Option<std::result::Result<Vec<u8>, cairn_store::StoreError>> {
-            let mut buf = vec![0u8; len];
-            match store.read_derived_at(skey, 0, &mut buf) {
-                Ok(true) => Some(Ok(buf)),
-                Ok(false) => None,
-                Err(e) => Some(Err(e)),
-            }
-        };
+        let read = |len: usize| self.read_prefix(skey, len);
         let prefix = match read(persist::CORE_PREFIX)? {
             Ok(b) => b,
             Err(e) => return Some(Err(e)),
