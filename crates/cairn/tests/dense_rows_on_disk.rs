@@ -335,3 +335,35 @@ fn texts_on_disk_are_read_per_item_and_a_damaged_one_comes_from_its_node() {
     assert_eq!(core_parts(&store), cores, "rebuilt from the data");
     same(&json(&queries(&disk)), &expected);
 }
+
+/// A core part whose head length is damaged to one far past the value, in a process that
+/// leaves texts in the store (which reads core heads by range): the part is read whole,
+/// refused, and rebuilt from its nodes to its original bytes, with the same answers and a
+/// note.
+#[test]
+fn a_core_head_length_past_the_value_is_read_whole_refused_and_rebuilt() {
+    let (memory, _) = repo(false);
+    let expected = json(&queries(&memory));
+    let (disk, store) = repo(true);
+    same(&json(&queries(&disk)), &expected);
+    drop(disk);
+    let cores = core_parts(&store);
+    let (key, mut value) = cores[0].clone();
+    value[33..37].copy_from_slice(&u32::MAX.to_le_bytes());
+    store.put_derived(&[(key, value)]).unwrap();
+    // A new handle assembles its view from the store.
+    let cold = Repo::with_store(Arc::clone(&store) as Arc<dyn Store>).unwrap();
+    cold.set_memory_budget(64 << 10);
+    let first = first_query(&cold, false);
+    let rebuilt = rebuilt_notes(&first);
+    assert!(
+        rebuilt
+            .iter()
+            .any(|m| m.contains("core part of chunk") && m.contains("damaged")),
+        "{rebuilt:?}"
+    );
+    let expected_first: RetrievalResult = serde_json::from_str(&expected[0]).unwrap();
+    assert_eq!(first.items, expected_first.items);
+    assert_eq!(core_parts(&store), cores, "rebuilt from the data");
+    same(&json(&queries(&cold)), &expected);
+}

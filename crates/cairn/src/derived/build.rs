@@ -51,6 +51,10 @@ use crate::progress::{Meter, Step};
 /// Bytes of derived values written per store batch.
 const PERSIST_BATCH_BYTES: usize = 32 << 20;
 
+/// The longest core head read by range ([`DerivedData::core_head`]); a longer one is read
+/// with its whole value.
+const CORE_HEAD_RANGE_MAX: usize = 64 << 20;
+
 /// The most unit texts one view assembly builds for drifted units
 /// ([`DerivedData::refresh_text_units`]).
 const TEXT_REFRESH_UNITS: usize = 2;
@@ -982,6 +986,9 @@ impl DerivedData {
             Err(e) => return Some(Err(e)),
         };
         let head_len = match persist::core_head_len(&prefix) {
+            // A head this long (or a damaged length) is read with the whole value, whose
+            // length the store knows, not by a range of that size.
+            Ok(len) if len > CORE_HEAD_RANGE_MAX => return None,
             Ok(len) => len,
             Err(e) => return Some(Ok(Some(Err(e)))),
         };
