@@ -1091,12 +1091,11 @@ impl DerivedData {
     /// most chunks of drifted stretches — a stretch around a unit text's chunks with more
     /// than [`unit_own_limit`] of them served by their own parts
     /// (`CommitIndexes::text_drifted`) — at most [`TEXT_REFRESH_UNITS`] of them, and
-    /// serves those units' chunks from it. A view
-    /// derived from a donor keeps the donor's unit texts, whichever commit's units they
-    /// are; so a unit's text is built again once the view has drifted there, not every
-    /// unit's at once when the commit's graph base moves. The scores do not change
-    /// (`CommitIndexes::cover_text_units`). The cut (a key level per chunk) is computed
-    /// only when a stretch has drifted.
+    /// serves those units' chunks from it. A view derived from a donor keeps the donor's
+    /// unit texts, whichever commit's units they are; so a unit's text is built again once
+    /// the view has drifted there, not every unit's at once when the commit's graph base
+    /// moves. The scores do not change (`CommitIndexes::cover_text_units`). The cut (a key
+    /// level per chunk) is computed only when a stretch has drifted.
     fn refresh_text_units(&self, ctx: &Ctx, list: &ChunkList, view: &mut CommitIndexes) -> Result<()> {
         if view.text_uncovered().len() <= text_refresh_floor(list.len()) {
             return Ok(());
