@@ -6,10 +6,10 @@
 //! repository) or those of the view it was derived from, with the units of its own that
 //! drifted from them (`storage-format.md` §7.3.9), each with the position in this view of
 //! every chunk of the unit (or that the view lacks it). A chunk the view lacks is *gone*:
-//! its postings are skipped and its documents are in no statistic. A view's chunk no unit covers brings its own part, probed
-//! by term. So a one-node commit reads the unit texts it already had plus one or two chunk
-//! parts, and the postings a lookup yields — hence every score — are those of the view's
-//! chunks, exactly, whichever units serve them.
+//! its postings are skipped and its documents are in no statistic. A view's chunk no unit
+//! covers brings its own part, probed by term. So a one-node commit reads the unit texts it
+//! already had plus one or two chunk parts, and the postings a lookup yields — hence every
+//! score — are those of the view's chunks, exactly, whichever units serve them.
 
 use std::sync::Arc;
 
