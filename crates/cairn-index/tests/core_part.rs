@@ -3,11 +3,14 @@
 //! texts in the store reads — gives every column, and each text read back by range is
 //! checked against its crc32 from the head, a damaged one read from its node instead.
 
+mod common;
+
 use std::sync::Arc;
 
 use cairn_core::{Hash, Node, NodeId, SparseVector};
 use cairn_index::persist::{self, CORE_PREFIX};
 use cairn_index::{ChunkParts, IndexParams, NodeChunk, RowSource};
+use common::OneValue;
 use parking_lot::Mutex;
 
 /// Five nodes using every core column: labels, properties, texts (empty, multibyte, with
@@ -46,36 +49,6 @@ fn core() -> NodeChunk {
     ChunkParts::build(&IndexParams::default(), &refs).core
 }
 
-/// One stored value, read by range; damage and node reads recorded.
-struct Value {
-    bytes: Mutex<Vec<u8>>,
-    damaged: Mutex<Vec<String>>,
-}
-
-impl RowSource for Value {
-    fn read_at(&self, _: &[u8], offset: u64, out: &mut [u8]) -> Result<bool, String> {
-        let v = self.bytes.lock();
-        let Some(s) = v.get(offset as usize..offset as usize + out.len()) else {
-            return Ok(false);
-        };
-        out.copy_from_slice(s);
-        Ok(true)
-    }
-    fn node_vector(&self, _: &Hash, _: &str) -> Result<Vec<f32>, String> {
-        Err("no vectors".into())
-    }
-    fn node_text(&self, node: &Hash) -> Result<String, String> {
-        nodes()
-            .into_iter()
-            .find(|(h, _)| h == node)
-            .map(|(_, n)| n.text)
-            .ok_or_else(|| "no such node".into())
-    }
-    fn damaged(&self, _: &[u8], detail: String) {
-        self.damaged.lock().push(detail);
-    }
-}
-
 /// Golden: a core part's bytes (storage-format §7.3.1) are pinned, and its layout is the
 /// documented one — the head's length and crc32 after the key, the texts last.
 #[test]
@@ -110,9 +83,10 @@ fn the_head_alone_serves_and_texts_are_checked_when_read() {
     let bytes = persist::encode_node_core(&key, &whole_core);
     let whole = persist::decode_node_core(&bytes, &key).unwrap();
     assert_eq!(persist::encode_node_core(&key, &whole), bytes);
-    let source = Arc::new(Value {
-        bytes: Mutex::new(bytes.clone()),
-        damaged: Mutex::new(Vec::new()),
+    let source = Arc::new(OneValue {
+        value: Mutex::new(bytes.clone()),
+        texts: nodes().into_iter().map(|(h, n)| (h, n.text)).collect(),
+        ..OneValue::default()
     });
     let head = persist::core_head_len(&bytes[..CORE_PREFIX]).unwrap();
     let stored = persist::decode_node_core_texts_stored(&bytes[..head], &key, source.clone(), b"k").unwrap();
@@ -130,7 +104,7 @@ fn the_head_alone_serves_and_texts_are_checked_when_read() {
     // holds, the text's crc32 does not.
     let after_c0: usize = nodes()[1..].iter().map(|(_, n)| n.text.len()).sum();
     let at = bytes.len() - after_c0;
-    source.bytes.lock()[at] ^= 0x20;
+    source.value.lock()[at] ^= 0x20;
     assert_eq!(stored.text(1).unwrap(), "wing stall in 1987");
     let damaged = source.damaged.lock().clone();
     assert_eq!(damaged.len(), 1, "{damaged:?}");
@@ -139,7 +113,7 @@ fn the_head_alone_serves_and_texts_are_checked_when_read() {
         "{damaged:?}"
     );
     // Read whole, the same damage is refused.
-    let flipped = source.bytes.lock().clone();
+    let flipped = source.value.lock().clone();
     assert!(persist::decode_node_core(&flipped, &key).is_err());
 }
 
@@ -156,10 +130,7 @@ fn damage_to_a_core_part_is_refused() {
         );
     }
     let head = persist::core_head_len(&bytes[..CORE_PREFIX]).unwrap();
-    let source: Arc<dyn RowSource> = Arc::new(Value {
-        bytes: Mutex::new(Vec::new()),
-        damaged: Mutex::new(Vec::new()),
-    });
+    let source: Arc<dyn RowSource> = Arc::new(OneValue::default());
     for i in 0..bytes.len() {
         for bit in 0..8 {
             let mut b = bytes.clone();

@@ -3,11 +3,14 @@
 //! read the same by range as whole, refuse damage (never panic), and a view whose stored
 //! unit text is damaged answers from the node texts, the same hits, and says so.
 
+mod common;
+
 use std::sync::Arc;
 
 use cairn_core::{Hash, Node, NodeId};
 use cairn_index::unit_text::{encode_unit_text, TermPostings};
-use cairn_index::{CommitIndexes, IndexParams, RowSource, TextChunk, TextUnit, UnitText};
+use cairn_index::{CommitIndexes, IndexParams, TextChunk, TextUnit, UnitText};
+use common::OneValue;
 use parking_lot::Mutex;
 
 const WORDS: [&str; 12] = [
@@ -51,35 +54,6 @@ fn parts(v: &CommitIndexes) -> Vec<Arc<TextChunk>> {
 fn encoded(key: &Hash, parts: &[Arc<TextChunk>]) -> Vec<u8> {
     let refs: Vec<&TextChunk> = parts.iter().map(|p| p.as_ref()).collect();
     encode_unit_text(key, &refs)
-}
-
-/// Stored values read by range, with damage recorded.
-#[derive(Default)]
-struct Values {
-    value: Mutex<Vec<u8>>,
-    damaged: Mutex<Vec<String>>,
-    reads: std::sync::atomic::AtomicUsize,
-}
-
-impl RowSource for Values {
-    fn read_at(&self, _: &[u8], offset: u64, out: &mut [u8]) -> Result<bool, String> {
-        self.reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let v = self.value.lock();
-        let Some(s) = v.get(offset as usize..offset as usize + out.len()) else {
-            return Ok(false);
-        };
-        out.copy_from_slice(s);
-        Ok(true)
-    }
-    fn node_vector(&self, _: &Hash, _: &str) -> Result<Vec<f32>, String> {
-        Err("no vectors".into())
-    }
-    fn node_text(&self, _: &Hash) -> Result<String, String> {
-        Err("texts are in the core parts".into())
-    }
-    fn damaged(&self, _: &[u8], detail: String) {
-        self.damaged.lock().push(detail);
-    }
 }
 
 fn every_term(parts: &[Arc<TextChunk>]) -> Vec<String> {
@@ -135,9 +109,9 @@ fn a_unit_text_gives_back_every_chunk_part_and_every_term() {
     let key = Hash::of(b"unit");
     let bytes = encoded(&key, &parts);
     let whole = UnitText::open(bytes.clone(), &key).unwrap();
-    let source = Arc::new(Values {
+    let source = Arc::new(OneValue {
         value: Mutex::new(bytes.clone()),
-        ..Values::default()
+        ..OneValue::default()
     });
     let ranged = UnitText::open_stored(source.clone(), b"k", &key).unwrap().unwrap();
     assert!(ranged.is_stored() && !whole.is_stored());
@@ -187,9 +161,9 @@ fn damaged_unit_texts_are_refused_never_read_as_data() {
             UnitText::open(bad.clone(), &key).is_err(),
             "byte {at} flipped was accepted"
         );
-        let source = Arc::new(Values {
+        let source = Arc::new(OneValue {
             value: Mutex::new(bad),
-            ..Values::default()
+            ..OneValue::default()
         });
         if let Ok(Some(u)) = UnitText::open_stored(source, b"k", &key) {
             let all_read = terms.iter().all(|t| u.postings(t).is_ok()) && u.chunk_texts().is_ok();
@@ -213,9 +187,9 @@ fn a_damaged_stored_unit_is_answered_from_the_node_texts_and_reported() {
     let bytes = encoded(&key, &parts);
     let head = 41 + u32::from_le_bytes(bytes[33..37].try_into().unwrap()) as usize;
     let mut served = fresh.clone();
-    let source = Arc::new(Values {
+    let source = Arc::new(OneValue {
         value: Mutex::new(bytes.clone()),
-        ..Values::default()
+        ..OneValue::default()
     });
     let unit = UnitText::open_stored(source.clone(), b"k", &key).unwrap().unwrap();
     let all: Vec<Option<usize>> = (0..parts.len()).map(Some).collect();
