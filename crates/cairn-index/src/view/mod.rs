@@ -189,8 +189,7 @@ impl CommitIndexes {
         own: Vec<Option<Arc<TextChunk>>>,
         origin: Option<Hash>,
     ) -> Result<(), IndexError> {
-        let lens: Vec<usize> = self.chunks.iter().map(|c| c.len()).collect();
-        self.text = Some(postings::Postings::new(units, own, &lens, origin)?);
+        self.text = Some(postings::Postings::new(units, own, &self.chunk_lens(), origin)?);
         self.text_parts = None;
         Ok(())
     }
@@ -198,10 +197,17 @@ impl CommitIndexes {
     /// The node tree whose unit texts serve this view's BM25 lane (`None`: its own units),
     /// `None` outright if the view has no BM25 postings or was given every chunk's part.
     pub fn text_origin(&self) -> Option<Option<Hash>> {
-        self.text
-            .as_ref()
-            .filter(|_| self.text_parts.is_none())
-            .map(|t| t.origin())
+        self.unit_postings().map(|t| t.origin())
+    }
+
+    /// The BM25 postings, if unit texts serve them (not every chunk's part given).
+    fn unit_postings(&self) -> Option<&postings::Postings> {
+        self.text.as_ref().filter(|_| self.text_parts.is_none())
+    }
+
+    /// Each chunk's node count, in view order.
+    fn chunk_lens(&self) -> Vec<usize> {
+        self.chunks.iter().map(|c| c.len()).collect()
     }
 
     /// The BM25 postings of a view assembled from `donor`, whose chunk `i` is the donor's
@@ -218,11 +224,10 @@ impl CommitIndexes {
     ) -> Result<(), IndexError> {
         self.check_len("donor map", from_donor.len())?;
         self.check_len("text", new.len())?;
-        let Some(d) = donor.text.as_ref().filter(|_| donor.text_parts.is_none()) else {
+        let Some(d) = donor.unit_postings() else {
             return Err(IndexError::Inconsistent("the donor has no unit texts".into()));
         };
-        let lens: Vec<usize> = self.chunks.iter().map(|c| c.len()).collect();
-        self.text = Some(d.derive(from_donor, new, &lens)?);
+        self.text = Some(d.derive(from_donor, new, &self.chunk_lens())?);
         self.text_parts = None;
         Ok(())
     }
@@ -230,10 +235,7 @@ impl CommitIndexes {
     /// The view's chunks whose BM25 postings come from their own text part, not a unit
     /// text, increasing (empty without unit texts).
     pub fn text_uncovered(&self) -> &[u32] {
-        match (&self.text, &self.text_parts) {
-            (Some(t), None) => t.uncovered(),
-            _ => &[],
-        }
+        self.unit_postings().map_or(&[], |t| t.uncovered())
     }
 
     /// The chunks of [`CommitIndexes::text_uncovered`] in a stretch of the view around one
@@ -241,10 +243,7 @@ impl CommitIndexes {
     /// holds more than `limit(the unit's chunks in the view)` of them: where the view has
     /// drifted from the units serving it. Empty without unit texts.
     pub fn text_drifted(&self, limit: impl Fn(usize) -> usize) -> Vec<u32> {
-        match (&self.text, &self.text_parts) {
-            (Some(t), None) => t.drifted(limit),
-            _ => Vec::new(),
-        }
+        self.unit_postings().map_or_else(Vec::new, |t| t.drifted(limit))
     }
 
     /// Serves the view's chunks that `units` map (each at most once) from those unit
@@ -253,11 +252,10 @@ impl CommitIndexes {
     /// the view has no unit texts, a chunk is mapped twice, or a unit chunk's document
     /// count differs from its view chunk's.
     pub fn cover_text_units(&mut self, units: Vec<TextUnit>) -> Result<(), IndexError> {
-        let Some(t) = self.text.as_ref().filter(|_| self.text_parts.is_none()) else {
+        let Some(t) = self.unit_postings() else {
             return Err(IndexError::Inconsistent("the view has no unit texts".into()));
         };
-        let lens: Vec<usize> = self.chunks.iter().map(|c| c.len()).collect();
-        self.text = Some(t.covered_by(units, &lens)?);
+        self.text = Some(t.covered_by(units, &self.chunk_lens())?);
         Ok(())
     }
 
