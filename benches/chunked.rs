@@ -296,9 +296,27 @@ fn run_store(kind: &str, n: usize) {
     row("peak RSS after the import", format!("{:.0} MiB", peak_rss_mib()));
 
     let queries = corpus.queries();
+    // `CAIRN_BENCH_STEPS=1`: the first retrieve's index steps, each run's start and end
+    // (seconds since the query began), on stderr.
+    if std::env::var("CAIRN_BENCH_STEPS").is_ok() {
+        let t0 = Instant::now();
+        repo.set_progress(Some(std::sync::Arc::new(move |p: &cairn::Progress| {
+            if p.done == 0 || Some(p.done) == p.total {
+                eprintln!(
+                    "  step {:6.2} s, RSS {:.0} MiB: {:?} {}/{:?}",
+                    t0.elapsed().as_secs_f64(),
+                    rss_mib("VmRSS:"),
+                    p.step,
+                    p.done,
+                    p.total
+                );
+            }
+        })));
+    }
     let t = Instant::now();
     query(&repo, &queries[0], false, None);
     let first = t.elapsed();
+    repo.set_progress(None);
     row(
         "first retrieve after the bulk commit, index build included (alone / with the commit)",
         format!("{:.2} s / {:.2} s", first.as_secs_f64(), (first + import).as_secs_f64()),
