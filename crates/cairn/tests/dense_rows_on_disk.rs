@@ -137,12 +137,26 @@ fn dense_parts(store: &MemoryStore) -> Vec<(Vec<u8>, Vec<u8>)> {
 /// or on disk (a cache too small for them).
 fn repo(on_disk: bool) -> (Repo, Arc<MemoryStore>) {
     let store = Arc::new(MemoryStore::keeping_derived());
-    let repo = Repo::with_store(Arc::clone(&store) as Arc<dyn Store>).unwrap();
+    let repo = handle(&store, on_disk);
+    fill(&repo);
+    (repo, store)
+}
+
+/// A new handle over `store`, with rows in memory (default cache) or on disk (a cache too
+/// small for them): it assembles its views from what the store holds.
+fn handle(store: &Arc<MemoryStore>, on_disk: bool) -> Repo {
+    let repo = Repo::with_store(Arc::clone(store) as Arc<dyn Store>).unwrap();
     if on_disk {
         repo.set_memory_budget(64 << 10);
     }
-    fill(&repo);
-    (repo, store)
+    repo
+}
+
+/// Asserts `got` has the items of `expected` (one result of [`json`]); its warnings may
+/// differ (a repair's notes).
+fn same_items(got: &RetrievalResult, expected: &str) {
+    let expected: RetrievalResult = serde_json::from_str(expected).unwrap();
+    assert_eq!(got.items, expected.items);
 }
 
 #[test]
@@ -214,8 +228,7 @@ fn a_damaged_stored_row_is_scored_from_its_node_and_its_part_rebuilt() {
         "{rebuilt:?}"
     );
     assert_eq!(rebuilt.len(), 1, "one note for the one damaged part: {rebuilt:?}");
-    let expected_next: RetrievalResult = serde_json::from_str(&expected[1]).unwrap();
-    assert_eq!(next.items, expected_next.items);
+    same_items(&next, &expected[1]);
     // Rebuilt from the data: the stored parts are the original bytes again, and every
     // answer is what it was, with no warning left.
     let rebuilt = dense_parts(&store);
@@ -247,15 +260,8 @@ fn a_damaged_stored_head_is_never_served_and_its_part_is_rebuilt() {
     store.put_derived(&[(k0.clone(), bad0), (k1.clone(), bad1)]).unwrap();
     // A new handle loads every part cold: the answers stand, and each damaged part is
     // named once and rebuilt.
-    let cold = Repo::with_store(Arc::clone(&store) as Arc<dyn Store>).unwrap();
-    cold.set_memory_budget(64 << 10);
-    let first = cold
-        .retrieve()
-        .vector("m", &vector(10_000, 3))
-        .limit(25)
-        .valid_at(T)
-        .execute()
-        .unwrap();
+    let cold = handle(&store, true);
+    let first = first_query(&cold, false);
     let rebuilt = rebuilt_notes(&first);
     assert_eq!(rebuilt.len(), 2, "{rebuilt:?}");
     assert!(
@@ -264,8 +270,7 @@ fn a_damaged_stored_head_is_never_served_and_its_part_is_rebuilt() {
             .all(|m| m.contains("dense part of chunk") && m.contains("head fails its checksum")),
         "{rebuilt:?}"
     );
-    let expected_first: RetrievalResult = serde_json::from_str(&expected[0]).unwrap();
-    assert_eq!(first.items, expected_first.items);
+    same_items(&first, &expected[0]);
     let after = dense_parts(&store);
     assert_eq!(after, dense, "rebuilt to the original bytes");
     same(&json(&queries(&cold)), &expected);
@@ -352,8 +357,7 @@ fn a_core_head_length_past_the_value_is_read_whole_refused_and_rebuilt() {
     value[33..37].copy_from_slice(&u32::MAX.to_le_bytes());
     store.put_derived(&[(key, value)]).unwrap();
     // A new handle assembles its view from the store.
-    let cold = Repo::with_store(Arc::clone(&store) as Arc<dyn Store>).unwrap();
-    cold.set_memory_budget(64 << 10);
+    let cold = handle(&store, true);
     let first = first_query(&cold, false);
     let rebuilt = rebuilt_notes(&first);
     assert!(
@@ -362,8 +366,7 @@ fn a_core_head_length_past_the_value_is_read_whole_refused_and_rebuilt() {
             .any(|m| m.contains("core part of chunk") && m.contains("damaged")),
         "{rebuilt:?}"
     );
-    let expected_first: RetrievalResult = serde_json::from_str(&expected[0]).unwrap();
-    assert_eq!(first.items, expected_first.items);
+    same_items(&first, &expected[0]);
     assert_eq!(core_parts(&store), cores, "rebuilt from the data");
     same(&json(&queries(&cold)), &expected);
 }
