@@ -298,21 +298,7 @@ fn run_store(kind: &str, n: usize) {
     let queries = corpus.queries();
     // `CAIRN_BENCH_STEPS=1`: the first retrieve's index steps, each run's start and end
     // (seconds since the query began), on stderr.
-    if std::env::var("CAIRN_BENCH_STEPS").is_ok() {
-        let t0 = Instant::now();
-        repo.set_progress(Some(std::sync::Arc::new(move |p: &cairn::Progress| {
-            if p.done == 0 || Some(p.done) == p.total {
-                eprintln!(
-                    "  step {:6.2} s, RSS {:.0} MiB: {:?} {}/{:?}",
-                    t0.elapsed().as_secs_f64(),
-                    rss_mib("VmRSS:"),
-                    p.step,
-                    p.done,
-                    p.total
-                );
-            }
-        })));
-    }
+    steps_trace(&repo);
     let t = Instant::now();
     query(&repo, &queries[0], false, None);
     let first = t.elapsed();
@@ -539,6 +525,26 @@ fn first_and_p50<R>(
     (first, p50(lat))
 }
 
+/// `CAIRN_BENCH_STEPS=1`: the index steps of the next queries, each run's start and end
+/// (seconds since this call, RSS), on stderr.
+fn steps_trace(repo: &Repo) {
+    if std::env::var("CAIRN_BENCH_STEPS").is_ok() {
+        let t0 = Instant::now();
+        repo.set_progress(Some(std::sync::Arc::new(move |p: &cairn::Progress| {
+            if p.done == 0 || Some(p.done) == p.total {
+                eprintln!(
+                    "  step {:6.3} s, RSS {:.0} MiB: {:?} {}/{:?}",
+                    t0.elapsed().as_secs_f64(),
+                    rss_mib("VmRSS:"),
+                    p.step,
+                    p.done,
+                    p.total
+                );
+            }
+        })));
+    }
+}
+
 fn child_asof() {
     let path = std::env::var("CAIRN_BENCH_REPO").expect("repo");
     let corpus = Corpus::new(std::env::var("CAIRN_BENCH_UNIFORM").is_ok());
@@ -546,6 +552,7 @@ fn child_asof() {
     let t = Instant::now();
     let repo = Repo::open(&path).expect("open");
     let open = t.elapsed();
+    steps_trace(&repo);
     if std::env::var("CAIRN_BENCH_CHILD_TRACE").is_ok() {
         eprintln!("after open: RSS {:.0} MiB", rss_mib("VmRSS:"));
     }
