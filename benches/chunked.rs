@@ -526,19 +526,21 @@ fn first_and_p50<R>(
 }
 
 /// `CAIRN_BENCH_STEPS=1`: the index steps of the next queries, each run's start and end
-/// (seconds since this call, RSS), on stderr.
+/// (seconds since this call, RSS, and the monotonic clock, to cut a
+/// `perf record -k CLOCK_MONOTONIC` profile at the steps), on stderr.
 fn steps_trace(repo: &Repo) {
     if std::env::var("CAIRN_BENCH_STEPS").is_ok() {
         let t0 = Instant::now();
         repo.set_progress(Some(std::sync::Arc::new(move |p: &cairn::Progress| {
             if p.done == 0 || Some(p.done) == p.total {
                 eprintln!(
-                    "  step {:6.3} s, RSS {:.0} MiB: {:?} {}/{:?}",
+                    "  step {:6.3} s, RSS {:.0} MiB: {:?} {}/{:?} {:?}",
                     t0.elapsed().as_secs_f64(),
                     rss_mib("VmRSS:"),
                     p.step,
                     p.done,
-                    p.total
+                    p.total,
+                    Instant::now()
                 );
             }
         })));

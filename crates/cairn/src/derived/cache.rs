@@ -2,7 +2,9 @@
 //! views by view key, and resolved chunk lists by tree root (both small LRUs). Only ever
 //! a cache: an evicted entry is loaded or rebuilt on next use, with the same bytes.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use crate::derived::hashed::BytesMap;
 use std::sync::Arc;
 
 use cairn_core::Hash;
@@ -49,17 +51,31 @@ impl Part {
     }
 }
 
+/// A least-recently-used map. A read only stamps its entry with the next tick; the
+/// order keeps each key once, under the tick it was put or last moved at, and eviction
+/// moves a key whose entry was read since to its entry's tick before it evicts anything:
+/// the same entries leave, in the same order, as if each read moved its key (without a
+/// key copy and two tree updates per read).
 struct Lru<K, V> {
-    map: HashMap<K, (V, u64, usize)>,
+    map: BytesMap<K, Entry<V>>,
     order: BTreeMap<u64, K>,
     tick: u64,
     bytes: usize,
 }
 
+struct Entry<V> {
+    value: V,
+    /// The tick of the last put or read.
+    used: u64,
+    /// The tick the key is under in the order.
+    placed: u64,
+    size: usize,
+}
+
 impl<K: std::hash::Hash + Eq + Clone, V: Clone> Lru<K, V> {
     fn new() -> Self {
         Lru {
-            map: HashMap::new(),
+            map: BytesMap::default(),
             order: BTreeMap::new(),
             tick: 0,
             bytes: 0,
@@ -68,22 +84,32 @@ impl<K: std::hash::Hash + Eq + Clone, V: Clone> Lru<K, V> {
 
     fn get(&mut self, k: &K) -> Option<V> {
         self.tick += 1;
-        let tick = self.tick;
-        let (v, t, _) = self.map.get_mut(k)?;
-        self.order.remove(t);
-        *t = tick;
-        self.order.insert(tick, k.clone());
-        Some(v.clone())
+        let e = self.map.get_mut(k)?;
+        e.used = self.tick;
+        Some(e.value.clone())
+    }
+
+    /// The most recently used entry's key.
+    fn last(&self) -> Option<&K> {
+        self.map.iter().max_by_key(|(_, e)| e.used).map(|(k, _)| k)
     }
 
     fn put(&mut self, k: K, v: V, size: usize) {
         self.tick += 1;
-        if let Some((_, t, s)) = self.map.remove(&k) {
-            self.order.remove(&t);
-            self.bytes -= s;
+        if let Some(e) = self.map.remove(&k) {
+            self.order.remove(&e.placed);
+            self.bytes -= e.size;
         }
         self.order.insert(self.tick, k.clone());
-        self.map.insert(k, (v, self.tick, size));
+        self.map.insert(
+            k,
+            Entry {
+                value: v,
+                used: self.tick,
+                placed: self.tick,
+                size,
+            },
+        );
         self.bytes += size;
     }
 
@@ -91,8 +117,13 @@ impl<K: std::hash::Hash + Eq + Clone, V: Clone> Lru<K, V> {
     fn evict(&mut self, fits: impl Fn(usize, usize) -> bool) {
         while !fits(self.bytes, self.map.len()) {
             let Some((_, k)) = self.order.pop_first() else { break };
-            if let Some((_, _, s)) = self.map.remove(&k) {
-                self.bytes -= s;
+            let Some(e) = self.map.get_mut(&k) else { continue };
+            if e.used != e.placed {
+                // Read since it was placed: moved to where the read put it.
+                e.placed = e.used;
+                self.order.insert(e.used, k);
+            } else if let Some(e) = self.map.remove(&k) {
+                self.bytes -= e.size;
             }
         }
     }
@@ -160,8 +191,8 @@ impl DerivedCache {
     /// The most recently used view, if any.
     pub(crate) fn recent_view(&self) -> Option<ViewEntry> {
         let views = self.views.lock();
-        let (_, k) = views.order.last_key_value()?;
-        views.map.get(k).map(|e| e.0.clone())
+        let k = views.last()?;
+        views.map.get(k).map(|e| e.value.clone())
     }
 
     pub(crate) fn put_view(&self, key: Hash, entry: ViewEntry) {
@@ -201,5 +232,76 @@ impl DerivedCache {
         self.parts.lock().clear();
         self.views.lock().clear();
         self.lists.lock().clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Lru;
+
+    /// What an LRU that moves each key on every read evicts, for a sequence of puts
+    /// (`Some(size)`) and reads (`None`) of keys 0..4, after each step down to `cap` bytes.
+    fn reference(ops: &[(u8, Option<usize>)], cap: usize) -> Vec<Vec<u8>> {
+        let mut order: Vec<(u8, usize)> = Vec::new();
+        let mut out = Vec::new();
+        for &(k, op) in ops {
+            let at = order.iter().position(|(o, _)| *o == k);
+            match (op, at) {
+                (Some(size), at) => {
+                    if let Some(i) = at {
+                        order.remove(i);
+                    }
+                    order.push((k, size));
+                }
+                (None, Some(i)) => {
+                    let e = order.remove(i);
+                    order.push(e);
+                }
+                (None, None) => {}
+            }
+            while order.iter().map(|(_, s)| s).sum::<usize>() > cap {
+                order.remove(0);
+            }
+            let mut keys: Vec<u8> = order.iter().map(|(k, _)| *k).collect();
+            keys.sort_unstable();
+            out.push(keys);
+        }
+        out
+    }
+
+    #[test]
+    fn reads_stamp_entries_and_eviction_follows_use() {
+        // A fixed pseudo-random sequence of puts and reads over four keys.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let ops: Vec<(u8, Option<usize>)> = (0..400)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let k = (x % 4) as u8;
+                let op = (x >> 8).is_multiple_of(3);
+                (k, op.then_some(1 + ((x >> 16) % 3) as usize))
+            })
+            .collect();
+        for cap in [1, 2, 3, 5, 8] {
+            let mut lru: Lru<Vec<u8>, u8> = Lru::new();
+            let mut got = Vec::new();
+            for &(k, op) in &ops {
+                match op {
+                    Some(size) => lru.put(vec![k], k, size),
+                    None => {
+                        if let Some(v) = lru.get(&vec![k]) {
+                            assert_eq!(v, k);
+                        }
+                    }
+                }
+                lru.evict(|bytes, _| bytes <= cap);
+                let mut keys: Vec<u8> = lru.map.keys().map(|k| k[0]).collect();
+                keys.sort_unstable();
+                got.push(keys);
+                assert_eq!(lru.order.len(), lru.map.len());
+            }
+            assert_eq!(got, reference(&ops, cap), "cap {cap}");
+        }
     }
 }
