@@ -415,10 +415,11 @@ impl DerivedData {
         ctx.notes.lock().extend(repaired);
         ctx.dropped = dropped.into_iter().collect();
         self.check_manifest(&ctx, TreeKind::Nodes, c.node_root);
-        let donor = match &base {
+        let donor_view = match &base {
             Some(_) => None,
-            None => cache.recent_view().map(Donor::new),
+            None => cache.recent_view(),
         };
+        let donor = donor_view.as_ref().map(Donor::new);
         let (list, memo, from_donor) = match &base {
             Some(e) => (Arc::clone(&e.nodes), Arc::clone(&e.memo), None),
             None => self.chunk_list_with(&ctx, TreeKind::Nodes, c.node_root, donor.as_ref())?,
@@ -429,7 +430,7 @@ impl DerivedData {
             (None, Some(d)) => list.iter().map(|ch| d.index().get(&ch.key).copied()).collect(),
             (None, None) => vec![None; list.len()],
         };
-        let dv = donor.as_ref().map(|d| &*d.entry.view);
+        let dv = donor_view.as_ref().map(|e| &*e.view);
         let lists = (&list[..], &from_donor[..], dv);
         let mut view = match &base {
             Some(e) => (*e.view).clone(),
@@ -451,7 +452,7 @@ impl DerivedData {
             // commit a text query reaches, as its approximate search would: the candidates'
             // chunk lists are then at hand when a later query walks graphs.
             let base_ctx = self.ctx();
-            let base = self.graph_base(&base_ctx, id, &list)?;
+            let base = self.graph_base(&base_ctx, id, &list, &memo)?;
             match dv.filter(|d| d.text_origin().is_some()) {
                 // A donor served by unit texts: they carry over (O(chunks)), with the parts
                 // of this view's new chunks; then only the units that drifted are built
@@ -503,7 +504,7 @@ impl DerivedData {
             // loaded under an assembly of their own: no manifest of the base's tree was
             // checked, so a part of its never stored is no damage.
             let base_ctx = self.ctx();
-            let base = self.graph_base(&base_ctx, id, &list)?;
+            let base = self.graph_base(&base_ctx, id, &list, &memo)?;
             let origin = base.as_ref().map(|b| b.0);
             for model in graph_models {
                 if view
@@ -519,10 +520,10 @@ impl DerivedData {
             ctx.notes.lock().append(&mut base_ctx.notes.lock());
         }
         if needs.edges && view.edges().is_none() {
-            let same_edges = donor
+            let same_edges = donor_view
                 .as_ref()
-                .filter(|d| d.entry.edge_roots == (c.edge_root, c.edge_in_root))
-                .and_then(|d| d.entry.view.edges().cloned());
+                .filter(|e| e.edge_roots == (c.edge_root, c.edge_in_root))
+                .and_then(|e| e.view.edges().cloned());
             match same_edges {
                 Some(e) => view.set_edge_view(e),
                 None => {

@@ -30,7 +30,8 @@ use cairn_core::{Commit, CommitId, Hash};
 use crate::derived::build::Ctx;
 use crate::derived::hashed::KeySet;
 use crate::derived::keys::TreeKind;
-use crate::derived::spans::ChunkList;
+use crate::derived::list::Donor;
+use crate::derived::spans::{ChunkList, SpanMemo};
 use crate::derived::DerivedData;
 use crate::error::Result;
 
@@ -57,10 +58,24 @@ impl DerivedData {
     }
 
     /// The base whose units commit `id` (with node chunks `list`) walks (module docs).
-    pub(super) fn graph_base(&self, ctx: &Ctx, id: &CommitId, list: &ChunkList) -> Result<GraphBase> {
+    pub(super) fn graph_base(
+        &self,
+        ctx: &Ctx,
+        id: &CommitId,
+        list: &Arc<ChunkList>,
+        memo: &Arc<SpanMemo>,
+    ) -> Result<GraphBase> {
+        // A candidate's list takes over from the commit's own every subtree the two trees
+        // share (a base is a few hundred commits back at most): at 1M nodes a cold
+        // process's first query walked, keyed and matched all ~15,600 chunks of the base's
+        // tree again.
+        let donor = Donor::of_list(Arc::clone(list), Arc::clone(memo));
+        let base_list = |root: Hash| -> Result<Arc<ChunkList>> {
+            Ok(self.chunk_list_with(ctx, TreeKind::Nodes, Some(root), Some(&donor))?.0)
+        };
         match self.known_graph_base(id) {
             Some(None) => return Ok(None),
-            Some(Some(root)) => return Ok(Some((root, self.chunk_list(ctx, TreeKind::Nodes, Some(root))?))),
+            Some(Some(root)) => return Ok(Some((root, base_list(root)?))),
             None => {}
         }
         let c = self.commit(id)?;
@@ -90,7 +105,7 @@ impl DerivedData {
                 break;
             }
             let Some(root) = root else { continue };
-            let theirs = self.chunk_list(ctx, TreeKind::Nodes, Some(root))?;
+            let theirs = base_list(root)?;
             if differing(list, &theirs) <= overlay_limit(list.len()) {
                 chosen = Some((root, theirs));
                 break;

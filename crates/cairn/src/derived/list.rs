@@ -26,24 +26,34 @@ use crate::progress::{Meter, Step};
 /// function of what was built.
 const BUILD_WINDOW_SPANS: usize = 256;
 
-/// A cached view whose parts a new view can take over, with its chunks by key (built when
-/// first needed: a list taken over subtree by subtree knows where its chunks come from).
+/// A chunk list a new list can take over subtree by subtree (a cached view's, or another
+/// commit's list at hand), with its chunks by key (built when first needed: a list taken
+/// over subtree by subtree knows where its chunks come from).
 pub(super) struct Donor {
-    pub(super) entry: ViewEntry,
+    /// The list, and where each of its tree's upper nodes has its chunks in it.
+    pub(super) nodes: Arc<ChunkList>,
+    pub(super) memo: Arc<SpanMemo>,
     index: std::sync::OnceLock<KeyMap<usize>>,
 }
 
 impl Donor {
-    pub(super) fn new(entry: ViewEntry) -> Donor {
+    /// The list of a cached view.
+    pub(super) fn new(entry: &ViewEntry) -> Donor {
+        Donor::of_list(Arc::clone(&entry.nodes), Arc::clone(&entry.memo))
+    }
+
+    /// A list and its memo.
+    pub(super) fn of_list(nodes: Arc<ChunkList>, memo: Arc<SpanMemo>) -> Donor {
         Donor {
-            entry,
+            nodes,
+            memo,
             index: std::sync::OnceLock::new(),
         }
     }
 
     /// The donor's chunks by key.
     pub(super) fn index(&self) -> &KeyMap<usize> {
-        self.index.get_or_init(|| spans::positions(&self.entry.nodes))
+        self.index.get_or_init(|| spans::positions(&self.nodes))
     }
 }
 
@@ -64,12 +74,9 @@ impl DerivedData {
         sorted.sort_unstable();
         let mut out = KeyMap::default();
         let mut at = 0usize;
-        for &(a, b) in sorted
-            .iter()
-            .chain(std::iter::once(&(donor.entry.nodes.len() as u32, 0)))
-        {
-            for i in at..(a as usize).min(donor.entry.nodes.len()) {
-                out.insert(donor.entry.nodes[i].key, i);
+        for &(a, b) in sorted.iter().chain(std::iter::once(&(donor.nodes.len() as u32, 0))) {
+            for i in at..(a as usize).min(donor.nodes.len()) {
+                out.insert(donor.nodes[i].key, i);
             }
             at = at.max(b as usize);
         }
@@ -99,7 +106,7 @@ impl DerivedData {
         let objs = &*self.objects;
         let donor = donor.filter(|_| tree == TreeKind::Nodes);
         let reused = match donor {
-            Some(d) => spans::top_items(objs, root, CHUNK_LEVEL, &d.entry.memo)?.map(|x| (d, x)),
+            Some(d) => spans::top_items(objs, root, CHUNK_LEVEL, &d.memo)?.map(|x| (d, x)),
             None => None,
         };
         let (from, (mut items, visited)) = match reused {
@@ -168,10 +175,10 @@ impl DerivedData {
         }
         // The list in item order: resolved spans, and the donor's chunks of shared subtrees.
         let copied = |start: u32, end: u32| {
-            from.and_then(|d| d.entry.nodes.get(start as usize..end as usize))
+            from.and_then(|d| d.nodes.get(start as usize..end as usize))
                 .ok_or_else(|| Error::Index(IndexError::Inconsistent("a copied range outside its list".into())))
         };
-        let mut list: ChunkList = Vec::with_capacity(from.map_or(resolved.len(), |d| d.entry.nodes.len() + 8));
+        let mut list: ChunkList = Vec::with_capacity(from.map_or(resolved.len(), |d| d.nodes.len() + 8));
         let mut starts: Vec<u32> = Vec::with_capacity(items.len() + 1);
         let mut copies: Vec<(u32, u32, u32)> = Vec::new();
         let mut positions: FromDonor = Vec::with_capacity(list.capacity());
@@ -196,7 +203,7 @@ impl DerivedData {
         starts.push(list.len() as u32);
         // This list's memo: the nodes walked, and the shared subtrees' (and their
         // descendants') places in the donor's list, moved to where they were copied.
-        let mut memo = SpanMemo::with_capacity(visited.len() + from.map_or(0, |d| d.entry.memo.len()));
+        let mut memo = SpanMemo::with_capacity(visited.len() + from.map_or(0, |d| d.memo.len()));
         for (h, a, b, lead) in visited {
             memo.insert(
                 h,
@@ -209,7 +216,7 @@ impl DerivedData {
         }
         if let Some(d) = from.filter(|_| !copies.is_empty()) {
             copies.sort_unstable();
-            for (h, p) in d.entry.memo.iter() {
+            for (h, p) in d.memo.iter() {
                 let i = copies.partition_point(|c| c.0 <= p.start);
                 let Some(&(a, b, at)) = i.checked_sub(1).map(|i| &copies[i]) else {
                     continue;
