@@ -3,14 +3,13 @@
 //! a cache: an evicted entry is loaded or rebuilt on next use, with the same bytes.
 
 use std::collections::BTreeMap;
-
-use crate::derived::hashed::BytesMap;
 use std::sync::Arc;
 
 use cairn_core::Hash;
 use cairn_index::{CommitIndexes, DenseChunk, EdgeChunk, NodeChunk, SparseChunk, TextChunk, UnitGraph, UnitText};
 use parking_lot::Mutex;
 
+use crate::derived::hashed::BytesMap;
 use crate::derived::spans::{ChunkList, SpanMemo};
 
 /// Default memory budget of a repository handle's derived data, 1 GiB
@@ -89,7 +88,8 @@ impl<K: std::hash::Hash + Eq + Clone, V: Clone> Lru<K, V> {
         Some(e.value.clone())
     }
 
-    /// The most recently used entry's key.
+    /// The most recently used entry's key (a scan, for the few views; ticks are unique,
+    /// so the map's order does not matter).
     fn last(&self) -> Option<&K> {
         self.map.iter().max_by_key(|(_, e)| e.used).map(|(k, _)| k)
     }

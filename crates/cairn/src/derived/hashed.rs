@@ -1,7 +1,8 @@
 //! Maps and sets keyed by blake3 hashes (chunk keys): hashed by the key's own first eight
 //! bytes, which are already uniform, instead of SipHash over all 32. A view's assembly
 //! builds such tables over every chunk of a commit (~15,600 at 1M nodes) on each commit.
-//! Iteration order is never used: every table is only probed.
+//! No result depends on iteration order: the tables are probed, and the one scan (the
+//! part cache's most recent view) picks a maximum of unique ticks.
 //!
 //! Tables keyed by byte strings (index part keys: a space prefix, a chunk key, a tag and a
 //! model) use [`BytesHasher`], a multiply-rotate hash of 8-byte words, instead of SipHash:
