@@ -123,6 +123,14 @@ fn rebuilt_notes(r: &RetrievalResult) -> Vec<&str> {
         .collect()
 }
 
+/// Asserts that one of `rebuilt` names `part` and says `why`.
+fn assert_noted(rebuilt: &[&str], part: &str, why: &str) {
+    assert!(
+        rebuilt.iter().any(|m| m.contains(part) && m.contains(why)),
+        "no note of a {part} that {why}: {rebuilt:?}"
+    );
+}
+
 /// Every stored dense part, `(key, value)` in key order.
 fn dense_parts(store: &MemoryStore) -> Vec<(Vec<u8>, Vec<u8>)> {
     store
@@ -221,12 +229,7 @@ fn a_damaged_stored_row_is_scored_from_its_node_and_its_part_rebuilt() {
     // The next assembly deletes and rebuilds the damaged parts and says so.
     let next = first_query(&disk, true);
     let rebuilt = rebuilt_notes(&next);
-    assert!(
-        rebuilt
-            .iter()
-            .any(|m| m.contains("dense:m part of chunk") && m.contains("fails its checksum")),
-        "{rebuilt:?}"
-    );
+    assert_noted(&rebuilt, "dense:m part of chunk", "fails its checksum");
     assert_eq!(rebuilt.len(), 1, "one note for the one damaged part: {rebuilt:?}");
     same_items(&next, &expected[1]);
     // Rebuilt from the data: the stored parts are the original bytes again, and every
@@ -331,12 +334,7 @@ fn texts_on_disk_are_read_per_item_and_a_damaged_one_comes_from_its_node() {
     // The next assembly deletes and rebuilds the damaged part and says so.
     let next = first_query(&disk, true);
     let rebuilt = rebuilt_notes(&next);
-    assert!(
-        rebuilt
-            .iter()
-            .any(|m| m.contains("core part of chunk") && m.contains("fails its checksum")),
-        "{rebuilt:?}"
-    );
+    assert_noted(&rebuilt, "core part of chunk", "fails its checksum");
     assert_eq!(core_parts(&store), cores, "rebuilt from the data");
     same(&json(&queries(&disk)), &expected);
 }
@@ -360,12 +358,7 @@ fn a_core_head_length_past_the_value_is_read_whole_refused_and_rebuilt() {
     let cold = handle(&store, true);
     let first = first_query(&cold, false);
     let rebuilt = rebuilt_notes(&first);
-    assert!(
-        rebuilt
-            .iter()
-            .any(|m| m.contains("core part of chunk") && m.contains("damaged")),
-        "{rebuilt:?}"
-    );
+    assert_noted(&rebuilt, "core part of chunk", "damaged");
     same_items(&first, &expected[0]);
     assert_eq!(core_parts(&store), cores, "rebuilt from the data");
     same(&json(&queries(&cold)), &expected);
