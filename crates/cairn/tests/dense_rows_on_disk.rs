@@ -150,6 +150,16 @@ fn repo(on_disk: bool) -> (Repo, Arc<MemoryStore>) {
     (repo, store)
 }
 
+/// The answers of a repository holding its rows in memory, and a repository of the same
+/// nodes with its rows on disk (and its store), checked to give them.
+fn on_disk_as_in_memory() -> (Vec<String>, Repo, Arc<MemoryStore>) {
+    let (memory, _) = repo(false);
+    let expected = json(&queries(&memory));
+    let (disk, store) = repo(true);
+    same(&json(&queries(&disk)), &expected);
+    (expected, disk, store)
+}
+
 /// A new handle over `store`, with rows in memory (default cache) or on disk (a cache too
 /// small for them): it assembles its views from what the store holds.
 fn handle(store: &Arc<MemoryStore>, on_disk: bool) -> Repo {
@@ -201,10 +211,7 @@ fn rows_on_disk_in_a_segment_store_survive_reopening() {
 
 #[test]
 fn a_damaged_stored_row_is_scored_from_its_node_and_its_part_rebuilt() {
-    let (memory, _) = repo(false);
-    let expected = json(&queries(&memory));
-    let (disk, store) = repo(true);
-    same(&json(&queries(&disk)), &expected);
+    let (expected, disk, store) = on_disk_as_in_memory();
     // Flip one byte of the row of query 0's top hit (n02890) in its stored part: the
     // store's own checksum (a memory store keeps none) cannot see it; the row's must.
     let dense = dense_parts(&store);
@@ -241,10 +248,7 @@ fn a_damaged_stored_row_is_scored_from_its_node_and_its_part_rebuilt() {
 
 #[test]
 fn a_damaged_stored_head_is_never_served_and_its_part_is_rebuilt() {
-    let (memory, _) = repo(false);
-    let expected = json(&queries(&memory));
-    let (disk, store) = repo(true);
-    same(&json(&queries(&disk)), &expected);
+    let (expected, _disk, store) = on_disk_as_in_memory();
     let dense = dense_parts(&store);
     // A flip in the codes of one part (the head a process with its rows on disk reads
     // alone, past the store's checksum of the whole value), and in the head checksum
@@ -345,10 +349,7 @@ fn texts_on_disk_are_read_per_item_and_a_damaged_one_comes_from_its_node() {
 /// note.
 #[test]
 fn a_core_head_length_past_the_value_is_read_whole_refused_and_rebuilt() {
-    let (memory, _) = repo(false);
-    let expected = json(&queries(&memory));
-    let (disk, store) = repo(true);
-    same(&json(&queries(&disk)), &expected);
+    let (expected, disk, store) = on_disk_as_in_memory();
     drop(disk);
     let cores = core_parts(&store);
     let (key, mut value) = cores[0].clone();
