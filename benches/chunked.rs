@@ -23,7 +23,7 @@
 //! one-node edits instead of 100, and `CAIRN_BENCH_DIR=PATH` makes the repository under
 //! PATH instead of the system's temporary directory (a file system with room for it).
 //! Each row is also written to stderr with the seconds since the start and the process's
-//! resident and peak memory at that moment. Tests never
+//! resident and peak memory and its user and system CPU time at that moment. Tests never
 //! assert times; this prints them.
 
 mod common;
@@ -240,12 +240,27 @@ fn edit(repo: &Repo, corpus: &Corpus, n: usize, e: usize) {
 fn row(name: &str, value: String) {
     println!("| {name} | {value} |");
     let start = START.get_or_init(Instant::now);
+    let (user, sys) = cpu_seconds();
     eprintln!(
-        "[{:7.1} s, RSS {:.0} / peak {:.0} MiB] {name}: {value}",
+        "[{:7.1} s, RSS {:.0} / peak {:.0} MiB, CPU user {user:.2} / sys {sys:.2} s] {name}: {value}",
         start.elapsed().as_secs_f64(),
         rss_mib("VmRSS:"),
         rss_mib("VmHWM:")
     );
+}
+
+/// The process's CPU time so far, user and system, from `/proc/self/stat` (clock ticks of
+/// 1/100 s); zeros where it cannot be read.
+fn cpu_seconds() -> (f64, f64) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces) and its closing parenthesis:
+    // state is field 3, utime 14, stime 15.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<f64> = rest.split_whitespace().map(|x| x.parse().unwrap_or(0.0)).collect();
+    match (f.get(11), f.get(12)) {
+        (Some(u), Some(s)) => (u / 100.0, s / 100.0),
+        _ => (0.0, 0.0),
+    }
 }
 
 fn run_store(kind: &str, n: usize) {

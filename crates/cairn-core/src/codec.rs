@@ -14,10 +14,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use bincode::config::{self, Configuration, Fixint, Limit, LittleEndian};
+use bincode::de::read::BorrowReader;
 use bincode::de::read::SliceReader;
-use bincode::de::{Decode, DecoderImpl};
+use bincode::de::{BorrowDecoder, Decode, Decoder, DecoderImpl};
 use bincode::enc::write::Writer;
-use bincode::enc::{Encode, EncoderImpl};
+use bincode::enc::{Encode, Encoder, EncoderImpl};
 use bincode::error::EncodeError;
 
 use crate::ids::{CommitId, Hash, NodeId};
@@ -219,9 +220,17 @@ fn w_f64(e: &mut Enc, f: f64) {
 
 fn w_f32s(e: &mut Enc, v: &[f32]) {
     w_len(e, v.len());
-    for &x in v {
-        let x = if x == 0.0 { 0.0 } else { x };
-        w(e, &x);
+    // What `w(e, &x)` writes for each (four little-endian bytes), `-0.0` as `0.0`, in
+    // blocks.
+    let mut block = [0u8; 256];
+    for xs in v.chunks(64) {
+        for (x, b) in xs.iter().zip(block.chunks_exact_mut(4)) {
+            let x = if *x == 0.0 { 0.0f32 } else { *x };
+            b.copy_from_slice(&x.to_le_bytes());
+        }
+        e.writer()
+            .write(&block[..xs.len() * 4])
+            .expect("encoding into a Vec<u8> cannot fail");
     }
 }
 
@@ -453,11 +462,18 @@ fn r_node_id(d: &mut Dec<'_>, kind: &'static str) -> Result<NodeId, DecodeError>
 
 fn r_f32s(d: &mut Dec<'_>, kind: &'static str) -> Result<Vec<f32>, DecodeError> {
     let n = r_len(d, kind, 4)?;
-    let mut v = Vec::with_capacity(n);
-    for _ in 0..n {
-        v.push(r::<f32>(d, kind)?);
-    }
-    Ok(v)
+    // The bytes `n` `r::<f32>` calls would read (four little-endian bytes each, under the
+    // same limit), taken at once.
+    let malformed = |err: bincode::error::DecodeError| DecodeError::Malformed {
+        kind,
+        detail: err.to_string(),
+    };
+    d.claim_bytes_read(n * 4).map_err(malformed)?;
+    let bytes = d.borrow_reader().take_bytes(n * 4).map_err(malformed)?;
+    Ok(bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect())
 }
 
 fn r_value(d: &mut Dec<'_>, kind: &'static str, depth: usize) -> Result<Value, DecodeError> {

@@ -459,6 +459,35 @@ fn pinned_bytes_are_decoded_strictly() {
     assert!(matches!(decode_node(&dup), Err(DecodeError::NonCanonical { .. })));
 }
 
+/// Vectors (read and written a block at a time) decode to the values written, `-0.0`
+/// stored as `+0.0`; a stored `-0.0` is refused as non-canonical, and every truncation of a
+/// vector's bytes is refused, never read past.
+#[test]
+fn vectors_are_decoded_strictly() {
+    let values: Vec<f32> = (0..200).map(|i| (i as f32 - 100.0) / 7.0).collect();
+    let mut with_zero = values.clone();
+    with_zero[150] = -0.0;
+    let node = Node::new(id("v"))
+        .with_embedding("e", with_zero)
+        .with_sparse("s", SparseVector::new(vec![1, 2], vec![-0.0, 2.0]));
+    let bytes = encode_node(&node);
+    let back = decode_node(&bytes).unwrap();
+    assert_eq!(back.embeddings["e"][..150], values[..150]);
+    assert_eq!(back.embeddings["e"][150].to_bits(), 0.0f32.to_bits());
+    assert_eq!(back.embeddings["e"][151..], values[151..]);
+    assert_eq!(back.sparse["s"].values[0].to_bits(), 0.0f32.to_bits());
+    assert_eq!(encode_node(&back), bytes);
+    // The dense vector's element 150 written as -0.0.
+    let start = find(&bytes, &values[0].to_le_bytes());
+    let mut b = bytes.clone();
+    b[start + 150 * 4..start + 151 * 4].copy_from_slice(&(-0.0f32).to_le_bytes());
+    assert!(matches!(decode_node(&b), Err(DecodeError::NonCanonical { .. })));
+    // Cut anywhere inside the vectors: refused.
+    for cut in start..bytes.len() {
+        assert!(decode_node(&bytes[..cut]).is_err(), "a node cut at byte {cut} decoded");
+    }
+}
+
 #[test]
 fn edge_tree_keys_are_pinned() {
     let (a, b) = (id("a"), id("b"));

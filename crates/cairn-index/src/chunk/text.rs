@@ -109,27 +109,69 @@ const VOCABULARY_TOKENS: usize = 200_000;
 /// Marks a stopword in a vocabulary.
 const STOP: u32 = u32::MAX;
 
+/// Bytes of a token or term held inline in a [`Vocabulary`] key.
+const INLINE: usize = 16;
+
+/// The first [`INLINE`] bytes of `s`, zero-padded, as one integer: little-endian for a
+/// token's table key (with `s` at most [`INLINE`] bytes, the key is the token), big-endian
+/// for a term's order key (integers in the order of the byte strings, shorter first on a
+/// shared prefix). A token or term is alphanumeric, so it holds no zero byte and the padding
+/// never makes two strings equal.
+fn inline_key(s: &[u8], big_endian: bool) -> u128 {
+    let mut a = [0u8; INLINE];
+    let n = s.len().min(INLINE);
+    a[..n].copy_from_slice(&s[..n]);
+    if big_endian {
+        u128::from_be_bytes(a)
+    } else {
+        u128::from_le_bytes(a)
+    }
+}
+
 /// A thread's analysis memo for one analyzer setting: each token met maps to an interned
-/// term id, so a token costs one hash lookup. Stemming is a pure function of the token, so
-/// the memo changes speed, never output.
+/// term id, so a token costs one hash lookup (of an inline key, for tokens of up to
+/// [`INLINE`] bytes: no pointer to follow). Stemming is a pure function of the token, so
+/// the memo changes speed, never output. It also keeps the scratch buffers of a chunk's
+/// build, so a build allocates only what it returns.
 #[derive(Default)]
 struct Vocabulary {
-    /// Lowercased token → term id ([`STOP`] for a stopword).
-    token_term: FastMap<Box<str>, u32>,
+    /// Lowercased token of at most [`INLINE`] bytes (its little-endian [`inline_key`]) →
+    /// term id ([`STOP`] for a stopword).
+    short_tokens: FastMap<u128, u32>,
+    /// Longer lowercased tokens → term id.
+    long_tokens: FastMap<Box<str>, u32>,
     /// Term string → term id.
     term_ids: FastMap<Box<str>, u32>,
     /// Term id → term.
     terms: Vec<Box<str>>,
+    /// Term id → its big-endian [`inline_key`]: terms sort by it, then by their bytes.
+    order: Vec<u128>,
     /// Term id → (chunk build it was last seen in, its chunk-local id there).
     seen: Vec<(u32, u32)>,
     /// The current chunk build (starts at 1: 0 marks "never").
     epoch: u32,
+    /// Scratch of a build: each counted token's (chunk-local term id, document), in
+    /// document order.
+    occurrences: Vec<(u32, Local)>,
+    /// Scratch: chunk-local term id → vocabulary id.
+    local_terms: Vec<u32>,
+    /// Scratch: chunk-local term id → where its documents start in `docs`.
+    at: Vec<u32>,
+    /// Scratch: the occurrences' documents grouped by chunk-local term id.
+    docs: Vec<Local>,
+    /// Scratch: the lowercased text.
+    lower: String,
 }
 
 impl Vocabulary {
     /// The term id of `token`, analysing it on first sight.
     fn term_id(&mut self, stemmer: Option<&rust_stemmers::Stemmer>, token: &str) -> u32 {
-        if let Some(&id) = self.token_term.get(token) {
+        let short = (token.len() <= INLINE).then(|| inline_key(token.as_bytes(), false));
+        let known = match short {
+            Some(k) => self.short_tokens.get(&k),
+            None => self.long_tokens.get(token),
+        };
+        if let Some(&id) = known {
             return id;
         }
         let id = match term_of(stemmer, token) {
@@ -138,6 +180,7 @@ impl Vocabulary {
                 Some(&id) => id,
                 None => {
                     let id = self.terms.len() as u32;
+                    self.order.push(inline_key(term.as_bytes(), true));
                     self.terms.push(term.as_ref().into());
                     self.term_ids.insert(term.into_owned().into_boxed_str(), id);
                     self.seen.push((0, 0));
@@ -145,8 +188,16 @@ impl Vocabulary {
                 }
             },
         };
-        self.token_term.insert(token.into(), id);
+        match short {
+            Some(k) => self.short_tokens.insert(k, id),
+            None => self.long_tokens.insert(token.into(), id),
+        };
         id
+    }
+
+    /// Tokens memoised.
+    fn tokens(&self) -> usize {
+        self.short_tokens.len() + self.long_tokens.len()
     }
 }
 
@@ -159,23 +210,31 @@ impl TextChunk {
     /// Analyses `texts` (local order) with `analyzer`.
     pub(crate) fn build<'a>(analyzer: Analyzer, texts: impl IntoIterator<Item = &'a str>) -> TextChunk {
         let stemmer = analyzer.stemmer();
-        // Chunk-local postings by local term id, and each local id's vocabulary id.
-        let mut lists: Vec<Vec<(Local, u32)>> = Vec::new();
-        let mut last_doc: Vec<Local> = Vec::new();
-        let mut local_terms: Vec<u32> = Vec::new();
-        let mut doc_len = Vec::new();
-        let mut terms: Vec<(Box<str>, u32)> = Vec::new();
+        let mut out = TextChunk::default();
         VOCABULARY.with(|vocab| {
             let mut vocab = vocab.borrow_mut();
             let v = &mut vocab[usize::from(analyzer.stem)];
-            if v.token_term.len() >= VOCABULARY_TOKENS || v.epoch == u32::MAX {
+            if v.tokens() >= VOCABULARY_TOKENS || v.epoch == u32::MAX {
                 *v = Vocabulary::default();
             }
             v.epoch += 1;
             let epoch = v.epoch;
+            let mut occurrences = std::mem::take(&mut v.occurrences);
+            let mut local_terms = std::mem::take(&mut v.local_terms);
+            let mut lower = std::mem::take(&mut v.lower);
+            occurrences.clear();
+            local_terms.clear();
+            // Each counted token's chunk-local term id (in first-seen order) and document.
             for (local, text) in texts.into_iter().enumerate() {
                 let local = local as Local;
-                let lower = text.to_lowercase();
+                lower.clear();
+                if text.is_ascii() {
+                    // What `to_lowercase` gives for ASCII, without a fresh string.
+                    lower.push_str(text);
+                    lower.make_ascii_lowercase();
+                } else {
+                    lower.push_str(&text.to_lowercase());
+                }
                 let mut len = 0u32;
                 for token in tokens(&lower) {
                     let gid = v.term_id(stemmer.as_ref(), token);
@@ -184,52 +243,78 @@ impl TextChunk {
                     }
                     len += 1;
                     let (e, lid) = v.seen[gid as usize];
-                    let id = if e == epoch {
+                    let lid = if e == epoch {
                         lid
                     } else {
-                        let lid = lists.len() as u32;
+                        let lid = local_terms.len() as u32;
                         v.seen[gid as usize] = (epoch, lid);
-                        lists.push(Vec::new());
-                        last_doc.push(Local::MAX);
                         local_terms.push(gid);
                         lid
                     };
-                    let list = &mut lists[id as usize];
-                    if last_doc[id as usize] == local {
-                        if let Some(last) = list.last_mut() {
-                            last.1 += 1;
-                        }
-                    } else {
-                        last_doc[id as usize] = local;
-                        list.push((local, 1));
-                    }
+                    occurrences.push((lid, local));
                 }
-                doc_len.push(len);
+                out.doc_len.push(len);
             }
-            terms = local_terms
-                .iter()
-                .enumerate()
-                .map(|(lid, &gid)| (v.terms[gid as usize].clone(), lid as u32))
-                .collect();
+            // The documents of each local term, grouped by a counting sort (stable: in
+            // document order within a term).
+            let mut at = std::mem::take(&mut v.at);
+            at.clear();
+            at.resize(local_terms.len() + 1, 0);
+            for &(lid, _) in &occurrences {
+                at[lid as usize + 1] += 1;
+            }
+            for i in 1..at.len() {
+                at[i] += at[i - 1];
+            }
+            let mut docs = std::mem::take(&mut v.docs);
+            docs.clear();
+            docs.resize(occurrences.len(), 0);
+            let mut next = at.clone();
+            for &(lid, local) in &occurrences {
+                docs[next[lid as usize] as usize] = local;
+                next[lid as usize] += 1;
+            }
+            // Local terms in byte order of their terms (distinct ids, distinct terms: a
+            // strict order).
+            let mut by_term: Vec<u32> = (0..local_terms.len() as u32).collect();
+            by_term.sort_unstable_by(|&a, &b| {
+                let (ga, gb) = (local_terms[a as usize] as usize, local_terms[b as usize] as usize);
+                v.order[ga]
+                    .cmp(&v.order[gb])
+                    .then_with(|| v.terms[ga].cmp(&v.terms[gb]))
+            });
+            out.starts.push(0);
+            out.posts.reserve(occurrences.len());
+            for lid in by_term {
+                out.push_term(&v.terms[local_terms[lid as usize] as usize]);
+                // Runs of one document are its frequency. In range by the limits (see
+                // `Posting`). Only a node that skipped validation (a text past
+                // `MAX_TEXT_BYTES`, never stored) can count more: it counts
+                // `TF_LIMIT − 1`. Chunks never exceed `MAX_CHUNK_KEYS` nodes (the chunking
+                // rule).
+                let group = &docs[at[lid as usize] as usize..at[lid as usize + 1] as usize];
+                let mut i = 0;
+                while i < group.len() {
+                    let local = group[i];
+                    let mut j = i + 1;
+                    while j < group.len() && group[j] == local {
+                        j += 1;
+                    }
+                    debug_assert!((local as usize) < MAX_CHUNK_KEYS);
+                    out.posts
+                        .extend(Posting::new(local, ((j - i) as u32).min(TF_LIMIT - 1)));
+                    i = j;
+                }
+                out.starts.push(out.posts.len() as u32);
+            }
+            v.occurrences = occurrences;
+            v.local_terms = local_terms;
+            v.at = at;
+            v.docs = docs;
+            v.lower = lower;
         });
-        terms.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let mut out = TextChunk {
-            total_len: doc_len.iter().map(|&l| u64::from(l)).sum(),
-            doc_len,
-            ..TextChunk::default()
-        };
-        out.starts.push(0);
-        for (term, id) in terms {
-            out.push_term(&term);
-            // In range by the limits (see `Posting`). Only a node that skipped validation
-            // (a text past `MAX_TEXT_BYTES`, never stored) can count more: it counts
-            // `TF_LIMIT − 1`. Chunks never exceed `MAX_CHUNK_KEYS` nodes (the chunking rule).
-            out.posts.extend(lists[id as usize].iter().filter_map(|&(l, tf)| {
-                debug_assert!((l as usize) < MAX_CHUNK_KEYS);
-                Posting::new(l, tf.min(TF_LIMIT - 1))
-            }));
-            out.starts.push(out.posts.len() as u32);
-        }
+        out.posts.shrink_to_fit();
+        out.total_len = out.doc_len.iter().map(|&l| u64::from(l)).sum();
         out
     }
 

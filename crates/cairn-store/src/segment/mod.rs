@@ -340,7 +340,11 @@ impl Drop for SegmentStore {
 
 impl Store for SegmentStore {
     fn get(&self, hash: &Hash) -> Result<Option<Arc<[u8]>>, StoreError> {
-        Ok(self.objects.get(hash)?.map(Arc::from))
+        // Read into the thread's buffer and copied once into the `Arc` (not read into a
+        // fresh vector, trimmed to the value, then copied).
+        let mut out = None;
+        self.objects.with_value(hash, &mut |v| out = Some(Arc::from(v)))?;
+        Ok(out)
     }
 
     fn contains(&self, hash: &Hash) -> Result<bool, StoreError> {
