@@ -38,6 +38,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::derived::cache::{Part, ViewEntry};
+use crate::derived::early_units::EarlyUnits;
 use crate::derived::keys::{
     graph_store_key, manifest_key, manifest_store_key, part_store_key, unit_key, unit_text_store_key, view_key,
     TreeKind, TAG_DENSE, TAG_EDGES, TAG_NODE_CORE, TAG_SPARSE, TAG_SPLIT, TAG_TEXT,
@@ -176,6 +177,18 @@ impl Ctx {
             TAG_SPARSE => n.sparse.contains(model),
             TAG_DENSE => n.dense.contains(model) || n.graphs.contains(model),
             _ => true,
+        }
+    }
+
+    /// Releases parts this assembly holds (`early_units.rs`: a unit's chunk text parts
+    /// once its unit text is built), unless a store write failed (then they are only here).
+    pub(super) fn forget_parts(&self, keys: impl IntoIterator<Item = Vec<u8>>) {
+        if self.store_failed() {
+            return;
+        }
+        let mut seen = self.seen.lock();
+        for k in keys {
+            seen.remove(&k);
         }
     }
 
@@ -420,9 +433,14 @@ impl DerivedData {
             None => cache.recent_view(),
         };
         let donor = donor_view.as_ref().map(Donor::new);
+        // A view that will read unit texts of its own builds them as its chunks are built
+        // (`early_units.rs`), unless its donor's unit texts carry over.
+        let early =
+            (needs.text && ctx.persistent && donor_view.as_ref().is_none_or(|e| e.view.text_origin().is_none()))
+                .then(EarlyUnits::default);
         let (list, memo, from_donor) = match &base {
             Some(e) => (Arc::clone(&e.nodes), Arc::clone(&e.memo), None),
-            None => self.chunk_list_with(&ctx, TreeKind::Nodes, c.node_root, donor.as_ref())?,
+            None => self.chunk_list_with(&ctx, TreeKind::Nodes, c.node_root, donor.as_ref(), early.as_ref())?,
         };
         // Chunk i's position in the donor, if it has the chunk.
         let from_donor: FromDonor = match (from_donor, &donor) {
@@ -1212,7 +1230,7 @@ impl DerivedData {
     /// the view being assembled, whose parts load under `ctx`; the others' under
     /// `base_ctx`): cached; stored (its head read alone where the store reads ranges,
     /// else read whole and checked); or built from the chunks' text parts and stored.
-    fn unit_text(
+    pub(super) fn unit_text(
         &self,
         ctx: &Ctx,
         base_ctx: &Ctx,

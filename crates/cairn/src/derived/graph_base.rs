@@ -71,7 +71,9 @@ impl DerivedData {
         // tree again.
         let donor = Donor::of_list(Arc::clone(list), Arc::clone(memo));
         let base_list = |root: Hash| -> Result<Arc<ChunkList>> {
-            Ok(self.chunk_list_with(ctx, TreeKind::Nodes, Some(root), Some(&donor))?.0)
+            Ok(self
+                .chunk_list_with(ctx, TreeKind::Nodes, Some(root), Some(&donor), None)?
+                .0)
         };
         match self.known_graph_base(id) {
             Some(None) => return Ok(None),

@@ -13,6 +13,7 @@ use rayon::prelude::*;
 
 use crate::derived::build::{Ctx, Found, Tick};
 use crate::derived::cache::ViewEntry;
+use crate::derived::early_units::EarlyUnits;
 use crate::derived::keys::{TreeKind, TAG_EDGES, TAG_NODE_CORE};
 use crate::derived::spans::{self, ChunkList, ChunkRef, Item, Placed, Span, SpanMemo};
 use crate::derived::DerivedData;
@@ -63,7 +64,7 @@ pub(super) type FromDonor = Vec<Option<usize>>;
 impl DerivedData {
     /// The resolved chunks of a tree (split spans replaced by their pieces), cached by root.
     pub(super) fn chunk_list(&self, ctx: &Ctx, tree: TreeKind, root: Option<Hash>) -> Result<Arc<ChunkList>> {
-        Ok(self.chunk_list_with(ctx, tree, root, None)?.0)
+        Ok(self.chunk_list_with(ctx, tree, root, None, None)?.0)
     }
 
     /// The donor's chunks that no copy covers, by key: where a walked span's chunk may be
@@ -95,6 +96,7 @@ impl DerivedData {
         tree: TreeKind,
         root: Option<Hash>,
         donor: Option<&Donor>,
+        early: Option<&EarlyUnits>,
     ) -> Result<(Arc<ChunkList>, Arc<SpanMemo>, Option<FromDonor>)> {
         let Some(r) = root else {
             return Ok((Arc::new(Vec::new()), Arc::default(), None));
@@ -158,13 +160,26 @@ impl DerivedData {
                 let m = stored.get_or_insert_with(|| self.meter(Step::IndexStore, None));
                 &*m
             });
-            let ((), chunks) = rayon::join(
+            // The chunks so far, in list order when no subtree was copied (then every item
+            // is a span): the units they complete are built beside this window's chunks.
+            let so_far = &resolved;
+            let early = early.filter(|_| from.is_none());
+            let ((), (chunks, ())) = rayon::join(
                 || {
                     if let Some(m) = store {
                         self.write_values(ctx, values, m);
                     }
                 },
-                || self.resolve_spans(ctx, tree, window, known, Some(&meter)),
+                || {
+                    rayon::join(
+                        || self.resolve_spans(ctx, tree, window, known, Some(&meter)),
+                        || {
+                            if let Some(e) = early {
+                                e.after_window(self, ctx, so_far);
+                            }
+                        },
+                    )
+                },
             );
             resolved.extend(chunks?);
             written = std::mem::take(&mut *ctx.pending.lock());

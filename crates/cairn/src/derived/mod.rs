@@ -21,6 +21,8 @@
 //! * `build` — resolving a tree's chunks (loading, or building and storing, each part),
 //!   assembling a commit's view for the parts a query needs (one loader for the four part
 //!   kinds), writing what was built;
+//! * `early_units` — a view's own unit texts, built as its chunks are (each chunk's text
+//!   part released once its unit's text is built);
 //! * `rows` — which dense rows and node texts a view leaves on disk, and the source it
 //!   reads them through;
 //! * `graph_base` — which commit's unit graphs (and unit texts) a view reads;
@@ -43,6 +45,7 @@ mod build;
 pub(crate) mod cache;
 pub(crate) mod check;
 mod drop;
+mod early_units;
 mod graph_base;
 mod hashed;
 pub(crate) mod keys;

@@ -1,0 +1,141 @@
+//! Unit texts built while a commit's chunks are still being built.
+//!
+//! A view whose BM25 lane reads its own unit texts builds them from its chunks' text parts
+//! (`build.rs`'s `text_units`). When the chunks are built in that same assembly (the first
+//! query after a bulk import), every chunk's text part used to be held until the last chunk
+//! was built: ~600 MiB at 1M nodes, the largest thing the build holds.
+//!
+//! Instead, after each window of chunks (`list.rs` builds a from-scratch list window by
+//! window, in key order), the units that window completes are built: a unit is complete
+//! once the chunk that starts the next one is resolved (units are cut at chunks whose head
+//! is at [`UNIT_LEVEL`] or above, `cairn_index::unit`, so the cut of everything before such
+//! a chunk cannot change). Each unit text is built and queued for the store as
+//! `unit_text` always does, and its chunks' text parts are then released: they were
+//! queued for the store before, and anything that needs one again reads it back.
+//!
+//! It changes when unit texts are built and what the assembly holds, never what is built:
+//! the units, their keys and their bytes are those `text_units` finds, which then reads
+//! them from the assembly. The units the last window leaves open are built by
+//! `text_units`, as before. Which units are built early depends on the windows, which
+//! depend on the content alone, so what each window writes stays a function of the content.
+
+use std::ops::Range;
+
+use cairn_index::params::UNIT_LEVEL;
+use cairn_index::unit::unit_ranges;
+use parking_lot::Mutex;
+use rayon::prelude::*;
+
+use crate::derived::build::Ctx;
+use crate::derived::keys::{part_store_key, TAG_TEXT};
+use crate::derived::spans::{ChunkList, ChunkRef};
+use crate::derived::DerivedData;
+
+/// How far the early builds have gone in one chunk list being built.
+#[derive(Default)]
+pub(super) struct EarlyUnits {
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// The level each resolved chunk brings to the unit rule (`cairn_index::unit::chunk_levels`).
+    levels: Vec<u8>,
+    /// Chunks before this position are in units already built.
+    done: usize,
+}
+
+impl EarlyUnits {
+    /// Builds the unit texts of the units complete in `resolved` (the list's chunks so
+    /// far, in order, as the resolved spans give them) that were not built yet, and
+    /// releases their chunks' text parts from `ctx`. A unit that cannot be built here is
+    /// left to `text_units`, which meets the same failure and reports it.
+    pub(super) fn after_window(&self, data: &DerivedData, ctx: &Ctx, resolved: &[ChunkList]) {
+        let chunks: Vec<&ChunkRef> = resolved.iter().flatten().collect();
+        let ranges = self.complete(&chunks);
+        ranges.into_par_iter().for_each(|range| {
+            let refs: Vec<ChunkRef> = chunks[range.clone()].iter().map(|c| (*c).clone()).collect();
+            let positions: Vec<Option<usize>> = range.map(Some).collect();
+            if data.unit_text(ctx, ctx, &refs, &positions).is_ok() {
+                ctx.forget_parts(refs.iter().map(|c| part_store_key(&c.key, TAG_TEXT, None)));
+            }
+        });
+    }
+
+    /// The ranges of the units complete in `chunks` and not yet handed out.
+    fn complete(&self, chunks: &[&ChunkRef]) -> Vec<Range<usize>> {
+        let mut st = self.state.lock();
+        let known = st.levels.len();
+        for (i, ch) in chunks.iter().enumerate().skip(known) {
+            // As `cairn_index::unit::chunk_levels` gives it for the whole list.
+            st.levels.push(match i {
+                0 => u8::MAX,
+                _ => cairn_core::level::key_level(ch.span.head.as_ref().map_or(&[][..], |h| h.0.as_slice())),
+            });
+        }
+        let done = st.done;
+        let (ranges, next) = complete_units(&st.levels, done);
+        st.done = next;
+        ranges
+    }
+}
+
+/// The units complete in a list whose chunks so far bring `levels` to the unit rule, and
+/// that start at or after `done` (a unit start, or 0); with where the next incomplete unit
+/// starts. A unit is complete before the last chunk that starts one at [`UNIT_LEVEL`] or
+/// above: a unit cut (`cairn_index::chunking::spans`) only looks at the chunks between two
+/// such starts, so the chunks that follow cannot change it.
+fn complete_units(levels: &[u8], done: usize) -> (Vec<Range<usize>>, usize) {
+    let Some(next) = (done + 1..levels.len()).rev().find(|&i| levels[i] >= UNIT_LEVEL) else {
+        return (Vec::new(), done);
+    };
+    let ranges = unit_ranges(&levels[..next])
+        .into_iter()
+        .filter(|r| r.start >= done)
+        .collect();
+    (ranges, next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Units handed out window by window, then the rest as `text_units` cuts them, are
+    /// exactly the units of the whole list, for seeded level sequences (long stretches
+    /// without a start, so the size split applies too) and window cuts.
+    #[test]
+    fn units_by_window_are_the_units_of_the_whole_list() {
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        for case in 0..300 {
+            let n = 1 + (next() % 6_000) as usize;
+            // Starts rarer in some cases than in others.
+            let rarity = [3u64, 40, 700, 5_000][case % 4];
+            let mut levels: Vec<u8> = (0..n)
+                .map(|_| match next() % rarity {
+                    0 => UNIT_LEVEL + (next() % 3) as u8,
+                    _ => (next() % u64::from(UNIT_LEVEL)) as u8,
+                })
+                .collect();
+            levels[0] = u8::MAX;
+            let whole = unit_ranges(&levels);
+            let mut got = Vec::new();
+            let mut done = 0;
+            let mut at = 0;
+            while at < n {
+                at = (at + 1 + (next() % 900) as usize).min(n);
+                let (ranges, d) = complete_units(&levels[..at], done);
+                assert!(ranges.iter().all(|r| r.start >= done && r.end <= d));
+                got.extend(ranges);
+                done = d;
+            }
+            got.extend(unit_ranges(&levels).into_iter().filter(|r| r.start >= done));
+            assert_eq!(got, whole, "case {case}: {n} chunks");
+        }
+    }
+}
