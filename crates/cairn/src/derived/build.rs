@@ -180,6 +180,12 @@ impl Ctx {
         }
     }
 
+    /// True if this assembly holds every part of `keys`.
+    pub(super) fn holds_all(&self, mut keys: impl Iterator<Item = Vec<u8>>) -> bool {
+        let seen = self.seen.lock();
+        keys.all(|k| seen.contains_key(&k))
+    }
+
     /// Releases parts this assembly holds (`early_units.rs`: a unit's chunk text parts
     /// once its unit text is built), unless a store write failed (then they are only here).
     pub(super) fn forget_parts(&self, keys: impl IntoIterator<Item = Vec<u8>>) {

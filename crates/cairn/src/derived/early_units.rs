@@ -3,21 +3,27 @@
 //! A view whose BM25 lane reads its own unit texts builds them from its chunks' text parts
 //! (`build.rs`'s `text_units`). When the chunks are built in that same assembly (the first
 //! query after a bulk import), every chunk's text part used to be held until the last chunk
-//! was built: ~600 MiB at 1M nodes, the largest thing the build holds.
+//! was built, and the unit texts were built on top of them then (at 1M nodes the build's
+//! peak was 2.3 GiB, 1.4 GiB without them).
 //!
 //! Instead, after each window of chunks (`list.rs` builds a from-scratch list window by
-//! window, in key order), the units that window completes are built: a unit is complete
-//! once the chunk that starts the next one is resolved (units are cut at chunks whose head
-//! is at [`UNIT_LEVEL`] or above, `cairn_index::unit`, so the cut of everything before such
-//! a chunk cannot change). Each unit text is built and queued for the store as
-//! `unit_text` always does, and its chunks' text parts are then released: they were
-//! queued for the store before, and anything that needs one again reads it back.
+//! window, in key order), the units that window completes are built, beside the next
+//! window's chunks, if this assembly built their chunks (it holds their text parts; a view
+//! that loads its chunks reads unit texts as `text_units` decides, perhaps a base
+//! commit's). A unit is complete once the chunk that starts the next one is resolved: units
+//! are cut at chunks whose head is at [`UNIT_LEVEL`] or above (`cairn_index::unit`), so the
+//! cut of everything before such a chunk cannot change. Each unit text is built and queued
+//! for the store as `unit_text` always does, and its chunks' text parts are then released:
+//! they were queued for the store before, and anything that needs one again reads it back.
 //!
 //! It changes when unit texts are built and what the assembly holds, never what is built:
 //! the units, their keys and their bytes are those `text_units` finds, which then reads
-//! them from the assembly. The units the last window leaves open are built by
-//! `text_units`, as before. Which units are built early depends on the windows, which
-//! depend on the content alone, so what each window writes stays a function of the content.
+//! them from the assembly, and builds the units the last window leaves open as before. (A
+//! view that turns out to read a base commit's units — a history whose derived data was
+//! dropped, rebuilt next to an ancestor close to it — has built its own for nothing: stored,
+//! unused until a later commit's view reads them.) Which units are built early depends on
+//! the windows, which depend on the content alone, so what each window writes stays a
+//! function of the content.
 
 use std::ops::Range;
 
@@ -52,12 +58,20 @@ impl EarlyUnits {
     /// left to `text_units`, which meets the same failure and reports it.
     pub(super) fn after_window(&self, data: &DerivedData, ctx: &Ctx, resolved: &[ChunkList]) {
         let chunks: Vec<&ChunkRef> = resolved.iter().flatten().collect();
-        let ranges = self.complete(&chunks);
+        // Only units whose chunks this assembly built (it holds their text parts): a view
+        // that loads its chunks reads its unit texts as `text_units` decides, perhaps a
+        // base commit's.
+        let text_key = |c: &ChunkRef| part_store_key(&c.key, TAG_TEXT, None);
+        let ranges: Vec<Range<usize>> = self
+            .complete(&chunks)
+            .into_iter()
+            .filter(|r| ctx.holds_all(chunks[r.clone()].iter().map(|c| text_key(c))))
+            .collect();
         ranges.into_par_iter().for_each(|range| {
             let refs: Vec<ChunkRef> = chunks[range.clone()].iter().map(|c| (*c).clone()).collect();
             let positions: Vec<Option<usize>> = range.map(Some).collect();
             if data.unit_text(ctx, ctx, &refs, &positions).is_ok() {
-                ctx.forget_parts(refs.iter().map(|c| part_store_key(&c.key, TAG_TEXT, None)));
+                ctx.forget_parts(refs.iter().map(text_key));
             }
         });
     }
