@@ -84,12 +84,13 @@ impl DerivedData {
         out
     }
 
-    /// [`DerivedData::chunk_list`], taking a donor view's chunks as known leaves.
     /// [`DerivedData::chunk_list`], and where each upper tree node's chunks are in it
     /// ([`SpanMemo`]), taking over from a donor view (node trees only) every subtree the two
     /// trees share: its chunks are copied from the donor's list, not walked, keyed and
     /// matched again, so a small commit's list costs its changed path. The list is the same
-    /// either way (a subtree's chunks are a function of its content).
+    /// either way (a subtree's chunks are a function of its content). With `early`, a list
+    /// walked whole (nothing copied) has the unit texts its windows complete built as it goes
+    /// (`early_units.rs`).
     pub(super) fn chunk_list_with(
         &self,
         ctx: &Ctx,
