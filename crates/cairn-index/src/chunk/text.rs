@@ -201,6 +201,18 @@ impl Vocabulary {
     }
 }
 
+/// The most bytes a scratch buffer of a [`Vocabulary`] keeps between builds.
+const SCRATCH_KEEP_BYTES: usize = 4 << 20;
+
+/// `v`, or an empty vector if it holds more than [`SCRATCH_KEEP_BYTES`].
+fn kept<T>(v: Vec<T>) -> Vec<T> {
+    if v.capacity() * std::mem::size_of::<T>() <= SCRATCH_KEEP_BYTES {
+        v
+    } else {
+        Vec::new()
+    }
+}
+
 thread_local! {
     /// One vocabulary per stemming setting.
     static VOCABULARY: RefCell<[Vocabulary; 2]> = RefCell::new([Vocabulary::default(), Vocabulary::default()]);
@@ -307,11 +319,16 @@ impl TextChunk {
                 }
                 out.starts.push(out.posts.len() as u32);
             }
-            v.occurrences = occurrences;
-            v.local_terms = local_terms;
-            v.at = at;
-            v.docs = docs;
-            v.lower = lower;
+            // Kept for the next build, unless a huge text grew them.
+            v.occurrences = kept(occurrences);
+            v.local_terms = kept(local_terms);
+            v.at = kept(at);
+            v.docs = kept(docs);
+            v.lower = if lower.capacity() <= SCRATCH_KEEP_BYTES {
+                lower
+            } else {
+                String::new()
+            };
         });
         out.posts.shrink_to_fit();
         out.total_len = out.doc_len.iter().map(|&l| u64::from(l)).sum();
