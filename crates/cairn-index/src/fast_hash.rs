@@ -9,11 +9,11 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 
 /// A `HashMap` with [`FastState`].
-pub(crate) type FastMap<K, V> = HashMap<K, V, FastState>;
+pub type FastMap<K, V> = HashMap<K, V, FastState>;
 
 /// Builds [`FastHasher`]s with one random seed per table.
 #[derive(Clone)]
-pub(crate) struct FastState {
+pub struct FastState {
     seed: u64,
 }
 
@@ -33,7 +33,7 @@ impl BuildHasher for FastState {
 }
 
 /// Multiply-rotate mixing of 8-byte words, `fmix64` at the end.
-pub(crate) struct FastHasher {
+pub struct FastHasher {
     state: u64,
 }
 

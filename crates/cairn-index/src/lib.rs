@@ -29,7 +29,7 @@ pub mod chunking;
 pub mod dates;
 pub(crate) mod dense;
 pub mod error;
-mod fast_hash;
+pub mod fast_hash;
 pub mod hit;
 pub mod hnsw;
 pub mod params;

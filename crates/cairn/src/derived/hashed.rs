@@ -5,8 +5,9 @@
 //! part cache's most recent view) picks a maximum of unique ticks.
 //!
 //! Tables keyed by byte strings (index part keys: a space prefix, a chunk key, a tag and a
-//! model) use [`BytesHasher`], a multiply-rotate hash of 8-byte words, instead of SipHash:
-//! a cold view's assembly probes them ~50,000 times at 1M nodes.
+//! model) use `cairn_index`'s [`FastMap`](cairn_index::fast_hash::FastMap), a
+//! multiply-rotate hash of 8-byte words, instead of SipHash: a cold view's assembly probes
+//! them ~50,000 times at 1M nodes.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -37,54 +38,9 @@ impl Hasher for KeyHasher {
     fn write_usize(&mut self, _: usize) {}
 }
 
-/// A hasher for byte-string keys ([`BytesMap`]): each 8-byte word (the last one padded)
-/// and each integer written is mixed in by multiply-rotate, then the state is finished
-/// with murmur3's `fmix64` (the hash table reads its top bits). Keys are derived from
-/// blake3 hashes, not chosen by an adversary, so no seed is needed.
-#[derive(Default)]
-pub(crate) struct BytesHasher(u64);
-
-impl BytesHasher {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
-impl Hasher for BytesHasher {
-    fn finish(&self) -> u64 {
-        let mut h = self.0;
-        h ^= h >> 33;
-        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        h ^= h >> 33;
-        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-        h ^ (h >> 33)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let mut words = bytes.chunks_exact(8);
-        for w in &mut words {
-            self.add(u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]));
-        }
-        let rest = words.remainder();
-        if !rest.is_empty() {
-            let mut w = [0u8; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(w));
-        }
-    }
-
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-}
-
-/// A map keyed by byte strings (index part keys).
-pub(crate) type BytesMap<K, V> = HashMap<K, V, BuildHasherDefault<BytesHasher>>;
+/// A map keyed by byte strings (index part keys): `cairn_index`'s build-time hash of
+/// 8-byte words.
+pub(crate) type BytesMap<K, V> = cairn_index::fast_hash::FastMap<K, V>;
 
 /// A map keyed by hashes.
 pub(crate) type KeyMap<V> = HashMap<Hash, V, BuildHasherDefault<KeyHasher>>;
@@ -110,11 +66,8 @@ mod tests {
 
     #[test]
     fn byte_keys_that_differ_anywhere_hash_apart() {
-        let hash = |b: &[u8]| {
-            let mut h = BytesHasher::default();
-            std::hash::Hash::hash(&b.to_vec(), &mut h);
-            h.finish()
-        };
+        let state = cairn_index::fast_hash::FastState::default();
+        let hash = |b: &[u8]| std::hash::BuildHasher::hash_one(&state, b.to_vec());
         // Part keys of one chunk differ only in their tag and model, past byte 32.
         let mut key = b"ck/".to_vec();
         key.extend_from_slice(Hash::of(b"chunk").as_bytes());
