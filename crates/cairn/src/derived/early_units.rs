@@ -98,14 +98,15 @@ impl EarlyUnits {
 /// that start at or after `done` (a unit start, or 0); with where the next incomplete unit
 /// starts. A unit is complete before the last chunk that starts one at [`UNIT_LEVEL`] or
 /// above: a unit cut (`cairn_index::chunking::spans`) only looks at the chunks between two
-/// such starts, so the chunks that follow cannot change it.
+/// such starts, so the chunks that follow cannot change it, and those before `done` do not
+/// either (the stretch from `done` is cut alone).
 fn complete_units(levels: &[u8], done: usize) -> (Vec<Range<usize>>, usize) {
     let Some(next) = (done + 1..levels.len()).rev().find(|&i| levels[i] >= UNIT_LEVEL) else {
         return (Vec::new(), done);
     };
-    let ranges = unit_ranges(&levels[..next])
+    let ranges = unit_ranges(&levels[done..next])
         .into_iter()
-        .filter(|r| r.start >= done)
+        .map(|r| r.start + done..r.end + done)
         .collect();
     (ranges, next)
 }
