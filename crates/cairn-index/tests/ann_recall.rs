@@ -142,6 +142,29 @@ fn clustered_128d_two_sizes() {
     check(Shape::Clustered(1.0), 12_000, 128);
 }
 
+/// Several units, each walked with the floor of many units (`ann_floor`, below 64):
+/// recall@10 still ≥ 0.95, uniform and clustered.
+#[test]
+fn several_units_walked_with_the_lower_floor() {
+    for shape in [Shape::Clustered(1.0), Shape::Uniform] {
+        let n = 80_000;
+        let data = vectors(shape, n, 16, 11);
+        let ix = index(&data);
+        let units = ix.dense("m").unwrap().unit_count();
+        assert!(units >= 2, "{units} unit(s)");
+        assert!(cairn_index::view::ann_floor(units) < 64);
+        let queries = vectors(shape, 50, 16, 99);
+        let options = AnnOptions {
+            min_unit_rows: 0,
+            exact_scan_factor: 0,
+            ..AnnOptions::default()
+        };
+        let r = recall(&ix, &queries, 10, &options);
+        eprintln!("{shape:?} n={n} dim=16: {units} units, recall@10 {r:.4}");
+        assert!(r >= 0.95, "{shape:?}: recall@10 {r:.4} < 0.95");
+    }
+}
+
 /// The sweep behind the defaults: recall and time per query across `ef`.
 #[test]
 #[ignore = "sweep; run with --release --ignored --nocapture"]

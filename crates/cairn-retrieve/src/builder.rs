@@ -242,8 +242,10 @@ impl<S: RetrievalSource> Retrieval<S> {
     /// **Exact or walk, per unit.** Each unit's graph carries its *reach*, measured when it
     /// is built: the smallest walk (`ef` of 16…512) that finds ≥ 98 % of the 10 nearest
     /// neighbours of 32 of its own rows. A query walks a unit's graph with
-    /// `ef = max(64, reach, min(depth, ⌈3·depth / units⌉))` (units split the nodes by id, so
-    /// each holds about its share of the top `depth`) and rescores what it finds, unless the unit is
+    /// `ef = max(floor, reach, min(depth, ⌈3·depth / units⌉))` (units split the nodes by
+    /// id, so each holds about its share of the top `depth`; `floor` is 64 for one unit,
+    /// `64 / ⌈√units⌉` for more, at least 16: [`ann_floor`](cairn_index::view::ann_floor))
+    /// and rescores what it finds, unless the unit is
     /// scanned exactly — with the exact lane's int8-bounded scan — because
     ///
     /// * its graph reaches no `ef` (data with no structure to navigate by, e.g. uniform

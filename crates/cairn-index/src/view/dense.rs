@@ -28,8 +28,8 @@
 //! # Approximate ([`CommitIndexes::dense_search_ann`])
 //!
 //! Each unit (a content-defined run of chunks, `unit.rs`) has an HNSW graph over its
-//! vectors; the search asks every unit's graph for its `ef = max(k, 64)` best rows in the
-//! filter, and keeps the best `k` of them, with the rows of scanned units and of chunks no
+//! vectors; the search asks every unit's graph for its best `ef` rows in the filter
+//! ([`ann_ef`], raised to the graph's measured reach), and keeps the best `k` of them, with the rows of scanned units and of chunks no
 //! unit covers, by one exact search over them all (its bounds first, so only rows that
 //! may win are rescored: one bar for every candidate). A unit is scanned
 //! exactly instead when it has fewer than [`ANN_MIN_ROWS`] vectors or when the filter
@@ -101,17 +101,47 @@ impl Default for AnnOptions {
 
 /// The candidate list of each unit's graph walk for a search of `depth` candidates over
 /// `units` units, before a graph's measured reach raises it:
-/// `max(64, min(depth, ⌈3·depth / units⌉))`.
+/// `max(`[`ann_floor`]`(units), min(depth, ⌈3·depth / units⌉))`.
 ///
 /// * Units split the nodes by id, not by vector, so each holds about `depth / units` of
 ///   the true top `depth`; three times that share leaves room for the unevenness of a
 ///   random split, and a single unit walks with `depth` itself.
-/// * The floor 64 is the earlier default: with a floor of 32, Cranfield and CISI keep
-///   recall@10 ≥ 0.995 but the Vaswani acceptance set drops to 0.989
-///   (`tests/eval_dense.rs`). With the reach, it keeps each unit's own top 10 found.
+/// * The floor keeps a walk wide enough to find its unit's few best rows; each graph's
+///   measured reach ([`Reach`]) then raises `ef` to what that graph needs to find a row's
+///   10 nearest neighbours.
+///
+/// ```
+/// use cairn_index::ann_ef;
+/// assert_eq!(ann_ef(10, 1), 64);
+/// assert_eq!(ann_ef(100, 1), 100);
+/// assert_eq!(ann_ef(100, 30), 16);
+/// assert_eq!(ann_ef(1000, 30), 100);
+/// ```
 pub fn ann_ef(depth: usize, units: usize) -> usize {
-    let share = depth.saturating_mul(3).div_ceil(units.max(1));
-    depth.min(share).max(64)
+    let units = units.max(1);
+    let share = depth.saturating_mul(3).div_ceil(units);
+    depth.min(share).max(ann_floor(units))
+}
+
+/// The least `ef` of a unit's walk among `units` walked units: `64 / ⌈√units⌉`, at least
+/// 16 (the smallest `ef` a graph's reach can name).
+///
+/// * One unit keeps 64: with 32, Cranfield and CISI keep recall@10 ≥ 0.995 but the Vaswani
+///   acceptance set drops to 0.989 (`tests/eval_dense.rs`).
+/// * With many units, each holds a few of the best rows at most, and a walk of 64 per
+///   unit made the approximate search cost ~64 rows' walk times the units. At 600k
+///   clustered 384-d vectors (14 units, depth 100, `tests/ann_recall.rs`'s sweep) a floor of
+///   16 kept recall@10 at 1.000 and took 0.58 ms a query against 0.90 ms with 64.
+///
+/// ```
+/// use cairn_index::view::ann_floor;
+/// assert_eq!([1, 2, 4, 5, 9, 10, 30].map(ann_floor), [64, 32, 32, 21, 21, 16, 16]);
+/// ```
+pub fn ann_floor(units: usize) -> usize {
+    let units = units.max(1);
+    let root = units.isqrt();
+    let root = if root * root < units { root + 1 } else { root };
+    (64 / root).max(16)
 }
 
 /// The result of a dense search.

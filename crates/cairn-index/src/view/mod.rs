@@ -26,7 +26,7 @@ use cairn_core::level::key_level;
 use cairn_core::{codec, Edge, Hash, Node, NodeId, Value};
 use parking_lot::Mutex;
 
-pub use dense::{ann_ef, AnnOptions, BaseUnit, DenseSearch, DenseView, ANN_MIN_ROWS, EXACT_SCAN_ROWS};
+pub use dense::{ann_ef, ann_floor, AnnOptions, BaseUnit, DenseSearch, DenseView, ANN_MIN_ROWS, EXACT_SCAN_ROWS};
 pub use edges::{AdjacentEdge, EdgeView};
 pub use filter::{Filter, FilterPart};
 pub use postings::TextUnit;
