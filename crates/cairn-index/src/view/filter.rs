@@ -1,8 +1,10 @@
 //! [`Filter`]: a set of a commit's ordinals, held per chunk (local ordinals), so gates are
-//! built and intersected chunk by chunk without ever materialising a global bitmap.
+//! built and intersected chunk by chunk; the lanes that test postings against it read one
+//! flat bitset of the admitted ordinals ([`Filter::bits`]), made once per filter value.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use rayon::prelude::*;
 use roaring::RoaringBitmap;
 
 use crate::chunk::Local;
@@ -54,6 +56,10 @@ pub struct Filter {
     /// model's row list) can be taken over too. Cleared by any change to `parts`; never
     /// part of the filter's value (equality ignores it).
     pub(crate) origin: Option<Arc<Vec<FilterPart>>>,
+    /// The admitted ordinals as one bit per ordinal ([`Filter::bits`]), made on first use
+    /// and shared by clones (a memoised gate's clones reuse it); replaced by any change to
+    /// `parts`.
+    pub(crate) bits: Arc<OnceLock<Vec<u64>>>,
 }
 
 /// Equality of the admitted ordinals' representation (the origin is a memo key).
@@ -71,6 +77,7 @@ impl Filter {
             offsets,
             parts: Arc::new(vec![FilterPart::All; n]),
             origin: None,
+            bits: Arc::default(),
         }
     }
 
@@ -81,6 +88,7 @@ impl Filter {
             offsets,
             parts: Arc::new(parts),
             origin: None,
+            bits: Arc::default(),
         }
     }
 
@@ -98,15 +106,64 @@ impl Filter {
             offsets,
             parts: Arc::new(parts.into_iter().map(|p| FilterPart::Some(Arc::new(p))).collect()),
             origin: None,
+            bits: Arc::default(),
         }
     }
 
     /// Keeps only what `other` also admits (both of the same view).
     pub fn intersect(&mut self, other: &Filter) {
         self.origin = None;
+        self.bits = Arc::default();
         for (a, b) in Arc::make_mut(&mut self.parts).iter_mut().zip(other.parts.iter()) {
             a.intersect(b);
         }
+    }
+
+    /// The admitted ordinals as a bitset, bit `o % 64` of word `o / 64` for ordinal `o`
+    /// (see [`admits`]): built once per filter value from its parts, then shared by its
+    /// clones. A lane that tests postings against the filter chunk by chunk otherwise
+    /// follows each chunk's bitmap through three pointers (at 1M nodes, a fifth of a
+    /// hybrid query's time); the bitset is an eighth of a byte per node (125 KiB at 1M).
+    pub(crate) fn bits(&self) -> &[u64] {
+        self.bits.get_or_init(|| self.make_bits(BITS_PIECE))
+    }
+
+    /// The bits of [`Filter::bits`], in pieces of `piece` words built in parallel, each
+    /// from the chunks its ordinals fall in (a chunk across a piece boundary is read by
+    /// both, each setting its own bits): the same bits for any thread count and piece.
+    fn make_bits(&self, piece: usize) -> Vec<u64> {
+        let n = self.offsets.last().copied().unwrap_or(0);
+        let words = (n as usize).div_ceil(64);
+        let pieces: Vec<Vec<u64>> = (0..words.div_ceil(piece))
+            .into_par_iter()
+            .map(|p| {
+                let w0 = p * piece;
+                let w1 = (w0 + piece).min(words);
+                let (o0, o1) = ((w0 * 64) as Ordinal, (w1 as u64 * 64).min(u64::from(n)) as Ordinal);
+                let mut out = vec![0u64; w1 - w0];
+                let mut set = |o: Ordinal| {
+                    let i = (o >> 6) as usize - w0;
+                    out[i] |= 1u64 << (o & 63);
+                };
+                let mut c = chunk_of(&self.offsets, o0);
+                while c < self.parts.len() && self.offsets[c] < o1 {
+                    let (base, end) = (self.offsets[c], self.offsets[c + 1]);
+                    let (from, to) = (base.max(o0), end.min(o1));
+                    match &self.parts[c] {
+                        FilterPart::All => (from..to).for_each(&mut set),
+                        FilterPart::Some(b) => b
+                            .iter()
+                            .map(|l| base + l)
+                            .skip_while(|&o| o < from)
+                            .take_while(|&o| o < to)
+                            .for_each(&mut set),
+                    }
+                    c += 1;
+                }
+                out
+            })
+            .collect();
+        pieces.concat()
     }
 
     /// True if the filter admits `ordinal`.
@@ -157,7 +214,54 @@ impl Filter {
     }
 }
 
+/// Words of [`Filter::bits`] one task builds (262,144 ordinals).
+const BITS_PIECE: usize = 4096;
+
+/// True if `bits` ([`Filter::bits`]) admits `ordinal` (false past its end).
+#[inline]
+pub(crate) fn admits(bits: &[u64], ordinal: Ordinal) -> bool {
+    bits.get((ordinal >> 6) as usize)
+        .is_some_and(|w| w >> (ordinal & 63) & 1 == 1)
+}
+
 /// The chunk holding `ordinal` (`offsets` increasing, `offsets[0] = 0`).
 pub(crate) fn chunk_of(offsets: &[Ordinal], ordinal: Ordinal) -> usize {
     offsets.partition_point(|&o| o <= ordinal).saturating_sub(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bits equal `contains` for every ordinal, whatever the piece size (pieces cutting
+    /// through chunks, chunks of every kind, empty chunks).
+    #[test]
+    fn bits_match_contains() {
+        let sizes = [0u32, 5, 64, 1, 130, 0, 77, 200, 3, 64, 64, 9];
+        let mut offsets = vec![0 as Ordinal];
+        for s in sizes {
+            offsets.push(offsets.last().unwrap() + s);
+        }
+        let offsets: Arc<[Ordinal]> = offsets.into();
+        let parts: Vec<FilterPart> = sizes
+            .iter()
+            .enumerate()
+            .map(|(c, &s)| match c % 3 {
+                0 => FilterPart::All,
+                1 => FilterPart::Some(Arc::new((0..s).filter(|l| l % 3 != 1).collect())),
+                _ => FilterPart::Some(Arc::new(RoaringBitmap::new())),
+            })
+            .collect();
+        let f = Filter::from_parts(Arc::clone(&offsets), parts);
+        let n = *offsets.last().unwrap();
+        let want: Vec<bool> = (0..n).map(|o| f.contains(o)).collect();
+        for piece in [1, 2, 3, 7, BITS_PIECE] {
+            let bits = f.make_bits(piece);
+            assert_eq!(bits.len(), (n as usize).div_ceil(64));
+            let got: Vec<bool> = (0..n).map(|o| admits(&bits, o)).collect();
+            assert_eq!(got, want, "piece {piece}");
+            assert!(!admits(&bits, n + 64), "past the end");
+        }
+        assert_eq!(f.bits(), f.make_bits(1).as_slice());
+    }
 }

@@ -17,8 +17,9 @@ use rayon::prelude::*;
 use crate::chunk::Local;
 use crate::error::IndexError;
 use crate::hit::{top_k_vec, Hit};
+use crate::view::filter::admits;
 use crate::view::push_chunk_hits;
-use crate::view::{CommitIndexes, Filter, FilterPart};
+use crate::view::{CommitIndexes, Filter};
 
 /// Above this many postings per parallel piece, a query's chunks are scored in ranges at
 /// once.
@@ -59,7 +60,8 @@ impl CommitIndexes {
         let Some(dir) = self.sparse_dirs.get(model) else {
             return Err(IndexError::NotLoaded(format!("sparse:{model}")));
         };
-        let admits = |c: usize| !filter.is_some_and(|f| f.part(c).is_none());
+        let bits = filter.map(Filter::bits);
+        let admits_any = |c: usize| !filter.is_some_and(|f| f.part(c).is_none());
         // (chunk, query dimension, postings).
         type Found<'p> = (u32, u32, &'p [(Local, f32)]);
         let mut found: Vec<Found> = Vec::new();
@@ -74,7 +76,7 @@ impl CommitIndexes {
                 .iter()
                 .filter_map(|&c| Some((c as usize, parts[c as usize].as_ref()?.postings(*dim))));
             for (c, l) in base.chain(overlay) {
-                if !l.is_empty() && admits(c) {
+                if !l.is_empty() && admits_any(c) {
                     found.push((c as u32, i as u32, l));
                 }
             }
@@ -87,29 +89,18 @@ impl CommitIndexes {
             let mut hits = Vec::new();
             let mut sums: Vec<f64> = Vec::new();
             let mut touched: Vec<Local> = Vec::new();
-            // The chunk's filter part as bits (a roaring lookup per posting costs more
-            // than the posting).
-            let mut admitted: Vec<u64> = Vec::new();
             for group in groups {
                 let c = group[0].0 as usize;
                 let n = self.chunks[c].len();
-                let gated = match filter.map(|f| f.part(c)) {
-                    Some(FilterPart::Some(b)) => {
-                        admitted.clear();
-                        admitted.resize(n.div_ceil(64), 0);
-                        for l in b.iter().filter(|&l| (l as usize) < n) {
-                            admitted[l as usize / 64] |= 1 << (l % 64);
-                        }
-                        true
-                    }
-                    Some(FilterPart::All) | None => false,
-                };
+                let base = self.offset(c);
                 sums.clear();
                 sums.resize(n, f64::NAN);
                 for &(_, i, list) in *group {
                     let qw = query.values[i as usize];
                     for &(l, w) in list {
-                        if gated && admitted.get(l as usize / 64).is_none_or(|b| b >> (l % 64) & 1 == 0) {
+                        // The filter's bitset (a roaring lookup per posting costs more
+                        // than the posting).
+                        if bits.is_some_and(|bits| !admits(bits, base + l)) {
                             continue;
                         }
                         let slot = &mut sums[l as usize];

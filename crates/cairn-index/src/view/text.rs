@@ -44,6 +44,7 @@ use crate::dense::prefetch::prefetch;
 use crate::error::IndexError;
 use crate::hit::{top_k_vec, Hit, TopK};
 use crate::unit_text::UnitText;
+use crate::view::filter::admits;
 use crate::view::push_chunk_hits;
 use crate::view::{CommitIndexes, Filter, FilterPart};
 
@@ -170,6 +171,7 @@ impl CommitIndexes {
                 Some(*acc)
             })
             .collect();
+        let bits = filter.map(Filter::bits);
         // The best `k` of the documents in chunks `range` (MaxScore within the range: its
         // own bar, so ranges are independent).
         let scan = |range: std::ops::Range<u32>| -> Vec<Hit> {
@@ -179,7 +181,6 @@ impl CommitIndexes {
             let mut pos: Vec<usize> = at.iter().map(|e| e.partition_point(|x| x.0 < range.start)).collect();
             let mut lists: Vec<&[Posting]> = vec![&[]; nt];
             let mut candidates: Vec<Local> = Vec::new();
-            let mut mask: Vec<u64> = Vec::new();
             // Each step: the next chunk holding an essential term.
             while let Some(c) = (0..nt)
                 .filter(|&i| essential[i])
@@ -187,7 +188,6 @@ impl CommitIndexes {
                 .filter(|&c| c < range.end)
                 .min()
             {
-                let fpart = filter.map(|f| f.part(c as usize));
                 for i in 0..nt {
                     let entries = &at[i];
                     while pos[i] < entries.len() && entries[pos[i]].0 < c {
@@ -208,37 +208,20 @@ impl CommitIndexes {
                         prefetch(&next[..next.len().min(16)]);
                     }
                 }
-                if fpart.is_some_and(FilterPart::is_none) {
-                    continue;
-                }
-                // Candidates: the documents of the essential terms' lists, in the filter (read
-                // from a bitmask of the chunk's admitted locals, so documents the filter drops
-                // are never sorted).
+                // Candidates: the documents of the essential terms' lists, in the filter (its
+                // bitset, so documents the filter drops are never sorted; a chunk it admits
+                // nothing of gives none).
+                let base = self.offset(c as usize);
                 candidates.clear();
-                match fpart {
-                    Some(FilterPart::Some(b)) => {
-                        mask.clear();
-                        mask.resize(self.chunks[c as usize].len().div_ceil(64), 0);
-                        for l in b.iter() {
-                            if let Some(w) = mask.get_mut((l >> 6) as usize) {
-                                *w |= 1u64 << (l & 63);
-                            }
-                        }
-                        let admitted =
-                            |l: &Local| mask.get((l >> 6) as usize).is_some_and(|w| w & (1u64 << (l & 63)) != 0);
-                        for i in (0..nt).filter(|&i| essential[i]) {
-                            candidates.extend(lists[i].iter().map(|p| p.local()).filter(admitted));
-                        }
-                    }
-                    _ => {
-                        for i in (0..nt).filter(|&i| essential[i]) {
-                            candidates.extend(lists[i].iter().map(|p| p.local()));
-                        }
+                for i in (0..nt).filter(|&i| essential[i]) {
+                    let locals = lists[i].iter().map(|p| p.local());
+                    match bits {
+                        Some(bits) => candidates.extend(locals.filter(|&l| admits(bits, base + l))),
+                        None => candidates.extend(locals),
                     }
                 }
                 candidates.sort_unstable();
                 candidates.dedup();
-                let base = self.offset(c as usize);
                 for &l in &candidates {
                     let dl = f64::from(post.doc_len(c as usize, l));
                     let mut sum = 0.0f64;
