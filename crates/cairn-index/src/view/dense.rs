@@ -56,6 +56,7 @@ use crate::error::IndexError;
 use crate::hit::{top_k_vec, Hit, Ordinal, TopK};
 use crate::hnsw::Reach;
 use crate::unit::UnitGraph;
+use crate::view::filter::admits;
 use crate::view::{CommitIndexes, Filter, FilterPart};
 
 /// Searches over at most this many rows score every row exactly (no estimate phase).
@@ -733,6 +734,21 @@ impl CommitIndexes {
         let q = QueryCodes::new(query);
         // Per unit: the rows a walk found (to rescore), or the unit's rows in the filter (to
         // scan exactly); the flag says which.
+        // Under a filter: its rows (the exact lane's list, remembered per filter) and where
+        // each chunk's start in it, so that a unit counts and lists its rows in the filter
+        // from its chunks' stretches instead of reading each chunk's bitmap; and the
+        // filter's bitset, which a walk tests the rows it may return against.
+        let gated: Option<(Arc<[Row]>, Vec<u32>, &[u64])> = filter.map(|f| {
+            let rows = self.filtered_rows(view, Some(f));
+            let mut starts = vec![0u32; view.parts.len() + 1];
+            for &(c, _) in rows.iter() {
+                starts[c as usize + 1] += 1;
+            }
+            for c in 1..starts.len() {
+                starts[c] += starts[c - 1];
+            }
+            (rows, starts, f.bits())
+        });
         let search_unit = |u: &UnitRef| -> (Vec<Row>, bool) {
             // The unit's rows the view has, in the filter, chunk by chunk, in order (listed
             // only when the unit is scanned, or to count them under a filter).
@@ -740,22 +756,30 @@ impl CommitIndexes {
                 let mut rows: Vec<Row> = Vec::new();
                 for c in u.chunks.iter().flatten() {
                     let c = *c as usize;
-                    if let Some(p) = view.part(c) {
-                        push_rows(c, p, filter.map(|f| f.part(c)), &mut rows);
+                    match &gated {
+                        Some((listed, starts, _)) => {
+                            rows.extend_from_slice(&listed[starts[c] as usize..starts[c + 1] as usize]);
+                        }
+                        None => {
+                            if let Some(p) = view.part(c) {
+                                push_rows(c, p, None, &mut rows);
+                            }
+                        }
                     }
                 }
                 rows
             };
             let n = u.graph.len() as usize;
-            let (listed, admitted) = match filter {
-                Some(_) => {
-                    let rows = in_filter();
-                    let len = rows.len();
-                    (Some(rows), len)
-                }
-                None => (None, u.live_rows),
+            let admitted = match &gated {
+                Some((_, starts, _)) => u
+                    .chunks
+                    .iter()
+                    .flatten()
+                    .map(|&c| (starts[c as usize + 1] - starts[c as usize]) as usize)
+                    .sum(),
+                None => u.live_rows,
             };
-            let scan = move || listed.unwrap_or_else(in_filter);
+            let scan = in_filter;
             // The walk's ef: as given, else the depth's, raised to what the graph's own
             // measurement needs; a graph that reaches no ef is not walked.
             let ef = match (options.ef, u.graph.reach()) {
@@ -778,12 +802,12 @@ impl CommitIndexes {
             };
             let accept = |g: u32| {
                 let (i, r) = own(g);
-                match (u.chunks[i], filter) {
+                match (u.chunks[i], &gated) {
                     (None, _) => false,
                     (Some(_), None) => true,
-                    (Some(c), Some(f)) => u.parts[i]
+                    (Some(c), Some((_, _, bits))) => u.parts[i]
                         .as_ref()
-                        .is_some_and(|p| f.part(c as usize).contains(p.rows()[r])),
+                        .is_some_and(|p| admits(bits, self.offset(c as usize) + p.rows()[r])),
                 }
             };
             let dist = |g: u32| {
