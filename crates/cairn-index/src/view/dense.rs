@@ -441,6 +441,10 @@ impl DenseView {
 /// A row of a dense view: `(chunk, row in the chunk's part)`.
 pub(crate) type Row = (u32, u32);
 
+/// A gated approximate search's view of its filter: the rows in it, where each chunk's
+/// start in them, and its bitset.
+type Gated<'f> = (Arc<[Row]>, Vec<u32>, &'f [u64]);
+
 /// Appends the rows of chunk `c`'s `part` admitted by `filter` to `out`, in row order.
 pub(crate) fn push_rows(c: usize, part: &DenseChunk, filter: Option<&FilterPart>, out: &mut Vec<Row>) {
     let c = c as u32;
@@ -738,7 +742,7 @@ impl CommitIndexes {
         // each chunk's start in it, so that a unit counts and lists its rows in the filter
         // from its chunks' stretches instead of reading each chunk's bitmap; and the
         // filter's bitset, which a walk tests the rows it may return against.
-        let gated: Option<(Arc<[Row]>, Vec<u32>, &[u64])> = filter.map(|f| {
+        let gated: Option<Gated> = filter.map(|f| {
             let rows = self.filtered_rows(view, Some(f));
             let mut starts = vec![0u32; view.parts.len() + 1];
             for &(c, _) in rows.iter() {
