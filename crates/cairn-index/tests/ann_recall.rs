@@ -106,6 +106,16 @@ fn recall(ix: &CommitIndexes, queries: &[Vec<f32>], k: usize, options: &AnnOptio
     sum / queries.len() as f64
 }
 
+/// The default settings, but every unit's graph walked wherever its reach allows (no unit
+/// scanned for being small or for its gated rows being few).
+fn walk_every_graph() -> AnnOptions {
+    AnnOptions {
+        min_unit_rows: 0,
+        exact_scan_factor: 0,
+        ..AnnOptions::default()
+    }
+}
+
 fn check(shape: Shape, n: usize, dim: usize) {
     let data = vectors(shape, n, dim, 11);
     let queries = vectors(shape, 50, dim, 99);
@@ -114,13 +124,8 @@ fn check(shape: Shape, n: usize, dim: usize) {
     let reach: Vec<Reach> = (0..units)
         .map(|u| ix.dense("m").unwrap().unit_graph(u).unwrap().reach())
         .collect();
-    // The graphs wherever their reach allows (no unit scanned for being small), with the
-    // ef a query gets by default.
-    let options = AnnOptions {
-        min_unit_rows: 0,
-        exact_scan_factor: 0,
-        ..AnnOptions::default()
-    };
+    // The graphs wherever their reach allows, with the ef a query gets by default.
+    let options = walk_every_graph();
     let r = recall(&ix, &queries, 10, &options);
     eprintln!("{shape:?} n={n} dim={dim}: {units} unit(s), reach {reach:?}, recall@10 {r:.4}");
     // These sets are navigable: the graphs are walked, not scanned.
@@ -154,12 +159,7 @@ fn several_units_walked_with_the_lower_floor() {
         assert!(units >= 2, "{units} unit(s)");
         assert!(cairn_index::view::ann_floor(units) < 64);
         let queries = vectors(shape, 50, 16, 99);
-        let options = AnnOptions {
-            min_unit_rows: 0,
-            exact_scan_factor: 0,
-            ..AnnOptions::default()
-        };
-        let r = recall(&ix, &queries, 10, &options);
+        let r = recall(&ix, &queries, 10, &walk_every_graph());
         eprintln!("{shape:?} n={n} dim=16: {units} units, recall@10 {r:.4}");
         assert!(r >= 0.95, "{shape:?}: recall@10 {r:.4} < 0.95");
     }
@@ -195,11 +195,7 @@ fn gated_search_over_several_units() {
         exact_scan_factor: usize::MAX,
         ..AnnOptions::default()
     };
-    let walked = AnnOptions {
-        min_unit_rows: 0,
-        exact_scan_factor: 0,
-        ..AnnOptions::default()
-    };
+    let walked = walk_every_graph();
     let mut overlap = 0.0;
     for q in &queries {
         let exact = ix.dense_search("m", q, 10, Some(&gate)).unwrap().hits;
