@@ -29,9 +29,10 @@
 //!
 //! Each unit (a content-defined run of chunks, `unit.rs`) has an HNSW graph over its
 //! vectors; the search asks every unit's graph for its best `ef` rows in the filter
-//! ([`ann_ef`], raised to the graph's measured reach), and keeps the best `k` of them, with the rows of scanned units and of chunks no
-//! unit covers, by one exact search over them all (its bounds first, so only rows that
-//! may win are rescored: one bar for every candidate). A unit is scanned
+//! ([`ann_ef`], raised to the graph's measured reach), and keeps the best `k` of them,
+//! with the rows of scanned units and of chunks no unit covers, by one exact search over
+//! them all (its bounds first, so only rows that may win are rescored: one bar for every
+//! candidate). A unit is scanned
 //! exactly instead when it has fewer than [`ANN_MIN_ROWS`] vectors or when the filter
 //! keeps at most `64·ef` of its rows (a filtered walk visits about `ef / selectivity`
 //! rows, more than such a scan reads) — decisions that depend only on counts, never on
@@ -130,9 +131,10 @@ pub fn ann_ef(depth: usize, units: usize) -> usize {
 /// * One unit keeps 64: with 32, Cranfield and CISI keep recall@10 ≥ 0.995 but the Vaswani
 ///   acceptance set drops to 0.989 (`tests/eval_dense.rs`).
 /// * With many units, each holds a few of the best rows at most, and a walk of 64 per
-///   unit made the approximate search cost ~64 rows' walk times the units. At 600k
-///   clustered 384-d vectors (14 units, depth 100, `tests/ann_recall.rs`'s sweep) a floor of
-///   16 kept recall@10 at 1.000 and took 0.58 ms a query against 0.90 ms with 64.
+///   unit made the approximate search cost ~64 rows' walk times the units. Measured once
+///   (README, session 23) at 600k clustered 384-d vectors (14 units, depth 100): a floor of
+///   16 kept recall@10 at 1.000 and took 0.58 ms a query against 0.90 ms with 64; in the
+///   1M bench (30 units), 2.2 against 2.6 ms at recall@10 0.9855 against 0.9880.
 ///
 /// ```
 /// use cairn_index::view::ann_floor;
@@ -736,8 +738,6 @@ impl CommitIndexes {
         }
         let base_ef = ann_ef(k, units.len());
         let q = QueryCodes::new(query);
-        // Per unit: the rows a walk found (to rescore), or the unit's rows in the filter (to
-        // scan exactly); the flag says which.
         // Under a filter: its rows (the exact lane's list, remembered per filter) and where
         // each chunk's start in it, so that a unit counts and lists its rows in the filter
         // from its chunks' stretches instead of reading each chunk's bitmap; and the
@@ -753,6 +753,8 @@ impl CommitIndexes {
             }
             (rows, starts, f.bits())
         });
+        // Per unit: the rows a walk found (to rescore), or the unit's rows in the filter (to
+        // scan exactly); the flag says which.
         let search_unit = |u: &UnitRef| -> (Vec<Row>, bool) {
             // The unit's rows the view has, in the filter, chunk by chunk, in order (listed
             // only when the unit is scanned, or to count them under a filter).
