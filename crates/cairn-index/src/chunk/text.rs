@@ -132,7 +132,8 @@ fn inline_key(s: &[u8], big_endian: bool) -> u128 {
 /// term id, so a token costs one hash lookup (of an inline key, for tokens of up to
 /// [`INLINE`] bytes: no pointer to follow). Stemming is a pure function of the token, so
 /// the memo changes speed, never output. It also keeps the scratch buffers of a chunk's
-/// build, so a build allocates only what it returns.
+/// build that grow with its texts (occurrences, documents, the lowercased text), so a
+/// build allocates little beyond what it returns.
 #[derive(Default)]
 struct Vocabulary {
     /// Lowercased token of at most [`INLINE`] bytes (its little-endian [`inline_key`]) →
@@ -305,17 +306,10 @@ impl TextChunk {
                 // `TF_LIMIT − 1`. Chunks never exceed `MAX_CHUNK_KEYS` nodes (the chunking
                 // rule).
                 let group = &docs[at[lid as usize] as usize..at[lid as usize + 1] as usize];
-                let mut i = 0;
-                while i < group.len() {
-                    let local = group[i];
-                    let mut j = i + 1;
-                    while j < group.len() && group[j] == local {
-                        j += 1;
-                    }
-                    debug_assert!((local as usize) < MAX_CHUNK_KEYS);
+                for run in group.chunk_by(|a, b| a == b) {
+                    debug_assert!((run[0] as usize) < MAX_CHUNK_KEYS);
                     out.posts
-                        .extend(Posting::new(local, ((j - i) as u32).min(TF_LIMIT - 1)));
-                    i = j;
+                        .extend(Posting::new(run[0], (run.len() as u32).min(TF_LIMIT - 1)));
                 }
                 out.starts.push(out.posts.len() as u32);
             }
