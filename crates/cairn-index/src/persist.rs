@@ -712,10 +712,11 @@ fn dense_head<'a>(bytes: &'a [u8], key: &Hash) -> Result<(String, u32, DenseHead
         .chunks_exact(4)
         .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect();
-    let codes: Vec<i8> = r.take(rows * dim)?.iter().map(|&b| b as i8).collect();
-    if codes.contains(&i8::MIN) {
+    let raw = r.take(rows * dim)?;
+    if has_code_min(raw) {
         return Err(bad("an int8 code of -128"));
     }
+    let codes: Vec<i8> = raw.iter().map(|&b| b as i8).collect();
     let covered = r.at;
     if crc32fast::hash(&bytes[..covered]) != r.u32()? {
         return Err(bad("the head fails its checksum"));
@@ -730,6 +731,15 @@ fn dense_head<'a>(bytes: &'a [u8], key: &Hash) -> Result<(String, u32, DenseHead
         crcs,
     };
     Ok((model, n, head, r))
+}
+
+/// True if any of `codes` (int8 codes as bytes) is −128, which no quantisation makes. A
+/// branch-free reduction per block, which the compiler vectorises: a cold view checks
+/// every code it loads (384 MB at 1M 384-d rows), where `contains` scanned a byte at a time.
+fn has_code_min(codes: &[u8]) -> bool {
+    codes
+        .chunks(4096)
+        .any(|block| block.iter().fold(0u8, |acc, &b| acc | u8::from(b == i8::MIN as u8)) != 0)
 }
 
 /// Decodes an edge chunk stored under `key`.

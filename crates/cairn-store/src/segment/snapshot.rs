@@ -71,6 +71,23 @@ pub(super) struct Snapshot {
     keys: usize,
     /// Sum of the entries' value lengths.
     value_bytes: u64,
+    /// The first 8 bytes (big endian, zero-padded) of every [`FENCE`]th entry's key: a
+    /// lookup narrows to one block of entries here, in one small array, before it reads
+    /// any entry — a binary search over all the entries cost two cache misses (the entry,
+    /// then its key) at each of ~17 steps at 100k keys.
+    fence: Vec<u64>,
+}
+
+/// Entries per block of [`Snapshot::lower`]'s first search.
+const FENCE: usize = 64;
+
+/// A key's first 8 bytes as one big-endian number, zero-padded: never decreasing in the
+/// key's byte order.
+fn prefix8(key: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = key.len().min(8);
+    b[..n].copy_from_slice(&key[..n]);
+    u64::from_be_bytes(b)
 }
 
 /// The snapshot file of the log in `dir`.
@@ -179,6 +196,7 @@ impl Snapshot {
             count,
             keys,
             value_bytes: 0,
+            fence: Vec::with_capacity(count.div_ceil(FENCE)),
         };
         // Covered segment of each id from the first: a table (ids are dense), the
         // check of every entry's segment one load.
@@ -213,6 +231,10 @@ impl Snapshot {
             next_key = key_at + key_len;
             if i > 0 && !increasing(snap.key(i - 1), snap.key(i)) {
                 return None;
+            }
+            if i % FENCE == 0 {
+                let p = prefix8(snap.key(i));
+                snap.fence.push(p);
             }
             let loc = snap.loc(i);
             let s = slot_of(loc.segment)?;
@@ -281,9 +303,15 @@ impl Snapshot {
         (i < self.count && self.key(i) == key).then(|| self.loc(i))
     }
 
-    /// The first entry whose key is not below `key`.
+    /// The first entry whose key is not below `key`: the blocks of [`Snapshot::fence`]
+    /// whose first keys' prefixes bracket `key`'s, then a binary search within them.
     fn lower(&self, key: &[u8]) -> usize {
-        let (mut lo, mut hi) = (0, self.count);
+        let p = prefix8(key);
+        // Every block before the last whose first prefix is below `p` starts below `key`;
+        // the first block whose first prefix is above `p` starts above it.
+        let below = self.fence.partition_point(|&f| f < p);
+        let above = self.fence.partition_point(|&f| f <= p);
+        let (mut lo, mut hi) = (below.saturating_sub(1) * FENCE, (above * FENCE).min(self.count));
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             if self.key(mid) < key {
@@ -434,6 +462,50 @@ mod tests {
         write(dir.path(), &[(1, 100, 60)], unordered.into_iter()).unwrap();
         assert!(Snapshot::read(dir.path()).is_none());
         assert!(write(dir.path(), &[(1, 100, 60)], [(&b"a"[..], loc(9, 0))].into_iter()).is_err());
+    }
+
+    /// Lookups through the fence agree with a sorted list over many blocks: keys sharing
+    /// long prefixes (whole blocks of one 8-byte prefix), keys shorter than 8 bytes and
+    /// prefixes of one another, and probes between, before and after them all.
+    #[test]
+    fn fenced_lookups_equal_a_sorted_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        for i in 0..700u32 {
+            keys.push(format!("ck/{:08x}", i.wrapping_mul(2_654_435_761)).into_bytes());
+            keys.push(format!("ck/same-8b/{i:05}").into_bytes());
+        }
+        for i in 0..40u32 {
+            keys.push(format!("k{i}").into_bytes());
+            keys.push(vec![b'z'; 1 + i as usize]);
+        }
+        keys.sort();
+        keys.dedup();
+        let locs: Vec<Loc> = (0..keys.len()).map(|i| loc(1, 20 * i as u64)).collect();
+        let total = 20 * keys.len() as u64;
+        write(
+            dir.path(),
+            &[(1, total, total)],
+            keys.iter().zip(&locs).map(|(k, l)| (&k[..], *l)),
+        )
+        .unwrap();
+        let snap = Snapshot::read(dir.path()).unwrap();
+        assert!(snap.fence.len() > 20, "many blocks");
+        for (k, l) in keys.iter().zip(&locs) {
+            assert_eq!(snap.get(k), Some(*l), "{}", String::from_utf8_lossy(k));
+        }
+        let mut probes: Vec<Vec<u8>> = vec![Vec::new(), b"a".to_vec(), b"ck/".to_vec(), vec![0xff; 9]];
+        for k in &keys {
+            let mut longer = k.clone();
+            longer.push(0);
+            probes.push(longer);
+            probes.push(k[..k.len() - 1].to_vec());
+        }
+        for p in &probes {
+            let expect = keys.partition_point(|k| k < p);
+            assert_eq!(snap.lower(p), expect, "{}", String::from_utf8_lossy(p));
+            assert_eq!(snap.get(p).is_some(), keys.binary_search(p).is_ok());
+        }
     }
 }
 
