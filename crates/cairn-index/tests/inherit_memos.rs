@@ -1,7 +1,8 @@
 //! A view assembled from a donor takes over the donor's remembered label gates and dense
 //! row lists for the chunks the two share (`view/inherit.rs`). Whatever it takes over, its
-//! gates equal a fresh view's part for part, and its gated dense searches equal a fresh
-//! view's hit for hit, over random edits (label changes, inserts, deletions) in a row.
+//! gates equal a fresh view's part for part, and its gated dense and BM25 searches (the
+//! latter through the gate's bitset, copied from the donor's) equal a fresh view's hit for
+//! hit, over random edits (label changes, inserts, deletions) in a row.
 
 use std::sync::Arc;
 
@@ -16,7 +17,8 @@ fn node(i: u64, version: u64) -> (Hash, Node) {
     let id = NodeId::new(format!("n{i:05}")).unwrap();
     let mix = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ version.wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
     let v: Vec<f32> = (0..DIM).map(|d| ((mix >> (d * 7)) % 97) as f32 / 48.0 - 1.0).collect();
-    let mut n = Node::new(id.clone()).with_embedding("m", v);
+    let text = format!("w{} w{} w{}", mix % 7, (mix >> 4) % 5, (mix >> 9) % 11);
+    let mut n = Node::new(id.clone()).with_embedding("m", v).with_text(text);
     n = n.with_label(LABELS[(mix % 3) as usize]);
     if mix.is_multiple_of(5) {
         n = n.with_label(LABELS[((mix >> 8) % 3) as usize]);
@@ -48,6 +50,8 @@ fn derive(donor: &CommitIndexes, fresh: &CommitIndexes) -> CommitIndexes {
         .map(|(i, d)| d.map_or_else(|| fd.part(i).cloned(), |j| dd.part(j).cloned()))
         .collect();
     view.set_dense_from("m", parts, Some((donor, &from_donor))).unwrap();
+    // BM25 postings are a function of the chunks: the fresh view's serve.
+    view.set_text(fresh.chunk_texts().unwrap().unwrap()).unwrap();
     view
 }
 
@@ -79,8 +83,11 @@ proptest! {
         let mut donor = CommitIndexes::build(Hash::ZERO, &params, &list(&nodes), &[]);
         let query: Vec<f32> = (0..DIM).map(|d| d as f32 / 4.0 - 1.0).collect();
         // The first view remembers every gate and its row list.
+        // Its BM25 lane makes each gate's bitset, which the next view's derived gates copy
+        // for the chunks they share.
         for g in gates(&donor) {
             donor.dense_search("m", &query, 10, Some(&g)).unwrap();
+            donor.text_search("w1 w3 w4", 10, Some(&g)).unwrap();
         }
         for round in 0..rounds {
             for (e, (i, op)) in edits.iter().enumerate() {
@@ -101,6 +108,11 @@ proptest! {
             let b = fresh.dense_search("m", &query, 25, Some(want)).unwrap();
             prop_assert_eq!(&a.hits, &b.hits);
             prop_assert_eq!(a.rescored, b.rescored);
+            // The BM25 lane reads the gate as a bitset: derived from the donor's, it admits
+            // what the fresh view's admits.
+            let a = next.text_search("w1 w3 w4", 25, Some(got)).unwrap();
+            let b = fresh.text_search("w1 w3 w4", 25, Some(want)).unwrap();
+            prop_assert_eq!(a, b);
             donor = next;
         }
     }

@@ -25,12 +25,10 @@
 use std::sync::Arc;
 
 use super::dense::{push_rows, DenseView, Row, ROWS_MEMO, ROWS_MEMO_ROWS};
-use super::filter::{Filter, FilterPart};
+use super::filter::{BitsDonor, Filter, FilterPart, NEW};
 use super::{CommitIndexes, LABEL_MEMO};
 use crate::chunk::NodeChunk;
-
-/// In a chunk map: a chunk the mapped-to view does not have.
-const NEW: u32 = u32::MAX;
+use crate::hit::Ordinal;
 
 /// `to_older[to_mid[i]]` for each chunk `i` (a chunk new at either step is new).
 fn compose(to_mid: &[u32], to_older: &[u32]) -> Arc<[u32]> {
@@ -73,6 +71,9 @@ struct PendingGate {
     labels: Vec<String>,
     /// The older view's parts.
     parts: Arc<Vec<FilterPart>>,
+    /// The older view's chunk offsets and the gate's bits there (when made).
+    offsets: Arc<[Ordinal]>,
+    bits: Arc<std::sync::OnceLock<Vec<u64>>>,
     /// This view's chunk `i` is the older view's chunk `map[i]` ([`NEW`]: none).
     map: Arc<[u32]>,
 }
@@ -95,6 +96,8 @@ impl InheritedGates {
                 all: *all,
                 labels: labels.clone(),
                 parts: Arc::clone(&f.parts),
+                offsets: Arc::clone(&f.offsets),
+                bits: Arc::clone(&f.bits),
                 map: Arc::clone(&direct),
             })
             .collect();
@@ -139,6 +142,11 @@ impl InheritedGates {
             .collect();
         let mut f = Filter::from_parts(Arc::clone(&view.offsets), parts);
         f.origin = Some(Arc::clone(&p.parts));
+        f.bits_donor = Some(BitsDonor {
+            offsets: Arc::clone(&p.offsets),
+            bits: Arc::clone(&p.bits),
+            map: Arc::clone(&p.map),
+        });
         Some(f)
     }
 }
