@@ -226,6 +226,14 @@ pub trait Store: Send + Sync + 'static {
     /// Makes every write that has returned durable.
     fn flush(&self) -> Result<(), StoreError>;
 
+    /// Writes out the derived values this backend still holds in its own memory, so a
+    /// large index build does not pile them up there (sled held ~2 GiB beyond a 325 MiB
+    /// build without it). **Not** a durability point: derived data is a cache, rebuilt
+    /// when lost. Default: [`Store::flush`].
+    fn flush_derived(&self) -> Result<(), StoreError> {
+        self.flush()
+    }
+
     /// Makes every object written so far durable: what a commit needs before its ref
     /// moves, on the path whose latency matters. Derived data (a cache) and the ref log may
     /// be synced later, by [`Store::flush`]. The default flushes everything.
