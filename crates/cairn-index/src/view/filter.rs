@@ -141,8 +141,9 @@ impl Filter {
     }
 
     /// The admitted ordinals as a bitset, bit `o % 64` of word `o / 64` for ordinal `o`
-    /// (see [`admits`]): built once per filter value from its parts, then shared by its
-    /// clones. A lane that tests postings against the filter chunk by chunk otherwise
+    /// (see [`admits`]): made once per filter value — from its parts, or for a gate derived
+    /// from an older view's, copied from that gate's bits where they share chunks
+    /// ([`Filter::derive_bits`]) — then shared by its clones. A lane that tests postings against the filter chunk by chunk otherwise
     /// follows each chunk's bitmap through three pointers (at 1M nodes, a fifth of a
     /// hybrid query's time); the bitset is an eighth of a byte per node (125 KiB at 1M).
     pub(crate) fn bits(&self) -> &[u64] {
