@@ -143,9 +143,10 @@ impl Filter {
     /// The admitted ordinals as a bitset, bit `o % 64` of word `o / 64` for ordinal `o`
     /// (see [`admits`]): made once per filter value — from its parts, or for a gate derived
     /// from an older view's, copied from that gate's bits where they share chunks
-    /// ([`Filter::derive_bits`]) — then shared by its clones. A lane that tests postings against the filter chunk by chunk otherwise
-    /// follows each chunk's bitmap through three pointers (at 1M nodes, a fifth of a
-    /// hybrid query's time); the bitset is an eighth of a byte per node (125 KiB at 1M).
+    /// ([`Filter::derive_bits`]) — then shared by its clones. A lane that tests postings
+    /// against the filter chunk by chunk otherwise follows each chunk's bitmap through
+    /// three pointers (at 1M nodes, a fifth of a hybrid query's time); the bitset is an
+    /// eighth of a byte per node (125 KiB at 1M).
     pub(crate) fn bits(&self) -> &[u64] {
         self.bits.get_or_init(
             || match self.bits_donor.as_ref().and_then(|d| Some((d, d.bits.get()?))) {
@@ -215,7 +216,8 @@ impl Filter {
             let mut k = 0;
             if j != NEW {
                 while c + k < chunks
-                    && donor.map.get(c + k) == Some(&(j + k as u32))
+                    && j.checked_add(k as u32)
+                        .is_some_and(|jk| donor.map.get(c + k) == Some(&jk))
                     && (j as usize + k + 1) < donor.offsets.len()
                 {
                     k += 1;
