@@ -455,8 +455,8 @@ impl Store for SegmentStore {
     /// Nothing: a put writes its values into the derived log's file before it returns, so
     /// the store holds none of them in memory. They reach the disk with the next
     /// [`Store::flush`] or the kernel's writeback: a 1-node commit's next query stores a
-    /// few hundred KiB of index values, and an `fsync` there cost ~1.2 ms of its median
-    /// and, on this project's VM, stalls of up to ~0.9 s.
+    /// few hundred KiB of index values, and an `fsync` there cost ~1 ms of its median at
+    /// 1M nodes (README, session 24).
     fn flush_derived(&self) -> Result<(), StoreError> {
         Ok(())
     }
