@@ -757,8 +757,8 @@ impl CommitIndexes {
         // scan exactly); the flag says which.
         let search_unit = |u: &UnitRef| -> (Vec<Row>, bool) {
             // The unit's rows the view has, in the filter, chunk by chunk, in order (listed
-            // only when the unit is scanned, or to count them under a filter).
-            let in_filter = || {
+            // only when the unit is scanned; under a filter they are counted from `starts`).
+            let scan = || {
                 let mut rows: Vec<Row> = Vec::new();
                 for c in u.chunks.iter().flatten() {
                     let c = *c as usize;
@@ -785,7 +785,6 @@ impl CommitIndexes {
                     .sum(),
                 None => u.live_rows,
             };
-            let scan = in_filter;
             // The walk's ef: as given, else the depth's, raised to what the graph's own
             // measurement needs; a graph that reaches no ef is not walked.
             let ef = match (options.ef, u.graph.reach()) {

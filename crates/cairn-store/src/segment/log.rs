@@ -215,8 +215,8 @@ fn open_index<K: LogKey>(
 }
 
 /// A key's first 8 bytes as a big-endian number (zero-padded): ordered as the keys are
-/// wherever two prefixes differ.
-fn key_prefix(key: &[u8]) -> u64 {
+/// wherever two prefixes differ (never decreasing in the key's byte order).
+pub(super) fn key_prefix(key: &[u8]) -> u64 {
     let mut b = [0u8; 8];
     let n = key.len().min(8);
     b[..n].copy_from_slice(&key[..n]);

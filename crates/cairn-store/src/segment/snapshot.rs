@@ -42,6 +42,7 @@ use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
 use super::index::Loc;
+use super::log::key_prefix;
 use super::record::MAX_KEY;
 
 const MAGIC: [u8; 4] = *b"CRX1";
@@ -72,7 +73,7 @@ pub(super) struct Snapshot {
     keys: usize,
     /// Sum of the entries' value lengths.
     value_bytes: u64,
-    /// The first 8 bytes (big endian, zero-padded) of every [`FENCE`]th entry's key: a
+    /// The first 8 bytes ([`key_prefix`]) of every [`FENCE`]th entry's key: a
     /// lookup narrows to one block of entries here, in one small array, before it reads
     /// any entry — a binary search over all the entries cost two cache misses (the entry,
     /// then its key) at each of ~17 steps at 100k keys.
@@ -81,15 +82,6 @@ pub(super) struct Snapshot {
 
 /// Entries per block of [`Snapshot::lower`]'s first search.
 const FENCE: usize = 64;
-
-/// A key's first 8 bytes as one big-endian number, zero-padded: never decreasing in the
-/// key's byte order.
-fn prefix8(key: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    let n = key.len().min(8);
-    b[..n].copy_from_slice(&key[..n]);
-    u64::from_be_bytes(b)
-}
 
 /// The snapshot file of the log in `dir`.
 pub(super) fn path(dir: &Path) -> PathBuf {
@@ -234,7 +226,7 @@ impl Snapshot {
                 return None;
             }
             if i % FENCE == 0 {
-                let p = prefix8(snap.key(i));
+                let p = key_prefix(snap.key(i));
                 snap.fence.push(p);
             }
             let loc = snap.loc(i);
@@ -307,7 +299,7 @@ impl Snapshot {
     /// The first entry whose key is not below `key`: the blocks of [`Snapshot::fence`]
     /// whose first keys' prefixes bracket `key`'s, then a binary search within them.
     fn lower(&self, key: &[u8]) -> usize {
-        let p = prefix8(key);
+        let p = key_prefix(key);
         // Every block before the last whose first prefix is below `p` starts below `key`;
         // the first block whose first prefix is above `p` starts above it.
         let below = self.fence.partition_point(|&f| f < p);
