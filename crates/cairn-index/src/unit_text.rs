@@ -174,13 +174,31 @@ pub fn encode_unit_text(key: &Hash, parts: &[&TextChunk]) -> Vec<u8> {
     }
     let mut terms: Vec<(&str, Vec<(u32, u32)>)> = by_term.into_iter().collect();
     terms.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    let mut blocks_region: Vec<u8> = Vec::new();
+    // The value is written into one buffer of its exact length (a unit text runs to
+    // megabytes: growing it by doubling copied and zeroed it several times over). The
+    // head, which indexes the blocks, is sized first and filled in once they are written.
+    let postings_len = |&(j, i): &(u32, u32)| 8 + 4 * parts[j as usize].postings_at(i as usize).len();
+    let term_len =
+        |(t, at): &(&str, Vec<(u32, u32)>)| 8 + t.len() + 12 + 4 + at.iter().map(postings_len).sum::<usize>();
+    let blocks_len: usize = terms.iter().map(term_len).sum();
+    let docs: usize = parts.iter().map(|p| p.doc_count()).sum();
+    let index_len: usize = terms.chunks(BLOCK_TERMS).map(|g| 8 + g[0].0.len() + 8 + 12).sum();
+    let head_len = 4 + 4 * parts.len() + 4 * docs + 8 + 8 + 4 + index_len;
+    let mut out = Vec::with_capacity(PREAMBLE + head_len + blocks_len);
+    out.push(TAG_UNIT_TEXT);
+    out.extend_from_slice(key.as_bytes());
+    put_u32(&mut out, head_len as u32);
+    put_u32(&mut out, 0); // the head's crc32, once it is written
+    out.resize(PREAMBLE + head_len, 0);
+    let region = out.len();
     // Per block: first term, offset, dictionary length and crc32, whole length.
-    let mut index: Vec<(String, u64, u32, u32, u32)> = Vec::new();
+    let mut index: Vec<(&str, u64, u32, u32, u32)> = Vec::new();
+    // One block's postings, term after term (reused), and where each term's start.
+    let mut postings: Vec<u8> = Vec::new();
+    let mut at_of: Vec<(usize, usize)> = Vec::with_capacity(BLOCK_TERMS);
     for group in terms.chunks(BLOCK_TERMS) {
-        // The block's postings, term after term, and where each term's start.
-        let mut postings: Vec<u8> = Vec::new();
-        let mut at_of: Vec<(usize, usize)> = Vec::with_capacity(group.len());
+        postings.clear();
+        at_of.clear();
         for (_, at) in group {
             let d = postings.len();
             put_u32(&mut postings, at.len() as u32);
@@ -198,24 +216,25 @@ pub fn encode_unit_text(key: &Hash, parts: &[&TextChunk]) -> Vec<u8> {
         // The dictionary: each term with its postings' offset in the block (they follow
         // the dictionary), length and crc32.
         let dict_len: usize = group.iter().map(|(t, _)| 8 + t.len() + 12).sum();
-        let start = blocks_region.len();
+        let start = out.len();
         for ((term, _), &(d, len)) in group.iter().zip(&at_of) {
-            put_str(&mut blocks_region, term);
-            put_u32(&mut blocks_region, (dict_len + d) as u32);
-            put_u32(&mut blocks_region, len as u32);
-            put_u32(&mut blocks_region, crc32fast::hash(&postings[d..d + len]));
+            put_str(&mut out, term);
+            put_u32(&mut out, (dict_len + d) as u32);
+            put_u32(&mut out, len as u32);
+            put_u32(&mut out, crc32fast::hash(&postings[d..d + len]));
         }
-        let dict_crc = crc32fast::hash(&blocks_region[start..]);
-        blocks_region.extend_from_slice(&postings);
+        let dict_crc = crc32fast::hash(&out[start..]);
+        out.extend_from_slice(&postings);
         index.push((
-            group[0].0.to_string(),
-            start as u64,
+            group[0].0,
+            (start - region) as u64,
             dict_len as u32,
             dict_crc,
-            (blocks_region.len() - start) as u32,
+            (out.len() - start) as u32,
         ));
     }
-    let mut head = Vec::new();
+    debug_assert_eq!(out.len(), region + blocks_len);
+    let mut head = Vec::with_capacity(head_len);
     put_u32(&mut head, parts.len() as u32);
     for p in parts {
         put_u32(&mut head, p.doc_count() as u32);
@@ -226,7 +245,7 @@ pub fn encode_unit_text(key: &Hash, parts: &[&TextChunk]) -> Vec<u8> {
         }
     }
     put_u64(&mut head, terms.len() as u64);
-    put_u64(&mut head, blocks_region.len() as u64);
+    put_u64(&mut head, blocks_len as u64);
     put_u32(&mut head, index.len() as u32);
     for (first, offset, dict_len, crc, len) in &index {
         put_str(&mut head, first);
@@ -235,13 +254,9 @@ pub fn encode_unit_text(key: &Hash, parts: &[&TextChunk]) -> Vec<u8> {
         put_u32(&mut head, *crc);
         put_u32(&mut head, *len);
     }
-    let mut out = Vec::with_capacity(PREAMBLE + head.len() + blocks_region.len());
-    out.push(TAG_UNIT_TEXT);
-    out.extend_from_slice(key.as_bytes());
-    put_u32(&mut out, head.len() as u32);
-    put_u32(&mut out, crc32fast::hash(&head));
-    out.extend_from_slice(&head);
-    out.extend_from_slice(&blocks_region);
+    debug_assert_eq!(head.len(), head_len);
+    out[PREAMBLE - 4..PREAMBLE].copy_from_slice(&crc32fast::hash(&head).to_le_bytes());
+    out[PREAMBLE..region].copy_from_slice(&head);
     out
 }
 

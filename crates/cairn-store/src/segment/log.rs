@@ -47,6 +47,9 @@ pub(super) const SEGMENT_BYTES: u64 = 64 << 20;
 const SCRATCH_KEEP: usize = 1 << 20;
 /// Bytes of records gathered before one positional write.
 const WRITE_CHUNK: usize = 8 << 20;
+/// A value of at least this many bytes is not copied into a write batch: the batch before
+/// it is written, then its record's head, the value from where it lies, and its trailer.
+const WRITE_DIRECT: usize = 1 << 20;
 /// After deletes, a sealed segment is compacted when fewer than half of its bytes are
 /// live, and it is at least this big or half a segment (smaller ones are not worth a
 /// rewrite on every delete; [`Log::reclaim`] takes them too).
@@ -634,29 +637,49 @@ impl<K: LogKey> Log<K> {
             }
         }
         let a = active.as_ref().expect("a segment after rolling");
-        let offset = a.len + batch.bytes.len() as u64;
-        record::encode(kind, key.bytes(), value, &mut batch.bytes);
+        let loc = Loc {
+            segment: a.id,
+            offset: a.len + batch.bytes.len() as u64,
+            len: len as u32,
+            value_len: value.len() as u32,
+        };
+        let direct = value.len() >= WRITE_DIRECT;
+        if direct {
+            record::encode_head(kind, key.bytes(), value.len(), &mut batch.bytes);
+        } else {
+            record::encode(kind, key.bytes(), value, &mut batch.bytes);
+        }
         batch.keys.insert(key.clone());
-        batch.records.push((
-            key,
-            kind,
-            Loc {
-                segment: a.id,
-                offset,
-                len: len as u32,
-                value_len: value.len() as u32,
-            },
-        ));
+        batch.records.push((key, kind, loc));
+        if direct {
+            // The value is written from where it lies, after the batch, instead of being
+            // copied into it.
+            return self.write_out(active, batch, &[value, &record::trailer(value)]);
+        }
         Ok(())
     }
 
     /// Writes `batch` at the active segment's end and tells the index.
     fn write_batch(&self, active: &mut Option<Active>, batch: &mut Batch<K>) -> Result<(), StoreError> {
+        self.write_out(active, batch, &[])
+    }
+
+    /// Writes `batch`'s bytes and then `tail` (the rest of its last record) at the active
+    /// segment's end, and tells the index.
+    fn write_out(&self, active: &mut Option<Active>, batch: &mut Batch<K>, tail: &[&[u8]]) -> Result<(), StoreError> {
         if batch.bytes.is_empty() {
             return Ok(());
         }
         let a = active.as_mut().expect("a batch has a segment");
-        if let Err(e) = a.file.write_all_at(&batch.bytes, a.len) {
+        let mut at = a.len;
+        let written = std::iter::once(&batch.bytes[..])
+            .chain(tail.iter().copied())
+            .try_for_each(|bytes| {
+                a.file.write_all_at(bytes, at)?;
+                at += bytes.len() as u64;
+                Ok(())
+            });
+        if let Err(e) = written {
             // Cut off what may have been written, so the file is as it was.
             let _ = a.file.set_len(a.len);
             batch.clear();
@@ -667,7 +690,7 @@ impl<K: LogKey> Log<K> {
             ));
         }
         let (id, from) = (a.id, a.len);
-        a.len += batch.bytes.len() as u64;
+        a.len = at;
         a.dirty = true;
         a.needs_hint = true;
         let to = a.len;

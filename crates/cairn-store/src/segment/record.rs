@@ -64,19 +64,30 @@ pub(super) fn record_len(key_len: usize, value_len: usize) -> u64 {
 
 /// Appends one record to `out`.
 pub(super) fn encode(kind: Kind, key: &[u8], value: &[u8], out: &mut Vec<u8>) {
-    debug_assert!((1..=MAX_KEY).contains(&key.len()) && value.len() <= MAX_VALUE);
+    encode_head(kind, key, value.len(), out);
+    out.extend_from_slice(value);
+    out.extend_from_slice(&trailer(value));
+}
+
+/// Appends a record's header and key to `out`: what comes before its `value_len` bytes of
+/// value, which [`trailer`] follows.
+pub(super) fn encode_head(kind: Kind, key: &[u8], value_len: usize, out: &mut Vec<u8>) {
+    debug_assert!((1..=MAX_KEY).contains(&key.len()) && value_len <= MAX_VALUE);
     let start = out.len();
     out.extend_from_slice(&MAGIC);
     out.push(kind.byte());
     out.extend_from_slice(&(key.len() as u16).to_le_bytes());
-    out.extend_from_slice(&(value.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(value_len as u32).to_le_bytes());
     let mut crc = crc32fast::Hasher::new();
     crc.update(&out[start..]);
     crc.update(key);
     out.extend_from_slice(&crc.finalize().to_le_bytes());
     out.extend_from_slice(key);
-    out.extend_from_slice(value);
-    out.extend_from_slice(&crc32fast::hash(value).to_le_bytes());
+}
+
+/// What follows a record's value: its crc32.
+pub(super) fn trailer(value: &[u8]) -> [u8; TRAILER] {
+    crc32fast::hash(value).to_le_bytes()
 }
 
 /// A header whose checksum holds.
