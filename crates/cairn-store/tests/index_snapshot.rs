@@ -257,3 +257,50 @@ fn the_fuzz_entry_points_accept_real_files_and_refuse_a_changed_one() {
     changed[12] ^= 0x01; // the entry count's low byte
     assert!(!cairn_store::fuzzing::hint(&changed, segment_len));
 }
+
+#[test]
+fn small_records_renew_the_snapshot_once_a_64th_of_its_keys_changed() {
+    // Default (64 MiB) segments. Session 1: 20 records of 1 MiB and 5,000 small ones, so
+    // the close writes a snapshot (a quarter segment written) of 5,020 entries.
+    let dir = tempfile::tempdir().unwrap();
+    let small = |from: u64, n: u64| (from..from + n).map(object).collect::<Vec<_>>();
+    let mut all = Vec::new();
+    {
+        let store = SegmentStore::open(dir.path()).unwrap();
+        let large: Vec<_> = (0..20u8)
+            .map(|i| {
+                let bytes = vec![i; 1 << 20];
+                (Hash::of(&bytes), bytes)
+            })
+            .collect();
+        store.put_batch(&large).unwrap();
+        all.extend(large);
+        let s = small(0, 5000);
+        store.put_batch(&s).unwrap();
+        all.extend(s);
+    }
+    let crx = dir.path().join("objects/index.crx");
+    let first = fs::read(&crx).expect("a snapshot after session 1");
+    // Session 2: 4,095 small records (400 KB: far from the bytes rule): one key short.
+    {
+        let store = SegmentStore::open(dir.path()).unwrap();
+        let s = small(10_000, 4095);
+        store.put_batch(&s).unwrap();
+        all.extend(s);
+    }
+    assert_eq!(fs::read(&crx).unwrap(), first, "renewed for 4,095 changed keys");
+    // Session 3: one more key: 4,096 changed, over a 64th of 5,020 entries.
+    {
+        let store = SegmentStore::open(dir.path()).unwrap();
+        let s = small(20_000, 1);
+        store.put_batch(&s).unwrap();
+        all.extend(s);
+    }
+    let renewed = fs::read(&crx).unwrap();
+    assert_ne!(renewed, first, "not renewed for 4,096 changed keys");
+    assert!(renewed.len() > first.len());
+    let store = SegmentStore::open(dir.path()).unwrap();
+    for (h, bytes) in &all {
+        assert_eq!(store.get(h).unwrap().as_deref(), Some(&bytes[..]), "{h}");
+    }
+}

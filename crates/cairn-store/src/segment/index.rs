@@ -65,6 +65,12 @@ impl<K: LogKey> Index<K> {
         }
     }
 
+    /// With a snapshot: the keys the map decides over it — each an entry an open reads
+    /// beyond the snapshot — and the snapshot's entries. `None` without one.
+    pub(super) fn changed_since_base(&self) -> Option<(u64, u64)> {
+        Some((self.map.len() as u64, self.base.as_ref()?.count().0))
+    }
+
     /// The snapshot under the map, if any.
     pub(super) fn base(&self) -> Option<&Snapshot> {
         self.base.as_ref()
