@@ -289,7 +289,7 @@ fn zscore_grid() {
                     (raw_lane(&commit, &c, i, Some(&q)), w, Norm::ZScore),
                 ])
                 .into_iter()
-                .map(|o| commit.indexes.id(o).as_str().to_string())
+                .map(|o| commit.indexes.id(o).to_string())
                 .collect()
             });
             eprintln!("{name} | zscore text {w} | {n:.4} | {r:.4}");
@@ -307,10 +307,7 @@ fn question_words_do_not_hurt_the_collections() {
         let c = Collection::load(&dir.join(name)).unwrap();
         let commit = commit(&c, false);
         let ids = |ordinals: Vec<u32>| -> Vec<String> {
-            ordinals
-                .into_iter()
-                .map(|o| commit.indexes.id(o).as_str().to_string())
-                .collect()
+            ordinals.into_iter().map(|o| commit.indexes.id(o).to_string()).collect()
         };
         let score = |ranked: &dyn Fn(usize) -> Vec<String>| score_ranked(&c, ranked);
         let changed = c
@@ -569,11 +566,7 @@ fn weak_lane_fusion() {
     for name in COLLECTIONS {
         let c = Collection::load(&dir.join(name)).unwrap();
         let commit = commit(&c, false);
-        let ids = |v: Vec<u32>| -> Vec<String> {
-            v.into_iter()
-                .map(|o| commit.indexes.id(o).as_str().to_string())
-                .collect()
-        };
+        let ids = |v: Vec<u32>| -> Vec<String> { v.into_iter().map(|o| commit.indexes.id(o).to_string()).collect() };
         for sigma in [0.0f32, 0.8, 1.2, 2.0, 3.0] {
             let lanes: Vec<(Vec<cairn_index::Hit>, Vec<cairn_index::Hit>)> = (0..c.queries.len())
                 .map(|i| {

@@ -16,10 +16,11 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use cairn_core::limits::{MAX_EMBEDDING_DIM, MAX_NAME_BYTES, MAX_VALUE_DEPTH};
+use cairn_core::limits::{MAX_EMBEDDING_DIM, MAX_NAME_BYTES, MAX_NODE_ID_BYTES, MAX_VALUE_DEPTH};
 use cairn_core::{Hash, NodeId, Value};
 use roaring::RoaringBitmap;
 
+use crate::chunk::Ids;
 use crate::chunk::{
     DenseChunk, DenseHead, EdgeChunk, EdgeDirection, EdgeRec, Local, NodeChunk, Posting, SparseChunk, TextChunk,
 };
@@ -96,7 +97,7 @@ fn encode_core(key: &Hash, c: &NodeChunk) -> (Vec<u8>, u64, Vec<u32>) {
     let head = w.0.len();
     w.u32(c.ids.len() as u32);
     for (id, h) in c.ids.iter().zip(&c.hashes) {
-        w.str(id.as_str());
+        w.str(id);
         w.bytes(h.as_bytes());
     }
     w.u64(c.labels.len() as u64);
@@ -104,7 +105,8 @@ fn encode_core(key: &Hash, c: &NodeChunk) -> (Vec<u8>, u64, Vec<u32>) {
         w.str(label);
         w.locals(b);
     }
-    for &(f, u) in &c.validity {
+    for l in 0..c.len() {
+        let (f, u) = c.validity(l as Local);
         w.i64(f);
         w.i64(u);
     }
@@ -390,14 +392,16 @@ fn decode_core(
         always_valid: true,
         ..NodeChunk::default()
     };
-    c.ids.reserve_exact(n);
+    c.ids = Ids::with_capacity(n, n * 16);
     c.hashes.reserve_exact(n);
-    c.validity.reserve_exact(n);
     c.text_end.reserve_exact(n);
     c.text_chars.reserve_exact(n);
     for _ in 0..n {
-        let id = NodeId::new(r.string()?).map_err(|e| bad(format!("node id: {e}")))?;
-        if c.ids.last().is_some_and(|last| *last >= id) {
+        let id = r.str_ref()?;
+        if id.is_empty() || id.len() > MAX_NODE_ID_BYTES {
+            return Err(bad(format!("a node id of {} bytes", id.len())));
+        }
+        if c.ids.last().is_some_and(|last| last.as_bytes() >= id.as_bytes()) {
             return Err(bad("node ids out of order"));
         }
         c.ids.push(id);
@@ -412,13 +416,12 @@ fn decode_core(
         let b = r.locals(n as u32)?;
         c.labels.insert(label, std::sync::Arc::new(b));
     }
-    for _ in 0..n {
+    for l in 0..n {
         let (f, u) = (r.i64()?, r.i64()?);
         if f >= u {
             return Err(bad("validity interval is empty"));
         }
-        c.always_valid &= (f, u) == (i64::MIN, i64::MAX);
-        c.validity.push((f, u));
+        c.push_validity(l, (f, u), n);
     }
     let keys = r.count64(8 + 4)?;
     for _ in 0..keys {
@@ -473,8 +476,7 @@ fn decode_core(
         }
         c.sparse_models.insert(m, rows);
     }
-    c.date_end.reserve_exact(n);
-    for _ in 0..n {
+    for l in 0..n {
         let count = r.u8()? as usize;
         if count > crate::dates::MAX_TEXT_DATES {
             return Err(bad(format!("{count} text dates for one node")));
@@ -490,7 +492,7 @@ fn decode_core(
             }
             c.dates.push(span);
         }
-        c.date_end.push(c.dates.len() as u32);
+        c.push_date_end(l, n);
     }
     r.done()?;
     match stored {

@@ -149,3 +149,54 @@ fn damage_to_a_core_part_is_refused() {
         }
     }
 }
+
+/// A chunk keeps no validity column while every node is always valid, and no date ends
+/// while no text mentions a date; the columns read the same either way, and a part decodes
+/// to the chunk it was built from — whichever node is the first with bounds or dates.
+#[test]
+fn sparse_validity_and_dates_read_back_at_every_position() {
+    use cairn_core::Validity;
+    for first in 0..4 {
+        let nodes: Vec<(Hash, Node)> = (0..4)
+            .map(|i| {
+                let id = format!("v{i}");
+                let mut n = Node::new(NodeId::new(id.clone()).unwrap()).with_text("plain");
+                if i == first {
+                    n = n
+                        .with_validity(Validity::new(Some(10), Some(20)))
+                        .with_text("In 1950 and in 1940.");
+                }
+                (Hash::of(id.as_bytes()), n)
+            })
+            .collect();
+        let refs: Vec<(Hash, &Node)> = nodes.iter().map(|(h, n)| (*h, n)).collect();
+        let built = ChunkParts::build(&IndexParams::default(), &refs).core;
+        let key = Hash::of(b"sparse columns");
+        let decoded = persist::decode_node_core(&persist::encode_node_core(&key, &built), &key).unwrap();
+        assert_eq!(decoded, built, "first = {first}");
+        for c in [&built, &decoded] {
+            for l in 0..4u32 {
+                let open = (i64::MIN, i64::MAX);
+                let want = if l as usize == first { (10, 20) } else { open };
+                assert_eq!(c.validity(l), want, "first = {first}, local {l}");
+                assert_eq!(
+                    c.text_dates(l).is_empty(),
+                    l as usize != first,
+                    "first = {first}, local {l}"
+                );
+            }
+        }
+    }
+    let open: Vec<(Hash, Node)> = (0..3)
+        .map(|i| {
+            let id = format!("o{i}");
+            (
+                Hash::of(id.as_bytes()),
+                Node::new(NodeId::new(id).unwrap()).with_text("plain"),
+            )
+        })
+        .collect();
+    let refs: Vec<(Hash, &Node)> = open.iter().map(|(h, n)| (*h, n)).collect();
+    let built = ChunkParts::build(&IndexParams::default(), &refs).core;
+    assert!((0..3).all(|l| built.validity(l) == (i64::MIN, i64::MAX) && built.text_dates(l).is_empty()));
+}

@@ -160,7 +160,7 @@ fn remembered_rows_never_serve_another_filter() {
                 let got = ix.dense_search("m", &query, 5, Some(&filter)).unwrap();
                 assert_eq!(got.hits.len(), 5);
                 for h in &got.hits {
-                    let i: usize = ix.id(h.ordinal).as_str()[1..].parse().unwrap();
+                    let i: usize = ix.id(h.ordinal)[1..].parse().unwrap();
                     assert_eq!(i % labels, l, "a hit outside label L{l}");
                 }
                 // The best hit is the best of the label's vectors (scores agree to f32

@@ -106,7 +106,7 @@ fn evaluate(c: &Collection, index: &CommitIndexes) -> (f64, f64, usize) {
     for (qid, text) in &c.queries {
         let Some(rel) = c.relevant.get(qid) else { continue };
         let hits = index.text_search(text, 100, None).unwrap();
-        let ranked: Vec<&str> = hits.iter().map(|h| index.id(h.ordinal).as_str()).collect();
+        let ranked: Vec<&str> = hits.iter().map(|h| index.id(h.ordinal)).collect();
         let dcg: f64 = ranked
             .iter()
             .take(10)

@@ -139,7 +139,7 @@ fn evaluate(c: &Collection, k: usize, mut search: impl FnMut(&[f32], usize) -> V
     for (qid, q) in c.query_ids.iter().zip(&c.queries) {
         let Some(rel) = c.qrels.get(qid) else { continue };
         let ords = search(q, k);
-        let ranking: Vec<&str> = ords.iter().map(|&o| c.index.id(o).as_str()).collect();
+        let ranking: Vec<&str> = ords.iter().map(|&o| c.index.id(o)).collect();
         let (a, b) = metrics(&ranking, rel);
         n += a;
         r += b;

@@ -80,7 +80,7 @@ fn check(texts: &[String], stem: bool) {
         let mut reference: BTreeMap<String, BTreeMap<u32, u32>> = BTreeMap::new();
         let mut total = 0u64;
         for (local, id) in chunk.ids().iter().enumerate() {
-            let terms = analyzer.analyze(by_id[id.as_str()]);
+            let terms = analyzer.analyze(by_id[id]);
             assert_eq!(part.doc_len(local as u32) as usize, terms.len(), "length of {id}");
             total += terms.len() as u64;
             for t in terms {

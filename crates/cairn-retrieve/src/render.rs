@@ -43,7 +43,7 @@ pub(crate) fn render_item(
 ) -> Result<String, cairn_index::IndexError> {
     let labels = view.labels_of(ordinal);
     Ok(render_parts(
-        view.id(ordinal).as_str(),
+        view.id(ordinal),
         &labels,
         |k| view.prop(ordinal, k),
         &view.text(ordinal)?,

@@ -58,7 +58,7 @@ fn first_ordinal_after(indexes: &CommitIndexes, id: &str) -> Ordinal {
     let (mut lo, mut hi) = (0, indexes.node_count());
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        if indexes.id(mid).as_str().as_bytes() <= id.as_bytes() {
+        if indexes.id(mid).as_bytes() <= id.as_bytes() {
             lo = mid + 1;
         } else {
             hi = mid;
@@ -348,7 +348,7 @@ pub(crate) fn run_plan(
             let r = &ranked[p.position];
             let (from, until) = indexes.validity(r.ordinal);
             Ok(RetrievedItem {
-                id: indexes.id(r.ordinal).clone(),
+                id: indexes.node_id(r.ordinal),
                 rank: i + 1,
                 score: r.score,
                 rerank_score: r.rerank_score,
@@ -365,10 +365,7 @@ pub(crate) fn run_plan(
                         )
                     })
                     .collect(),
-                source_path: r
-                    .path
-                    .as_ref()
-                    .map(|p| p.iter().map(|o| indexes.id(*o).clone()).collect()),
+                source_path: r.path.as_ref().map(|p| p.iter().map(|o| indexes.node_id(*o)).collect()),
                 text: p.text,
                 tokens: p.tokens,
                 labels: indexes.labels_of(r.ordinal).into_iter().map(str::to_owned).collect(),
@@ -450,11 +447,7 @@ fn pack_ranked(
     };
     let min_tokens = |i: usize| {
         let o = ranked[i].ordinal;
-        estimator.lower_bound(min_rendered_chars(
-            indexes.id(o).as_str(),
-            indexes.text_chars(o),
-            plan.text_cap,
-        ))
+        estimator.lower_bound(min_rendered_chars(indexes.id(o), indexes.text_chars(o), plan.text_cap))
     };
     let packed = pack(
         ranked.len(),
@@ -784,7 +777,7 @@ fn node_text(indexes: &CommitIndexes, ordinal: Ordinal) -> Result<String, Retrie
 /// The node at `ordinal` as the index's columns hold it.
 fn node_from_columns(indexes: &CommitIndexes, ordinal: Ordinal) -> Result<Node, RetrieveError> {
     let (from, until) = indexes.validity(ordinal);
-    let mut node = Node::new(indexes.id(ordinal).clone()).with_text(node_text(indexes, ordinal)?);
+    let mut node = Node::new(indexes.node_id(ordinal)).with_text(node_text(indexes, ordinal)?);
     for l in indexes.labels_of(ordinal) {
         node = node.with_label(l);
     }

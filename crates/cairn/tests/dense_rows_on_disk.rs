@@ -318,7 +318,8 @@ fn texts_on_disk_are_read_per_item_and_a_damaged_one_comes_from_its_node() {
         .find(|(k, v)| {
             let chunk = Hash::from_bytes(k[3..35].try_into().unwrap());
             let core = cairn_index::persist::decode_node_core(v, &chunk).unwrap();
-            core.ids().iter().any(|id| id.as_str() == "n02890")
+            let found = core.ids().iter().any(|id| id == "n02890");
+            found
         })
         .cloned()
         .expect("the top hit's core part");

@@ -8,6 +8,7 @@
 
 pub mod dense;
 pub mod edges;
+mod ids;
 pub mod node;
 mod offsets;
 pub mod sparse;
@@ -19,6 +20,7 @@ use cairn_core::{Hash, Node};
 
 pub use dense::{DenseChunk, DenseHead};
 pub use edges::{EdgeChunk, EdgeDirection, EdgeRec};
+pub use ids::Ids;
 pub use node::{Local, NodeChunk};
 pub use sparse::SparseChunk;
 pub use text::{Posting, TextChunk};

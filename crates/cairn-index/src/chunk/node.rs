@@ -9,6 +9,7 @@ use std::sync::Arc;
 use cairn_core::{Hash, Node, NodeId, Value};
 use roaring::RoaringBitmap;
 
+use super::Ids;
 use crate::dates::{text_dates, DaySpan};
 use crate::dense::rows::RowSource;
 use crate::props::PropertyPredicate;
@@ -22,11 +23,12 @@ pub type Local = u32;
 pub struct NodeChunk {
     /// Where the texts are read from when they are not held in `text` (then empty).
     pub(crate) stored_text: Option<StoredTexts>,
-    pub(crate) ids: Vec<NodeId>,
+    pub(crate) ids: Ids,
     pub(crate) hashes: Vec<Hash>,
     /// Label → local ordinals.
     pub(crate) labels: BTreeMap<String, Arc<RoaringBitmap>>,
-    /// `(from, until)` per node; open ends as `i64::MIN` / `i64::MAX`.
+    /// `(from, until)` per node; open ends as `i64::MIN` / `i64::MAX`. Empty while every
+    /// node so far is always valid (most chunks: 16 bytes a node spared).
     pub(crate) validity: Vec<(i64, i64)>,
     /// True if every node is valid at every time (the validity gate can skip the chunk).
     pub(crate) always_valid: bool,
@@ -38,7 +40,8 @@ pub struct NodeChunk {
     /// Each text's length in characters (Unicode scalar values).
     pub(crate) text_chars: Vec<u32>,
     /// The dates each text mentions ([`crate::dates::text_dates`]): node `i`'s are
-    /// `dates[date_end[i-1]..date_end[i]]`, sorted.
+    /// `dates[date_end[i-1]..date_end[i]]`, sorted. `date_end` is empty while no text so
+    /// far mentions a date.
     pub(crate) dates: Vec<DaySpan>,
     pub(crate) date_end: Vec<u32>,
     /// Dense models with vectors in this chunk: model → (dimension, rows).
@@ -88,7 +91,7 @@ impl NodeChunk {
         };
         for (local, (hash, node)) in nodes.iter().enumerate() {
             let local = local as Local;
-            c.ids.push(node.id.clone());
+            c.ids.push(node.id.as_str());
             c.hashes.push(*hash);
             for label in &node.labels {
                 match c.labels.get_mut(label.as_str()) {
@@ -101,9 +104,7 @@ impl NodeChunk {
                     }
                 }
             }
-            let bounds = validity_bounds(&node.validity);
-            c.always_valid &= bounds == (i64::MIN, i64::MAX);
-            c.validity.push(bounds);
+            c.push_validity(local as usize, validity_bounds(&node.validity), nodes.len());
             for (key, value) in &node.props {
                 match c.props.get_mut(key.as_str()) {
                     Some(col) => col.push((local, value.clone())),
@@ -113,19 +114,51 @@ impl NodeChunk {
                 }
             }
             c.push_text(&node.text);
-            c.push_dates(&text_dates(&node.text));
+            c.push_dates(local as usize, &text_dates(&node.text), nodes.len());
         }
         c
     }
 
-    /// Appends a node's text dates (sorted, deduplicated).
-    pub(crate) fn push_dates(&mut self, spans: &[DaySpan]) {
+    /// Appends node `local`'s validity (nodes in local order), of a chunk of `n` nodes.
+    pub(crate) fn push_validity(&mut self, local: usize, bounds: (i64, i64), n: usize) {
+        const OPEN: (i64, i64) = (i64::MIN, i64::MAX);
+        if bounds != OPEN && self.validity.is_empty() {
+            // The first node with bounds: the ones before it had none.
+            self.validity.reserve_exact(n);
+            self.validity.resize(local, OPEN);
+        }
+        if !self.validity.is_empty() || bounds != OPEN {
+            self.validity.push(bounds);
+        }
+        self.always_valid = self.validity.is_empty();
+    }
+
+    /// Appends node `local`'s text dates (sorted, deduplicated; nodes in local order), of
+    /// a chunk of `n` nodes.
+    pub(crate) fn push_dates(&mut self, local: usize, spans: &[DaySpan], n: usize) {
         self.dates.extend_from_slice(spans);
+        self.push_date_end(local, n);
+    }
+
+    /// Ends node `local`'s dates (those pushed since the last node's end), of a chunk of
+    /// `n` nodes.
+    pub(crate) fn push_date_end(&mut self, local: usize, n: usize) {
+        if self.dates.is_empty() {
+            return;
+        }
+        if self.date_end.len() < local {
+            // The first node with dates: the ones before it had none.
+            self.date_end.reserve_exact(n);
+            self.date_end.resize(local, 0);
+        }
         self.date_end.push(self.dates.len() as u32);
     }
 
     /// The dates node `local`'s text mentions, sorted (storage-format §7.3.1).
     pub fn text_dates(&self, local: Local) -> &[DaySpan] {
+        if self.date_end.is_empty() {
+            return &[];
+        }
         let end = self.date_end[local as usize] as usize;
         let start = match local {
             0 => 0,
@@ -157,7 +190,7 @@ impl NodeChunk {
     }
 
     /// The ids, in local order.
-    pub fn ids(&self) -> &[NodeId] {
+    pub fn ids(&self) -> &Ids {
         &self.ids
     }
 
@@ -168,7 +201,7 @@ impl NodeChunk {
 
     /// The local ordinal of `id`, if the chunk holds it.
     pub fn local(&self, id: &NodeId) -> Option<Local> {
-        self.ids.binary_search(id).ok().map(|i| i as Local)
+        self.ids.binary_search(id.as_str()).ok().map(|i| i as Local)
     }
 
     /// The text of node `local`: from memory, or read from the stored part (checked by
@@ -195,13 +228,15 @@ impl NodeChunk {
             Ok(false) => "is missing from the stored part".to_string(),
             Err(e) => format!("could not be read ({e})"),
         };
-        st.source
-            .damaged(&st.key, format!("the text of node {} {why}", self.ids[local as usize]));
+        st.source.damaged(
+            &st.key,
+            format!("the text of node {} {why}", self.ids.get(local as usize)),
+        );
         let hash = &self.hashes[local as usize];
         st.source
             .node_text(hash)
             .map(Cow::Owned)
-            .map_err(|e| format!("node {}: {e}", self.ids[local as usize]))
+            .map_err(|e| format!("node {}: {e}", self.ids.get(local as usize)))
     }
 
     /// Leaves the texts in the stored value `key`, whose texts start at byte `section`
@@ -252,7 +287,10 @@ impl NodeChunk {
 
     /// The `(from, until)` validity bounds of node `local`.
     pub fn validity(&self, local: Local) -> (i64, i64) {
-        self.validity[local as usize]
+        match self.validity.get(local as usize) {
+            Some(&v) => v,
+            None => (i64::MIN, i64::MAX),
+        }
     }
 
     /// Local ordinals carrying `label` (`None` if none does).
@@ -303,7 +341,7 @@ impl NodeChunk {
 
     /// Approximate heap bytes (for the cache's budget).
     pub fn heap_bytes(&self) -> usize {
-        let ids: usize = self.ids.iter().map(|i| i.as_str().len() + 24).sum();
+        let ids = self.ids.heap_bytes();
         let labels: usize = self
             .labels
             .iter()

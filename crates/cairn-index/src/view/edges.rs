@@ -97,7 +97,7 @@ fn each_edge_of<'a>(chunks: &'a [Arc<EdgeChunk>], id: &NodeId, mut f: impl FnMut
 impl CommitIndexes {
     fn adjacent(&self, ordinal: Ordinal, incoming: bool, out: &mut Vec<AdjacentEdge>) {
         let Some(view) = self.edges.as_ref() else { return };
-        let id = self.id(ordinal).clone();
+        let id = self.node_id(ordinal);
         let (chunks, maps) = if incoming {
             (&view.inc, &view.in_kinds)
         } else {

@@ -420,9 +420,15 @@ impl CommitIndexes {
     }
 
     /// The id at `ordinal`. Panics if out of range (ordinals come from this view).
-    pub fn id(&self, ordinal: Ordinal) -> &NodeId {
+    pub fn id(&self, ordinal: Ordinal) -> &str {
         let (c, l) = self.locate(ordinal);
-        &self.chunks[c].ids()[l as usize]
+        self.chunks[c].ids().get(l as usize)
+    }
+
+    /// The id at `ordinal`, as a [`NodeId`] (a copy). Panics if out of range.
+    pub fn node_id(&self, ordinal: Ordinal) -> NodeId {
+        let (c, l) = self.locate(ordinal);
+        self.chunks[c].ids().node_id(l as usize)
     }
 
     /// The object hash of the node at `ordinal`.
@@ -435,13 +441,13 @@ impl CommitIndexes {
     pub fn ordinal(&self, id: &NodeId) -> Option<Ordinal> {
         let c = self
             .chunks
-            .partition_point(|ch| ch.ids().first().is_some_and(|f| f <= id));
+            .partition_point(|ch| ch.ids().first().is_some_and(|f| f <= id.as_str()));
         let c = c.checked_sub(1)?;
         self.chunks[c].local(id).map(|l| self.offsets[c] + l)
     }
 
     /// Every id, in ordinal order.
-    pub fn ids(&self) -> impl Iterator<Item = &NodeId> {
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
         self.chunks.iter().flat_map(|c| c.ids().iter())
     }
 
@@ -664,7 +670,7 @@ impl CommitIndexes {
     fn memory_units(&self) -> Vec<(std::ops::Range<usize>, Hash)> {
         use crate::unit::{chunk_levels, unit_ranges};
         fn first(c: &NodeChunk) -> &[u8] {
-            c.ids()[0].as_str().as_bytes()
+            c.ids().get(0).as_bytes()
         }
         unit_ranges(&chunk_levels(self.chunks.iter().map(|c| first(c))))
             .into_iter()
@@ -742,7 +748,7 @@ impl CommitIndexes {
     ///     .collect();
     /// let ix = CommitIndexes::build(Hash::ZERO, &IndexParams::default(), &nodes, &[]);
     /// assert_eq!(ix.node_count(), 2);
-    /// assert_eq!(ix.id(0).as_str(), "a");
+    /// assert_eq!(ix.id(0), "a");
     /// assert_eq!(ix.text_search("stall", 10, None).unwrap().len(), 2);
     /// ```
     pub fn build(key: Hash, params: &IndexParams, nodes: &[(Hash, Node)], edges: &[Edge]) -> CommitIndexes {
