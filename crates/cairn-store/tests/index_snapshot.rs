@@ -304,3 +304,28 @@ fn small_records_renew_the_snapshot_once_a_64th_of_its_keys_changed() {
         assert_eq!(store.get(h).unwrap().as_deref(), Some(&bytes[..]), "{h}");
     }
 }
+
+#[test]
+fn many_small_records_get_a_first_snapshot() {
+    // Default (64 MiB) segments: 4,095 small records (~400 KB, far under the quarter
+    // segment of the bytes rule) leave no snapshot; the 4,096th key makes one.
+    let dir = tempfile::tempdir().unwrap();
+    let crx = dir.path().join("objects/index.crx");
+    let mut all: Vec<(Hash, Vec<u8>)> = (0..4095).map(object).collect();
+    {
+        let store = SegmentStore::open(dir.path()).unwrap();
+        store.put_batch(&all).unwrap();
+    }
+    assert!(!crx.exists(), "a snapshot of 4,095 keys");
+    {
+        let store = SegmentStore::open(dir.path()).unwrap();
+        let one = vec![object(10_000)];
+        store.put_batch(&one).unwrap();
+        all.extend(one);
+    }
+    assert!(crx.exists(), "no snapshot of 4,096 keys");
+    let store = SegmentStore::open(dir.path()).unwrap();
+    for (h, bytes) in &all {
+        assert_eq!(store.get(h).unwrap().as_deref(), Some(&bytes[..]), "{h}");
+    }
+}

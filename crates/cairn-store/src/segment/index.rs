@@ -65,10 +65,10 @@ impl<K: LogKey> Index<K> {
         }
     }
 
-    /// With a snapshot: the keys the map decides over it — each an entry an open reads
-    /// beyond the snapshot — and the snapshot's entries. `None` without one.
-    pub(super) fn changed_since_base(&self) -> Option<(u64, u64)> {
-        Some((self.map.len() as u64, self.base.as_ref()?.count().0))
+    /// The keys the map decides — each an entry an open reads beyond the snapshot, or
+    /// every key without one — and the snapshot's entries (0 without one).
+    pub(super) fn beyond_snapshot(&self) -> (u64, u64) {
+        (self.map.len() as u64, self.base.as_ref().map_or(0, |b| b.count().0))
     }
 
     /// The snapshot under the map, if any.

@@ -47,8 +47,8 @@ pub(super) const SEGMENT_BYTES: u64 = 64 << 20;
 const SCRATCH_KEEP: usize = 1 << 20;
 /// Bytes of records gathered before one positional write.
 const WRITE_CHUNK: usize = 8 << 20;
-/// A snapshot is written again once this many keys (and a 64th of its entries) changed
-/// since it ([`Log::write_snapshot`]).
+/// A snapshot is written once the log holds this many keys, and again once this many
+/// (and a 64th of its entries) changed since it ([`Log::write_snapshot`]).
 const SNAPSHOT_MIN_KEYS: u64 = 4096;
 /// A value of at least this many bytes is not copied into a write batch: the batch before
 /// it is written, then its record's head, the value from where it lies, and its trailer.
@@ -992,7 +992,8 @@ impl<K: LogKey> Log<K> {
     /// Writes a snapshot of every segment (the active one, `active`, up to `active_len`)
     /// if the index's own is stale — it names a segment compaction removed — or at least
     /// a quarter segment and an eighth of what it covers was written since, or at least
-    /// [`SNAPSHOT_MIN_KEYS`] keys and a 64th of its entries changed since: so each
+    /// [`SNAPSHOT_MIN_KEYS`] keys and a 64th of its entries changed since (without a
+    /// snapshot: the log holds that many keys): so each
     /// snapshot costs a constant share of the bytes or keys written since the last, and
     /// an open reads at most a 64th of the entries beyond it. A cache: the caller ignores
     /// a failure.
@@ -1010,10 +1011,8 @@ impl<K: LogKey> Log<K> {
         let many_bytes = outside > 0 && outside >= self.segment_bytes / 4 && outside.saturating_mul(8) >= inside;
         // Small records (one-node commits) add little to the bytes but as much to an open
         // as large ones: one record to read and one entry to merge each.
-        let many_keys = state
-            .index
-            .changed_since_base()
-            .is_some_and(|(changed, entries)| changed >= SNAPSHOT_MIN_KEYS && changed.saturating_mul(64) >= entries);
+        let (changed, entries) = state.index.beyond_snapshot();
+        let many_keys = changed >= SNAPSHOT_MIN_KEYS && changed.saturating_mul(64) >= entries;
         if !(stale || many_bytes || many_keys) {
             return Ok(());
         }
