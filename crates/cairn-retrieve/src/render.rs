@@ -52,10 +52,11 @@ pub(crate) fn render_item(
     ))
 }
 
-/// The fewest characters the rendering of an item with this id and text can have: its
-/// `id:` line and, for a non-empty text, its `text:` line (labels and properties only add).
-pub(crate) fn min_rendered_chars(id: &str, text_chars: usize, text_cap_chars: usize) -> usize {
-    let id_line = 4 + id.chars().count();
+/// The fewest characters the rendering of an item with an id of `id_chars` characters and
+/// this text can have: its `id:` line and, for a non-empty text, its `text:` line (labels
+/// and properties only add).
+pub(crate) fn min_rendered_chars(id_chars: usize, text_chars: usize, text_cap_chars: usize) -> usize {
+    let id_line = 4 + id_chars;
     if text_chars == 0 || text_cap_chars == 0 {
         return id_line;
     }

@@ -447,7 +447,11 @@ fn pack_ranked(
     };
     let min_tokens = |i: usize| {
         let o = ranked[i].ordinal;
-        estimator.lower_bound(min_rendered_chars(indexes.id(o), indexes.text_chars(o), plan.text_cap))
+        estimator.lower_bound(min_rendered_chars(
+            indexes.id_chars(o),
+            indexes.text_chars(o),
+            plan.text_cap,
+        ))
     };
     let packed = pack(
         ranked.len(),

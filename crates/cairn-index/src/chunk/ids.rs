@@ -6,11 +6,24 @@
 use cairn_core::NodeId;
 
 /// A chunk's node ids, in local order (strictly increasing), packed.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Ids {
     bytes: String,
     /// Where id `i` ends in `bytes`.
     ends: Vec<u32>,
+    /// True while every id is ASCII: an id's length in characters is then its length in
+    /// bytes, known from `ends` alone (packing asks it of every candidate).
+    ascii: bool,
+}
+
+impl Default for Ids {
+    fn default() -> Ids {
+        Ids {
+            bytes: String::new(),
+            ends: Vec::new(),
+            ascii: true,
+        }
+    }
 }
 
 impl Ids {
@@ -19,6 +32,7 @@ impl Ids {
         Ids {
             bytes: String::with_capacity(bytes),
             ends: Vec::with_capacity(n),
+            ascii: true,
         }
     }
 
@@ -26,6 +40,7 @@ impl Ids {
     pub(crate) fn push(&mut self, id: &str) {
         self.bytes.push_str(id);
         self.ends.push(self.bytes.len() as u32);
+        self.ascii &= id.is_ascii();
     }
 
     /// Number of ids.
@@ -45,6 +60,20 @@ impl Ids {
             i => self.ends[i - 1] as usize,
         };
         &self.bytes[start..self.ends[i] as usize]
+    }
+
+    /// Id `i`'s length in characters (Unicode scalar values): for ASCII ids, without
+    /// reading the id.
+    pub fn chars(&self, i: usize) -> usize {
+        if self.ascii {
+            let start = match i {
+                0 => 0,
+                i => self.ends[i - 1],
+            };
+            (self.ends[i] - start) as usize
+        } else {
+            self.get(i).chars().count()
+        }
     }
 
     /// The first id.
@@ -116,6 +145,11 @@ mod tests {
             assert_eq!(ids.binary_search(probe), list.binary_search(&probe), "{probe}");
         }
         assert_eq!(ids.node_id(3).as_str(), "doc-0000001");
+        let chars: Vec<usize> = (0..ids.len()).map(|i| ids.chars(i)).collect();
+        assert_eq!(chars, list.map(|s| s.chars().count()));
+        let mut ascii = Ids::default();
+        ["a", "bcd", "doc-1"].iter().for_each(|id| ascii.push(id));
+        assert_eq!((0..3).map(|i| ascii.chars(i)).collect::<Vec<_>>(), [1, 3, 5]);
         assert_eq!((Ids::default().first(), Ids::default().last()), (None, None));
     }
 }

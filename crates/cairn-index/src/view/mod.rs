@@ -425,6 +425,12 @@ impl CommitIndexes {
         self.chunks[c].ids().get(l as usize)
     }
 
+    /// The length in characters of the id at `ordinal`. Panics if out of range.
+    pub fn id_chars(&self, ordinal: Ordinal) -> usize {
+        let (c, l) = self.locate(ordinal);
+        self.chunks[c].ids().chars(l as usize)
+    }
+
     /// The id at `ordinal`, as a [`NodeId`] (a copy). Panics if out of range.
     pub fn node_id(&self, ordinal: Ordinal) -> NodeId {
         let (c, l) = self.locate(ordinal);
