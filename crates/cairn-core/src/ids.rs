@@ -210,13 +210,26 @@ impl NodeId {
     /// ```
     pub fn new(id: impl Into<String>) -> Result<NodeId, ParseIdError> {
         let id = id.into();
+        NodeId::check(&id)?;
+        Ok(NodeId(id))
+    }
+
+    /// The rule [`NodeId::new`] checks, for a string that is not wrapped (a decoder that
+    /// keeps ids packed).
+    ///
+    /// ```
+    /// use cairn_core::NodeId;
+    /// assert!(NodeId::check("doc-1").is_ok());
+    /// assert!(NodeId::check("").is_err());
+    /// ```
+    pub fn check(id: &str) -> Result<(), ParseIdError> {
         if id.is_empty() || id.len() > MAX_NODE_ID_BYTES {
             return Err(ParseIdError::BadNodeIdLength {
                 len: id.len(),
                 max: MAX_NODE_ID_BYTES,
             });
         }
-        Ok(NodeId(id))
+        Ok(())
     }
 
     /// The id as a string slice.

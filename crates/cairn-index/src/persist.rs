@@ -16,13 +16,12 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use cairn_core::limits::{MAX_EMBEDDING_DIM, MAX_NAME_BYTES, MAX_NODE_ID_BYTES, MAX_VALUE_DEPTH};
+use cairn_core::limits::{MAX_EMBEDDING_DIM, MAX_NAME_BYTES, MAX_VALUE_DEPTH};
 use cairn_core::{Hash, NodeId, Value};
 use roaring::RoaringBitmap;
 
-use crate::chunk::Ids;
 use crate::chunk::{
-    DenseChunk, DenseHead, EdgeChunk, EdgeDirection, EdgeRec, Local, NodeChunk, Posting, SparseChunk, TextChunk,
+    DenseChunk, DenseHead, EdgeChunk, EdgeDirection, EdgeRec, Ids, Local, NodeChunk, Posting, SparseChunk, TextChunk,
 };
 use crate::error::IndexError;
 use crate::hnsw::UnitGraph;
@@ -398,9 +397,7 @@ fn decode_core(
     c.text_chars.reserve_exact(n);
     for _ in 0..n {
         let id = r.str_ref()?;
-        if id.is_empty() || id.len() > MAX_NODE_ID_BYTES {
-            return Err(bad(format!("a node id of {} bytes", id.len())));
-        }
+        NodeId::check(id).map_err(|e| bad(format!("node id: {e}")))?;
         if c.ids.last().is_some_and(|last| last.as_bytes() >= id.as_bytes()) {
             return Err(bad("node ids out of order"));
         }

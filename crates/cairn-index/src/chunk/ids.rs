@@ -53,24 +53,25 @@ impl Ids {
         self.ends.is_empty()
     }
 
-    /// Id `i` (panics if `i >= len`).
-    pub fn get(&self, i: usize) -> &str {
+    /// Where id `i` lies in `bytes` (panics if `i >= len`).
+    fn range(&self, i: usize) -> std::ops::Range<usize> {
         let start = match i {
             0 => 0,
             i => self.ends[i - 1] as usize,
         };
-        &self.bytes[start..self.ends[i] as usize]
+        start..self.ends[i] as usize
+    }
+
+    /// Id `i` (panics if `i >= len`).
+    pub fn get(&self, i: usize) -> &str {
+        &self.bytes[self.range(i)]
     }
 
     /// Id `i`'s length in characters (Unicode scalar values): for ASCII ids, without
     /// reading the id.
     pub fn chars(&self, i: usize) -> usize {
         if self.ascii {
-            let start = match i {
-                0 => 0,
-                i => self.ends[i - 1],
-            };
-            (self.ends[i] - start) as usize
+            self.range(i).len()
         } else {
             self.get(i).chars().count()
         }
