@@ -15,6 +15,9 @@ use crate::dense::rows::RowSource;
 use crate::props::PropertyPredicate;
 use crate::validity::{bounds_contain, validity_bounds};
 
+/// The validity of a node valid at every time: open ends.
+const OPEN: (i64, i64) = (i64::MIN, i64::MAX);
+
 /// A chunk-local ordinal: a node's position in its chunk (id order).
 pub type Local = u32;
 
@@ -121,7 +124,6 @@ impl NodeChunk {
 
     /// Appends node `local`'s validity (nodes in local order), of a chunk of `n` nodes.
     pub(crate) fn push_validity(&mut self, local: usize, bounds: (i64, i64), n: usize) {
-        const OPEN: (i64, i64) = (i64::MIN, i64::MAX);
         if bounds != OPEN && self.validity.is_empty() {
             // The first node with bounds: the ones before it had none.
             self.validity.reserve_exact(n);
@@ -289,7 +291,7 @@ impl NodeChunk {
     pub fn validity(&self, local: Local) -> (i64, i64) {
         match self.validity.get(local as usize) {
             Some(&v) => v,
-            None => (i64::MIN, i64::MAX),
+            None => OPEN,
         }
     }
 
