@@ -310,6 +310,64 @@ pub fn encode_node(n: &Node) -> Vec<u8> {
     finish(e)
 }
 
+/// Where dense `model`'s components start in [`encode_node`]`(n)`: the byte offset of the
+/// first of its `f32`s (each then 4 little-endian bytes, one after another), or `None` if
+/// `n` has no vector of `model`. Computed from the field lengths of storage-format §3.1,
+/// without encoding: an index part records it so that a row is read from the node object
+/// by range (§7.3.4).
+///
+/// ```
+/// use cairn_core::{codec, Node, NodeId};
+/// let n = Node::new(NodeId::new("a").unwrap())
+///     .with_text("hello")
+///     .with_embedding("m", vec![0.5, -1.0]);
+/// let at = codec::node_vector_offset(&n, "m").unwrap();
+/// assert_eq!(&codec::encode_node(&n)[at..at + 4], &0.5f32.to_le_bytes());
+/// ```
+pub fn node_vector_offset(n: &Node, model: &str) -> Option<usize> {
+    let mut at = node_text_offset(n) + n.text.len() + 8;
+    for (m, v) in &n.embeddings {
+        at += 8 + m.len() + 8;
+        if m == model {
+            return Some(at);
+        }
+        at += 4 * v.len();
+    }
+    None
+}
+
+/// Where the text's UTF-8 bytes start in [`encode_node`]`(n)` (after its `u64` length,
+/// storage-format §3.1 field 4): an index part records it so that a text is read from the
+/// node object by range (§7.3.1).
+///
+/// ```
+/// use cairn_core::{codec, Node, NodeId};
+/// let n = Node::new(NodeId::new("a").unwrap()).with_label("Doc").with_text("hello");
+/// let at = codec::node_text_offset(&n);
+/// assert_eq!(&codec::encode_node(&n)[at..at + 5], b"hello");
+/// ```
+pub fn node_text_offset(n: &Node) -> usize {
+    let str_len = |s: &str| 8 + s.len();
+    1 + str_len(n.id.as_str()) + 8 + n.labels.iter().map(|l| str_len(l)).sum::<usize>() + props_len(&n.props) + 8
+}
+
+/// The encoded length of a property map ([`w_props`]).
+fn props_len(m: &BTreeMap<String, Value>) -> usize {
+    8 + m.iter().map(|(k, v)| 8 + k.len() + value_len(v)).sum::<usize>()
+}
+
+/// The encoded length of a property value ([`w_value`]).
+fn value_len(v: &Value) -> usize {
+    1 + match v {
+        Value::Null => 0,
+        Value::Bool(_) => 1,
+        Value::Int(_) | Value::Float(_) => 8,
+        Value::String(s) => 8 + s.len(),
+        Value::List(items) => 8 + items.iter().map(value_len).sum::<usize>(),
+        Value::Map(m) => props_len(m),
+    }
+}
+
 /// Encodes an edge (tag [`TAG_EDGE`]).
 pub fn encode_edge(ed: &Edge) -> Vec<u8> {
     let mut e = new_encoder(TAG_EDGE, 96);
@@ -717,6 +775,42 @@ mod tests {
 
     fn id(s: &str) -> NodeId {
         NodeId::new(s).unwrap()
+    }
+
+    #[test]
+    fn text_and_vector_offsets_find_their_bytes_in_the_encoding() {
+        let nested = Value::Map(
+            [
+                (
+                    "l".to_string(),
+                    Value::List(vec![Value::Null, Value::Bool(true), Value::Int(-3)]),
+                ),
+                ("s".to_string(), Value::String("héllo".into())),
+            ]
+            .into(),
+        );
+        let mut n = Node::new(id("node-1"))
+            .with_text("some text")
+            .with_label("A")
+            .with_label("Bee");
+        n.props.insert("f".into(), Value::Float(2.5));
+        n.props.insert("m".into(), nested);
+        n.embeddings.insert("a".into(), vec![1.0, 2.0, 3.0]);
+        n.embeddings.insert("bb".into(), vec![-0.5; 5]);
+        n.embeddings.insert("c".into(), vec![7.0]);
+        n.sparse.insert("s".into(), SparseVector::new(vec![1], vec![1.0]));
+        let bytes = encode_node(&n);
+        for (m, v) in &n.embeddings {
+            let at = node_vector_offset(&n, m).unwrap();
+            let want: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+            assert_eq!(&bytes[at..at + want.len()], want.as_slice(), "model {m}");
+            assert_eq!(&bytes[at - 8..at], (v.len() as u64).to_le_bytes().as_slice());
+        }
+        assert_eq!(node_vector_offset(&n, "zz"), None);
+        let at = node_text_offset(&n);
+        assert_eq!(&bytes[at..at + n.text.len()], n.text.as_bytes());
+        assert_eq!(&bytes[at - 8..at], (n.text.len() as u64).to_le_bytes().as_slice());
+        assert_eq!(node_vector_offset(&Node::new(id("x")), "a"), None);
     }
 
     fn sample_node() -> Node {

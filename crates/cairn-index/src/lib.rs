@@ -42,7 +42,7 @@ pub mod view;
 
 pub use analyzer::Analyzer;
 pub use chunk::{ChunkParts, DenseChunk, DenseHead, EdgeChunk, EdgeDirection, NodeChunk, SparseChunk, TextChunk};
-pub use dense::rows::{RowSource, ValueReader};
+pub use dense::rows::RowSource;
 pub use error::IndexError;
 pub use hit::{top_k, top_k_vec, Hit, Ordinal};
 pub use hnsw::GraphParams;

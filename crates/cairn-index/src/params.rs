@@ -14,8 +14,10 @@ use crate::hnsw::GraphParams;
 /// 3 — unit graph records carry the graph's measured reach (`storage-format.md` §7.4);
 /// 4 — dense parts store their int8 codes, bounds and row checksums ahead of the rows
 /// (§7.3.4); 5 — core parts carry each text's dates (§7.3.1); 6 — a core part's texts
-/// follow a checksummed head holding each text's length, characters and crc32 (§7.3.1).
-pub const INDEX_FORMAT_VERSION: u32 = 6;
+/// follow a checksummed head holding each text's length, characters and crc32 (§7.3.1);
+/// 7 — a dense part stores no vectors: each row names its node object and the vector's
+/// offset in it (§7.3.4).
+pub const INDEX_FORMAT_VERSION: u32 = 7;
 
 /// Level of the node and edge trees at which chunks are cut: a chunk starts at every key
 /// of level ≥ 2, so it holds 8² = 64 keys on average (`storage-format.md` §7.2).

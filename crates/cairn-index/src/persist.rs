@@ -13,10 +13,9 @@
 //! checked. Anything else is [`IndexError::BadStoredIndex`]; the repository then rebuilds
 //! the part from the data.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use cairn_core::limits::{MAX_EMBEDDING_DIM, MAX_NAME_BYTES, MAX_VALUE_DEPTH};
+use cairn_core::limits::{MAX_EMBEDDING_DIM, MAX_VALUE_DEPTH};
 use cairn_core::{Hash, NodeId, Value};
 use roaring::RoaringBitmap;
 
@@ -67,29 +66,11 @@ fn header(tag: u8, key: &Hash, capacity: usize) -> Writer {
     w
 }
 
-/// Encodes a node chunk's core part.
+/// Encodes a node chunk's core part (storage-format §7.3.1: no text is stored, each
+/// text's place in its node object instead). The same bytes whether the part holds its
+/// texts in memory or not.
 pub fn encode_node_core(key: &Hash, c: &NodeChunk) -> Vec<u8> {
-    encode_core(key, c).0
-}
-
-/// Encodes a built core part (its texts in memory), and returns it as
-/// [`decode_node_core_texts_stored`] would read the encoding back: its texts left in the
-/// stored value `skey`, read through `source` — without decoding the value again.
-pub fn encode_node_core_texts_stored(
-    key: &Hash,
-    mut core: NodeChunk,
-    source: std::sync::Arc<dyn crate::RowSource>,
-    skey: &[u8],
-) -> (Vec<u8>, NodeChunk) {
-    let (value, section, crcs) = encode_core(key, &core);
-    core.leave_texts_stored(source, skey, section, crcs);
-    (value, core)
-}
-
-/// The encoding of a core part, the offset of its texts (the first text's first byte) and
-/// each text's crc32.
-fn encode_core(key: &Hash, c: &NodeChunk) -> (Vec<u8>, u64, Vec<u32>) {
-    let mut w = header(TAG_NODE_CORE, key, c.heap_bytes() + c.len() * 12);
+    let mut w = header(TAG_NODE_CORE, key, c.heap_bytes() + c.len() * 16);
     // The head's length and crc32, set once the head is written.
     w.u32(0);
     w.u32(0);
@@ -118,20 +99,13 @@ fn encode_core(key: &Hash, c: &NodeChunk) -> (Vec<u8>, u64, Vec<u32>) {
             w.value(v);
         }
     }
-    // Built chunks hold their texts; a loaded part with its texts on disk (met only by
-    // `CommitIndexes::digest`) reads them back, and a text that can be read from neither
-    // its part nor its node object is encoded empty — such a view's digest differs.
-    let texts: Vec<(Cow<'_, str>, u32)> = (0..c.ids.len())
-        .map(|l| match c.text(l as Local) {
-            Ok(t) => (t, c.text_chars[l]),
-            Err(_) => (Cow::Borrowed(""), 0),
-        })
-        .collect();
-    let crcs: Vec<u32> = texts.iter().map(|(t, _)| crc32fast::hash(t.as_bytes())).collect();
-    for ((t, chars), crc) in texts.iter().zip(&crcs) {
-        w.u32(t.len() as u32);
-        w.u32(*chars);
-        w.u32(*crc);
+    let mut start = 0u32;
+    for l in 0..c.len() {
+        w.u32(c.text_end[l] - start);
+        w.u32(c.text_chars[l]);
+        w.u32(c.text_crcs[l]);
+        w.u32(c.text_offsets[l]);
+        start = c.text_end[l];
     }
     w.u64(c.dense_models.len() as u64);
     for (m, (dim, rows)) in &c.dense_models {
@@ -156,11 +130,7 @@ fn encode_core(key: &Hash, c: &NodeChunk) -> (Vec<u8>, u64, Vec<u32>) {
     let crc = crc32fast::hash(&w.0[head..]);
     w.0[head - 8..head - 4].copy_from_slice(&head_len.to_le_bytes());
     w.0[head - 4..head].copy_from_slice(&crc.to_le_bytes());
-    let section = w.0.len() as u64;
-    for (t, _) in &texts {
-        w.bytes(t.as_bytes());
-    }
-    (w.0, section, crcs)
+    w.0
 }
 
 /// Encodes a node chunk's BM25 part.
@@ -200,13 +170,64 @@ pub fn encode_sparse(key: &Hash, model: &str, n: u32, s: &SparseChunk) -> Vec<u8
     w.0
 }
 
-/// Encodes a node chunk's dense part for `model` (rows and vectors; codes and bound terms
-/// are recomputed on load); `n` is the chunk's node count.
+/// What a dense part's encoding holds, borrowed from a part or its head.
+struct DenseFields<'a> {
+    dim: usize,
+    rows: &'a [Local],
+    scales: &'a [f32],
+    bound_u: &'a [f32],
+    bound_v: &'a [f32],
+    crcs: &'a [u32],
+    nodes: &'a [Hash],
+    offsets: &'a [u32],
+    codes: &'a [i8],
+}
+
+/// Encodes a node chunk's dense part for `model` (storage-format §7.3.4: no vectors, each
+/// row's place in its node object instead); `n` is the chunk's node count. The same bytes
+/// whether the part holds its rows in memory or not.
 pub fn encode_dense(key: &Hash, model: &str, n: u32, d: &DenseChunk) -> Vec<u8> {
-    // Encoded when built, with the rows in memory (a part on disk is never encoded again).
-    debug_assert!(d.rows_in_memory(), "encoding a dense part whose rows are on disk");
+    write_dense(
+        key,
+        model,
+        n,
+        DenseFields {
+            dim: d.dim,
+            rows: &d.rows,
+            scales: &d.scales,
+            bound_u: &d.bound_u,
+            bound_v: &d.bound_v,
+            crcs: &d.crcs,
+            nodes: &d.nodes,
+            offsets: &d.offsets,
+            codes: &d.codes,
+        },
+    )
+}
+
+/// Encodes a decoded dense part ([`decode_dense`]) again: the same bytes.
+pub fn encode_dense_head(key: &Hash, model: &str, n: u32, h: &DenseHead) -> Vec<u8> {
+    write_dense(
+        key,
+        model,
+        n,
+        DenseFields {
+            dim: h.dim,
+            rows: &h.rows,
+            scales: &h.scales,
+            bound_u: &h.bound_u,
+            bound_v: &h.bound_v,
+            crcs: &h.crcs,
+            nodes: &h.nodes,
+            offsets: &h.offsets,
+            codes: &h.codes,
+        },
+    )
+}
+
+fn write_dense(key: &Hash, model: &str, n: u32, d: DenseFields<'_>) -> Vec<u8> {
     let rows = d.rows.len();
-    let mut w = header(TAG_DENSE, key, rows * (20 + 5 * d.dim) + 64);
+    let mut w = header(TAG_DENSE, key, rows * (DENSE_ROW_BYTES + d.dim) + 64);
     w.str(model);
     w.u32(d.dim as u32);
     w.u32(n);
@@ -215,51 +236,18 @@ pub fn encode_dense(key: &Hash, model: &str, n: u32, d: &DenseChunk) -> Vec<u8> 
     d.scales.iter().for_each(|x| w.u32(x.to_bits()));
     d.bound_u.iter().for_each(|x| w.u32(x.to_bits()));
     d.bound_v.iter().for_each(|x| w.u32(x.to_bits()));
-    d.row_crcs().iter().for_each(|&c| w.u32(c));
+    d.crcs.iter().for_each(|&c| w.u32(c));
+    d.nodes.iter().for_each(|h| w.0.extend_from_slice(h.as_bytes()));
+    d.offsets.iter().for_each(|&o| w.u32(o));
     w.0.extend(d.codes.iter().map(|&c| c as u8));
     let head_crc = crc32fast::hash(&w.0);
     w.u32(head_crc);
-    d.vectors.iter().for_each(|x| w.u32(x.to_bits()));
     w.0
 }
 
-/// Bytes a dense part's value must be read from its start for [`dense_head_len`]: the
-/// tag, the chunk key, and `str(model)`'s length.
-pub const DENSE_PREFIX: usize = 1 + 32 + 8;
-
-/// The length of a dense part's head — everything before its rows, head checksum
-/// included — from its first `DENSE_PREFIX + len(model) + 12` bytes (`prefix` may be
-/// longer); `Err` if they cannot start a dense part, `Ok(None)` if more bytes are needed
-/// (the model's name: read `DENSE_PREFIX + len(model) + 12`, then ask again).
-pub fn dense_head_len(prefix: &[u8]) -> Result<Option<usize>, IndexError> {
-    let mut r = Reader { bytes: prefix, at: 0 };
-    if r.u8()? != TAG_DENSE {
-        return Err(bad("not a dense part"));
-    }
-    r.take(32)?;
-    let model_len = r.u64()?;
-    if model_len > MAX_NAME_BYTES as u64 {
-        return Err(bad(format!("a model name of {model_len} bytes")));
-    }
-    if r.remaining() < model_len as usize + 12 {
-        return Ok(None);
-    }
-    r.take(model_len as usize)?;
-    let dim = r.u32()? as usize;
-    let _n = r.u32()?;
-    let rows = r.u32()? as usize;
-    if dim == 0 || dim > MAX_EMBEDDING_DIM || rows == 0 || rows > MAX_CHUNK_KEYS {
-        return Err(bad(format!("dense part of {rows} rows of dimension {dim}")));
-    }
-    Ok(Some(DENSE_PREFIX + model_len as usize + 12 + rows * (20 + dim) + 4))
-}
-
-/// Where row 0's vector starts in [`encode_dense`]'s bytes for `model` and `rows` rows of
-/// `dim`: the vectors come last, `4 · dim` bytes per row, so a row is read from the stored
-/// value without decoding the rest (a [`crate::RowSource`]).
-pub fn dense_rows_offset(model: &str, rows: usize, dim: usize) -> u64 {
-    (DENSE_PREFIX + model.len() + 12 + rows * (20 + dim) + 4) as u64
-}
+/// Bytes per row of a dense part besides its codes: local, scale, two bound terms, crc32,
+/// node object hash and offset.
+const DENSE_ROW_BYTES: usize = 4 + 4 + 4 + 4 + 4 + 32 + 4;
 
 /// Encodes an edge chunk.
 pub fn encode_edges(key: &Hash, direction: EdgeDirection, c: &EdgeChunk) -> Vec<u8> {
@@ -332,49 +320,34 @@ fn open<'a>(bytes: &'a [u8], tag: u8, key: &Hash) -> Result<Reader<'a>, IndexErr
     Ok(r)
 }
 
-/// Decodes a node chunk's core part stored under `key`.
-pub fn decode_node_core(bytes: &[u8], key: &Hash) -> Result<NodeChunk, IndexError> {
-    decode_core(bytes, key, None)
-}
-
-/// [`decode_node_core`], leaving the node texts in the stored value `skey`, read through
-/// `source` when an item is rendered. `bytes` are the value's first
-/// [`core_head_len`] bytes (a range read) or more (the whole value): only the head is
-/// read and checked — by its own crc32 — and each text is checked against its crc32 from
-/// the head when it is read (`chunk/node.rs`, `StoredTexts`).
-pub fn decode_node_core_texts_stored(
+/// Decodes a node chunk's core part stored under `key` (the chunk key). Its texts stay in
+/// their node objects, read through `source` when an item is rendered, each checked
+/// against its crc32 from the head (`chunk/node.rs`, `StoredTexts`); `skey` is the part's
+/// store key, reported to `source` if a text cannot be read.
+pub fn decode_node_core(
     bytes: &[u8],
     key: &Hash,
     source: std::sync::Arc<dyn crate::RowSource>,
     skey: &[u8],
 ) -> Result<NodeChunk, IndexError> {
-    decode_core(bytes, key, Some((source, skey)))
+    let mut c = decode_core(bytes, key)?;
+    c.leave_texts_stored(source, skey);
+    Ok(c)
+}
+
+/// Checks a node chunk's core part stored under `key` as [`decode_node_core`] does,
+/// without keeping it (an integrity check reads no text).
+pub fn check_node_core(bytes: &[u8], key: &Hash) -> Result<(), IndexError> {
+    decode_core(bytes, key).map(drop)
 }
 
 /// Bytes before a core part's head: the tag, the chunk key, the head's length and its
 /// crc32 (storage-format §7.3.1).
 pub const CORE_PREFIX: usize = 1 + 32 + 4 + 4;
 
-/// The length of a core part's prefix and head — what [`decode_node_core_texts_stored`]
-/// reads — from its first [`CORE_PREFIX`] bytes.
-pub fn core_head_len(prefix: &[u8]) -> Result<usize, IndexError> {
-    let mut r = Reader { bytes: prefix, at: 0 };
-    if r.u8()? != TAG_NODE_CORE {
-        return Err(bad("not a core part"));
-    }
-    r.take(32)?;
-    let len = r.u32()? as usize;
-    if len == 0 {
-        return Err(bad("an empty core head"));
-    }
-    Ok(CORE_PREFIX + len)
-}
-
-fn decode_core(
-    bytes: &[u8],
-    key: &Hash,
-    stored: Option<(std::sync::Arc<dyn crate::RowSource>, &[u8])>,
-) -> Result<NodeChunk, IndexError> {
+/// The core part, its texts neither in memory nor attached to a source: the caller
+/// attaches one.
+fn decode_core(bytes: &[u8], key: &Hash) -> Result<NodeChunk, IndexError> {
     let mut whole = open(bytes, TAG_NODE_CORE, key)?;
     let head_len = whole.u32()? as usize;
     let crc = whole.u32()?;
@@ -383,7 +356,7 @@ fn decode_core(
         return Err(bad("the head fails its checksum"));
     }
     let mut r = Reader { bytes: head, at: 0 };
-    let n = r.count32(8 + 1 + 32 + 16 + 12 + 1)?;
+    let n = r.count32(8 + 1 + 32 + 16 + 16 + 1)?;
     if n == 0 || n > MAX_CHUNK_KEYS {
         return Err(bad(format!("node chunk of {n} nodes")));
     }
@@ -437,18 +410,20 @@ fn decode_core(
         }
         c.props.insert(k, col);
     }
-    // The text table: each text's bytes, characters and crc32.
-    let mut crcs = Vec::with_capacity(n);
+    // The text table: each text's bytes, characters, crc32 and place in its node object.
+    c.text_crcs.reserve_exact(n);
+    c.text_offsets.reserve_exact(n);
     let mut end = 0u32;
     for _ in 0..n {
-        let (len, chars, crc) = (r.u32()?, r.u32()?, r.u32()?);
+        let (len, chars, crc, offset) = (r.u32()?, r.u32()?, r.u32()?, r.u32()?);
         if chars > len || (len > 0 && chars == 0) {
             return Err(bad(format!("a text of {len} bytes and {chars} characters")));
         }
         end = end.checked_add(len).ok_or_else(|| bad("chunk text over 4 GiB"))?;
         c.text_end.push(end);
         c.text_chars.push(chars);
-        crcs.push(crc);
+        c.text_crcs.push(crc);
+        c.text_offsets.push(offset);
     }
     let models = r.count64(8 + 8)?;
     for _ in 0..models {
@@ -492,33 +467,7 @@ fn decode_core(
         c.push_date_end(l, n);
     }
     r.done()?;
-    match stored {
-        // The texts stay in the store: what follows the head is not read.
-        Some((source, skey)) => {
-            c.stored_text = Some(crate::chunk::node::StoredTexts {
-                source,
-                key: skey.into(),
-                section: whole.at as u64,
-                crcs: crcs.into(),
-            });
-        }
-        None => {
-            let texts = whole.take(end as usize)?;
-            whole.done()?;
-            let texts = std::str::from_utf8(texts).map_err(|_| bad("text is not UTF-8"))?;
-            let mut start = 0usize;
-            for (l, &e) in c.text_end.iter().enumerate() {
-                let t = texts
-                    .get(start..e as usize)
-                    .ok_or_else(|| bad("a text ends inside a character"))?;
-                if t.chars().count() as u32 != c.text_chars[l] || crc32fast::hash(t.as_bytes()) != crcs[l] {
-                    return Err(bad("a text disagrees with its length in characters or its crc32"));
-                }
-                start = e as usize;
-            }
-            c.text = texts.to_owned();
-        }
-    }
+    whole.done()?;
     Ok(c)
 }
 
@@ -638,40 +587,10 @@ pub fn sparse_node_count(bytes: &[u8]) -> Option<u32> {
     r.u32().ok()
 }
 
-/// Decodes a dense part stored under `key`; returns the model, the chunk's node count
-/// and the part (codes and bounds recomputed).
-pub fn decode_dense(bytes: &[u8], key: &Hash) -> Result<(String, u32, DenseChunk), IndexError> {
-    let (model, n, head, mut r) = dense_head(bytes, key)?;
-    let rows = head.rows.len();
-    let dim = head.dim;
-    let raw = r.take(rows * dim * 4)?;
-    r.done()?;
-    for (row, crc) in raw.chunks_exact(4 * dim).zip(&head.crcs) {
-        if crc32fast::hash(row) != *crc {
-            return Err(bad("a row fails its checksum"));
-        }
-    }
-    let vectors: Vec<f32> = raw
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    if vectors.iter().any(|x| !x.is_finite()) {
-        return Err(bad("non-finite vector component"));
-    }
-    Ok((model, n, head.with_vectors(vectors)))
-}
-
-/// Decodes a dense part's head ([`dense_head_len`] bytes from the value's start), stored
-/// under `key`: the part with its codes and bounds, whose rows are then read from the store
-/// ([`DenseChunk::into_rows_stored`] with [`DenseHead::into_rows_stored`]).
-pub fn decode_dense_head(bytes: &[u8], key: &Hash) -> Result<(String, u32, DenseHead), IndexError> {
-    let (model, n, head, r) = dense_head(bytes, key)?;
-    r.done()?;
-    Ok((model, n, head))
-}
-
-/// The head of a dense part, checked; the reader is left at the rows.
-fn dense_head<'a>(bytes: &'a [u8], key: &Hash) -> Result<(String, u32, DenseHead, Reader<'a>), IndexError> {
+/// Decodes a dense part stored under `key`; returns the model, the chunk's node count and
+/// the part without its rows, which are read from their node objects
+/// ([`DenseHead::into_rows_read`], [`DenseHead::into_rows_stored`]).
+pub fn decode_dense(bytes: &[u8], key: &Hash) -> Result<(String, u32, DenseHead), IndexError> {
     let mut r = open(bytes, TAG_DENSE, key)?;
     let model = r.string()?;
     let dim = r.u32()? as usize;
@@ -680,7 +599,7 @@ fn dense_head<'a>(bytes: &'a [u8], key: &Hash) -> Result<(String, u32, DenseHead
         return Err(bad(format!("dense part of dimension {dim} in a {n}-node chunk")));
     }
     let rows = r.u32()? as usize;
-    if rows == 0 || rows > n as usize || rows.saturating_mul(20 + dim) > r.remaining() {
+    if rows == 0 || rows > n as usize || rows.saturating_mul(DENSE_ROW_BYTES + dim) > r.remaining() {
         return Err(bad(format!("dense part of {rows} rows")));
     }
     let mut locals = Vec::with_capacity(rows);
@@ -706,11 +625,19 @@ fn dense_head<'a>(bytes: &'a [u8], key: &Hash) -> Result<(String, u32, DenseHead
     let scales = f32s(&mut r)?;
     let bound_u = f32s(&mut r)?;
     let bound_v = f32s(&mut r)?;
-    let crcs: Vec<u32> = r
-        .take(rows * 4)?
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+    let u32s = |r: &mut Reader<'_>| -> Result<Vec<u32>, IndexError> {
+        Ok(r.take(rows * 4)?
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
+    };
+    let crcs = u32s(&mut r)?;
+    let nodes: Vec<Hash> = r
+        .take(rows * 32)?
+        .chunks_exact(32)
+        .map(|c| Hash::from_bytes(c.try_into().expect("32 bytes")))
         .collect();
+    let offsets = u32s(&mut r)?;
     let raw = r.take(rows * dim)?;
     if has_code_min(raw) {
         return Err(bad("an int8 code of -128"));
@@ -720,6 +647,7 @@ fn dense_head<'a>(bytes: &'a [u8], key: &Hash) -> Result<(String, u32, DenseHead
     if crc32fast::hash(&bytes[..covered]) != r.u32()? {
         return Err(bad("the head fails its checksum"));
     }
+    r.done()?;
     let head = DenseHead {
         dim,
         rows: locals,
@@ -728,8 +656,10 @@ fn dense_head<'a>(bytes: &'a [u8], key: &Hash) -> Result<(String, u32, DenseHead
         bound_u,
         bound_v,
         crcs,
+        nodes,
+        offsets,
     };
-    Ok((model, n, head, r))
+    Ok((model, n, head))
 }
 
 /// True if any of `codes` (int8 codes as bytes) is −128, which no quantisation makes. A
@@ -1055,9 +985,23 @@ mod tests {
     use crate::chunk::ChunkParts;
     use crate::params::IndexParams;
 
+    fn id(s: &str) -> NodeId {
+        NodeId::new(s).unwrap()
+    }
+
     fn parts() -> (ChunkParts, Vec<Edge>) {
-        let id = |s: &str| NodeId::new(s).unwrap();
-        let nodes = [
+        let nodes = parts_nodes();
+        let refs: Vec<(Hash, &Node)> = nodes.iter().map(|n| (Hash::of(n.id.as_str().as_bytes()), n)).collect();
+        let edges = vec![
+            Edge::new(id("a"), "cites", id("c")).with_weight(2.0),
+            Edge::new(id("c"), "about", id("a")).with_validity(Validity::new(None, Some(5))),
+        ];
+        (ChunkParts::build(&IndexParams::default(), &refs), edges)
+    }
+
+    /// The nodes of [`parts`]' chunk.
+    fn parts_nodes() -> Vec<Node> {
+        vec![
             Node::new(id("a"))
                 .with_label("Doc")
                 .with_label("Note")
@@ -1075,20 +1019,44 @@ mod tests {
                 .with_text("stall stall stall")
                 .with_embedding("d", vec![0.0, 0.0, 0.0])
                 .with_sparse("s", SparseVector::new(vec![], vec![])),
-        ];
-        let refs: Vec<(Hash, &Node)> = nodes.iter().map(|n| (Hash::of(n.id.as_str().as_bytes()), n)).collect();
-        let edges = vec![
-            Edge::new(id("a"), "cites", id("c")).with_weight(2.0),
-            Edge::new(id("c"), "about", id("a")).with_validity(Validity::new(None, Some(5))),
-        ];
-        (ChunkParts::build(&IndexParams::default(), &refs), edges)
+        ]
+    }
+
+    /// Node objects by hash, read by range.
+    struct Objects(Vec<(Hash, Vec<u8>)>);
+
+    impl crate::RowSource for Objects {
+        fn read_at(&self, _: &[u8], _: u64, _: &mut [u8]) -> Result<bool, String> {
+            Ok(false)
+        }
+        fn read_object_at(&self, node: &Hash, offset: u64, out: &mut [u8]) -> Result<bool, String> {
+            let Some((_, bytes)) = self.0.iter().find(|(h, _)| h == node) else {
+                return Ok(false);
+            };
+            let at = offset as usize;
+            Ok(bytes.get(at..at + out.len()).map(|b| out.copy_from_slice(b)).is_some())
+        }
+        fn node_vector(&self, _: &Hash, _: &str) -> Result<Vec<f32>, String> {
+            Err("none".into())
+        }
+        fn node_text(&self, _: &Hash) -> Result<String, String> {
+            Err("none".into())
+        }
+        fn damaged(&self, _: &[u8], _: String) {}
     }
 
     /// A row source with nothing behind it (the parts above are only compared).
     struct NoRows;
 
+    fn no_rows() -> std::sync::Arc<dyn crate::RowSource> {
+        std::sync::Arc::new(NoRows)
+    }
+
     impl crate::RowSource for NoRows {
         fn read_at(&self, _: &[u8], _: u64, _: &mut [u8]) -> Result<bool, String> {
+            Ok(false)
+        }
+        fn read_object_at(&self, _: &Hash, _: u64, _: &mut [u8]) -> Result<bool, String> {
             Ok(false)
         }
         fn node_vector(&self, _: &Hash, _: &str) -> Result<Vec<f32>, String> {
@@ -1104,57 +1072,58 @@ mod tests {
     fn every_part_round_trips_exactly() {
         let (p, edges) = parts();
         let k = Hash::of(b"chunk");
-        assert_eq!(decode_node_core(&encode_node_core(&k, &p.core), &k).unwrap(), p.core);
-        // A built part put on disk is what a load of its encoding gives.
-        let source: std::sync::Arc<dyn crate::RowSource> = std::sync::Arc::new(NoRows);
-        let (value, on_disk) = encode_node_core_texts_stored(&k, p.core.clone(), std::sync::Arc::clone(&source), b"ck");
-        assert_eq!(value, encode_node_core(&k, &p.core));
-        assert!(!on_disk.texts_in_memory());
-        assert_eq!(
-            decode_node_core_texts_stored(&value, &k, source, b"ck").unwrap(),
-            on_disk
+        // No text is stored: a part read back reads its texts from the node objects, and
+        // is the built part with its texts left there.
+        let bytes = encode_node_core(&k, &p.core);
+        let objects = Objects(
+            parts_nodes()
+                .iter()
+                .map(|n| (Hash::of(n.id.as_str().as_bytes()), cairn_core::codec::encode_node(n)))
+                .collect(),
         );
+        let objects: std::sync::Arc<dyn crate::RowSource> = std::sync::Arc::new(objects);
+        let back = decode_node_core(&bytes, &k, std::sync::Arc::clone(&objects), b"ck").unwrap();
+        assert!(!back.texts_in_memory() && p.core.texts_in_memory());
+        let mut built = p.core.clone();
+        built.leave_texts_stored(std::sync::Arc::clone(&objects), b"ck");
+        assert_eq!(back, built);
+        assert_eq!(encode_node_core(&k, &back), bytes);
+        for l in 0..p.core.len() as Local {
+            assert_eq!(back.text(l).unwrap(), p.core.text(l).unwrap());
+        }
         assert_eq!(decode_text(&encode_text(&k, &p.text), &k).unwrap(), p.text);
         let s = &p.sparse["s"];
         let bytes = encode_sparse(&k, "s", 3, s);
         assert_eq!(decode_sparse(&bytes, &k).unwrap(), ("s".to_string(), s.clone()));
         assert_eq!(sparse_node_count(&bytes), Some(3));
         let d = &p.dense["d"];
-        let (m, n, back) = decode_dense(&encode_dense(&k, "d", 3, d), &k).unwrap();
-        assert_eq!((m.as_str(), n), ("d", 3));
-        assert_eq!(&back, d);
-        assert_eq!(
-            (back.codes.clone(), back.scales.clone()),
-            (d.codes.clone(), d.scales.clone())
-        );
-        // The rows are the value's last bytes, from `dense_rows_offset` on; the head
-        // before them is `dense_head_len` bytes, read from its first bytes.
         let bytes = encode_dense(&k, "d", 3, d);
-        let at = dense_rows_offset("d", d.len(), d.dim()) as usize;
-        assert_eq!(bytes.len(), at + d.len() * d.dim() * 4);
-        let first: Vec<u8> = d.vector(0).unwrap().iter().flat_map(|x| x.to_le_bytes()).collect();
-        assert_eq!(&bytes[at..at + first.len()], first.as_slice());
-        assert_eq!(dense_head_len(&bytes[..DENSE_PREFIX]).unwrap(), None);
-        assert_eq!(dense_head_len(&bytes[..DENSE_PREFIX + 1 + 12]).unwrap(), Some(at));
-        assert_eq!(dense_head_len(&bytes).unwrap(), Some(at));
-        // The head alone gives the same codes, bounds and row checksums.
-        let (m, n, head) = decode_dense_head(&bytes[..at], &k).unwrap();
+        let (m, n, head) = decode_dense(&bytes, &k).unwrap();
         assert_eq!((m.as_str(), n), ("d", 3));
-        assert_eq!(
-            (&head.codes, &head.scales, &head.bound_u, &head.bound_v, &head.crcs),
-            (&d.codes, &d.scales, &d.bound_u, &d.bound_v, &d.row_crcs())
-        );
-        // Every flip of a head byte is refused by the head alone (its checksum, or a
-        // check before it); a flip in a row is refused by the whole decode.
-        for i in 0..at {
+        assert_eq!(encode_dense_head(&k, "d", 3, &head), bytes);
+        // No vector is stored: each row names its node object and where its vector is.
+        assert_eq!(bytes.len(), 33 + 8 + 1 + 12 + d.len() * (DENSE_ROW_BYTES + d.dim()) + 4);
+        let objects: Vec<(Hash, Vec<u8>)> = parts_nodes()
+            .iter()
+            .map(|n| (Hash::of(n.id.as_str().as_bytes()), cairn_core::codec::encode_node(n)))
+            .collect();
+        let source = Objects(objects);
+        // Read back from the objects, the rows are the built part's, bit for bit; left
+        // there, the part is the same but for them.
+        assert_eq!(&head.clone().into_rows_read(&source).unwrap(), d);
+        let stored = head.clone().into_rows_stored(std::sync::Arc::new(NoRows), b"ck");
+        assert!(!stored.rows_in_memory());
+        assert_eq!(encode_dense(&k, "d", 3, &stored), bytes);
+        // A row whose object does not hold it (another object, a wrong offset) is refused.
+        let mut moved = head.clone();
+        moved.offsets[0] += 4;
+        assert!(moved.into_rows_read(&source).unwrap_err().contains("row 0"));
+        assert!(head.clone().into_rows_read(&NoRows).is_err());
+        // Every flip of a byte after the key is refused (its checksum, or a check before it).
+        for i in 33..bytes.len() {
             let mut bad = bytes.clone();
             bad[i] ^= 0x10;
-            assert!(decode_dense_head(&bad[..at], &k).is_err(), "head flip at {i}");
-        }
-        for i in at..bytes.len() {
-            let mut bad = bytes.clone();
-            bad[i] ^= 0x10;
-            assert!(decode_dense(&bad, &k).is_err(), "row flip at {i}");
+            assert!(decode_dense(&bad, &k).is_err(), "flip at {i}");
         }
         for dir in [EdgeDirection::Out, EdgeDirection::In] {
             let mut sorted = edges.clone();
@@ -1170,7 +1139,7 @@ mod tests {
         assert_eq!(decode_manifest(&encode_manifest(&k, 7, &h), &k).unwrap(), (7, h));
         // The key is checked: a part is never served for another chunk.
         let other = Hash::of(b"other");
-        assert!(decode_node_core(&encode_node_core(&k, &p.core), &other).is_err());
+        assert!(decode_node_core(&encode_node_core(&k, &p.core), &other, no_rows(), b"ck").is_err());
     }
 
     #[test]
@@ -1185,7 +1154,7 @@ mod tests {
         ];
         for bytes in &encoded {
             for cut in 0..bytes.len() {
-                assert!(decode_node_core(&bytes[..cut], &k).is_err());
+                assert!(decode_node_core(&bytes[..cut], &k, no_rows(), b"ck").is_err());
                 assert!(decode_text(&bytes[..cut], &k).is_err());
                 assert!(decode_sparse(&bytes[..cut], &k).is_err());
                 assert!(decode_dense(&bytes[..cut], &k).is_err());
@@ -1195,14 +1164,16 @@ mod tests {
                     let mut b = bytes.clone();
                     b[i] ^= flip;
                     // Any outcome but a panic or an abort; what decodes re-encodes.
-                    if let Ok(c) = decode_node_core(&b, &k) {
+                    if let Ok(c) = decode_node_core(&b, &k, no_rows(), b"ck") {
                         assert_eq!(encode_node_core(&k, &c), b);
                     }
                     if let Ok(t) = decode_text(&b, &k) {
                         assert_eq!(encode_text(&k, &t), b);
                     }
                     let _ = decode_sparse(&b, &k);
-                    let _ = decode_dense(&b, &k);
+                    if let Ok((m, n, h)) = decode_dense(&b, &k) {
+                        assert_eq!(encode_dense_head(&k, &m, n, &h), b);
+                    }
                 }
             }
         }
@@ -1210,7 +1181,7 @@ mod tests {
         let mut hostile = vec![TAG_NODE_CORE];
         hostile.extend_from_slice(k.as_bytes());
         hostile.extend_from_slice(&u32::MAX.to_le_bytes());
-        assert!(decode_node_core(&hostile, &k).is_err());
+        assert!(decode_node_core(&hostile, &k, no_rows(), b"ck").is_err());
         let mut hostile = vec![TAG_TEXT];
         hostile.extend_from_slice(k.as_bytes());
         hostile.extend_from_slice(&1u32.to_le_bytes());

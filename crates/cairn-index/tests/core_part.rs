@@ -1,5 +1,6 @@
-//! Core parts (`persist::encode_node_core`, storage-format §7.3.1): a checksummed head,
-//! then the texts. The bytes are pinned; the head alone — what a process that leaves the
+//! Core parts (`persist::encode_node_core`, storage-format §7.3.1) and dense parts
+//! (§7.3.4), whose texts and rows stay in their node objects. The bytes of both are
+//! pinned; the head alone — what a process that leaves the
 //! texts in the store reads — gives every column, and each text read back by range is
 //! checked against its crc32 from the head, a damaged one read from its node instead.
 
@@ -49,62 +50,113 @@ fn core() -> NodeChunk {
     ChunkParts::build(&IndexParams::default(), &refs).core
 }
 
+/// The chunk's nodes' objects, as a source reads them.
+fn source() -> Arc<OneValue> {
+    Arc::new(OneValue {
+        objects: Mutex::new(
+            nodes()
+                .iter()
+                .map(|(h, n)| (*h, cairn_core::codec::encode_node(n)))
+                .collect(),
+        ),
+        texts: nodes().into_iter().map(|(h, n)| (h, n.text)).collect(),
+        ..OneValue::default()
+    })
+}
+
 /// Golden: a core part's bytes (storage-format §7.3.1) are pinned, and its layout is the
-/// documented one — the head's length and crc32 after the key, the texts last.
+/// documented one — the head's length and crc32 after the key, nothing after the head;
+/// each text's row says where its node object holds it.
 #[test]
 fn core_part_bytes_are_pinned() {
     let key = Hash::of(b"golden core");
-    let bytes = persist::encode_node_core(&key, &core());
+    let core = core();
+    let bytes = persist::encode_node_core(&key, &core);
     let head_len = u32::from_le_bytes(bytes[33..37].try_into().unwrap()) as usize;
     let crc = u32::from_le_bytes(bytes[37..41].try_into().unwrap());
-    assert_eq!(crc, crc32fast::hash(&bytes[CORE_PREFIX..CORE_PREFIX + head_len]));
-    assert_eq!(
-        persist::core_head_len(&bytes[..CORE_PREFIX]).unwrap(),
-        CORE_PREFIX + head_len
-    );
-    let texts: String = nodes().iter().map(|(_, n)| n.text.as_str()).collect();
-    assert_eq!(&bytes[CORE_PREFIX + head_len..], texts.as_bytes());
+    assert_eq!(bytes.len(), CORE_PREFIX + head_len);
+    assert_eq!(crc, crc32fast::hash(&bytes[CORE_PREFIX..]));
+    for (l, (h, n)) in nodes().iter().enumerate() {
+        let (node, offset) = core.text_place(l as u32);
+        assert_eq!(node, h);
+        let object = cairn_core::codec::encode_node(n);
+        let at = offset as usize;
+        assert_eq!(&object[at..at + n.text.len()], n.text.as_bytes());
+    }
     assert_eq!(
         (bytes.len(), head_len, Hash::of(&bytes).to_hex()),
         (GOLDEN_LEN, GOLDEN_HEAD, GOLDEN_HASH.to_string())
     );
 }
 
-const GOLDEN_LEN: usize = 674;
-const GOLDEN_HEAD: usize = 566;
-const GOLDEN_HASH: &str = "74f469dd7fc5393f55f771d8ebe7502c17c718d9b0af0968124c800fbd3f796e";
+const GOLDEN_LEN: usize = 627;
+const GOLDEN_HEAD: usize = 586;
+const GOLDEN_HASH: &str = "e68f9370c056f4f372d4217fe43d83975285d650dade1b7b341b04f31ecd7ca8";
 
-/// The head alone gives the same columns as the whole value; texts are read by range,
-/// checked, and a damaged one comes from its node with the damage reported.
+/// Golden: a dense part's bytes (storage-format §7.3.4) are pinned, and its layout is the
+/// documented one — no vector stored; each row names its node object and the offset of
+/// its vector in the object's encoding, where the row's crc32 holds.
 #[test]
-fn the_head_alone_serves_and_texts_are_checked_when_read() {
-    let key = Hash::of(b"core");
-    let whole_core = core();
-    let bytes = persist::encode_node_core(&key, &whole_core);
-    let whole = persist::decode_node_core(&bytes, &key).unwrap();
-    assert_eq!(persist::encode_node_core(&key, &whole), bytes);
-    let source = Arc::new(OneValue {
-        value: Mutex::new(bytes.clone()),
-        texts: nodes().into_iter().map(|(h, n)| (h, n.text)).collect(),
-        ..OneValue::default()
-    });
-    let head = persist::core_head_len(&bytes[..CORE_PREFIX]).unwrap();
-    let stored = persist::decode_node_core_texts_stored(&bytes[..head], &key, source.clone(), b"k").unwrap();
-    assert!(!stored.texts_in_memory());
-    assert_eq!(stored.ids(), whole.ids());
-    for l in 0..whole.len() as u32 {
-        assert_eq!(stored.text(l).unwrap(), whole.text(l).unwrap());
-        assert_eq!(stored.text_chars(l), whole.text_chars(l));
-        assert_eq!(stored.text_dates(l), whole.text_dates(l));
+fn dense_part_bytes_are_pinned() {
+    let nodes = nodes();
+    let refs: Vec<(Hash, &Node)> = nodes.iter().map(|(h, n)| (*h, n)).collect();
+    let parts = ChunkParts::build(&IndexParams::default(), &refs);
+    let key = Hash::of(b"golden dense");
+    let bytes = persist::encode_dense(&key, "m", nodes.len() as u32, &parts.dense["m"]);
+    let (model, n, head) = persist::decode_dense(&bytes, &key).unwrap();
+    assert_eq!(
+        (model.as_str(), n as usize, head.len()),
+        ("m", nodes.len(), nodes.len() - 1)
+    );
+    let rows = head.len();
+    // After the tag, key, `str("m")` and the three counts: locals, scales, bounds, crcs.
+    let crcs_at = 1 + 32 + 9 + 12 + 16 * rows;
+    for r in 0..rows {
+        let (node, offset) = head.row_place(r).unwrap();
+        let (_, n) = nodes.iter().find(|(h, _)| h == node).unwrap();
+        let object = cairn_core::codec::encode_node(n);
+        let vector = &object[offset as usize..offset as usize + 3 * 4];
+        let crc = u32::from_le_bytes(bytes[crcs_at + 4 * r..crcs_at + 4 * r + 4].try_into().unwrap());
+        assert_eq!(crc, crc32fast::hash(vector), "row {r}");
+        let want: Vec<u8> = n.embeddings["m"].iter().flat_map(|x| x.to_le_bytes()).collect();
+        assert_eq!(vector, want.as_slice());
     }
-    // The same bytes re-encoded from the stored texts.
+    let end = bytes.len() - 4;
+    assert_eq!(&bytes[end..], crc32fast::hash(&bytes[..end]).to_le_bytes().as_slice());
+    assert_eq!(
+        (bytes.len(), Hash::of(&bytes).to_hex()),
+        (GOLDEN_DENSE_LEN, GOLDEN_DENSE_HASH.to_string())
+    );
+}
+
+/// 54 bytes before the rows (tag, key, `str("m")`, three counts), 4 rows of 56 bytes and 3
+/// codes each, the head checksum.
+const GOLDEN_DENSE_LEN: usize = 294;
+const GOLDEN_DENSE_HASH: &str = "30d5b3dfc8cc69a8d45d0e5b1a76dbb80eb9d5682380bca30b51d6cbe0409065";
+
+/// A decoded part reads each text from its node object by range, checked by its crc32,
+/// and re-encodes to the same bytes; a damaged text comes from its node read whole, with
+/// the damage reported.
+#[test]
+fn texts_are_read_from_their_nodes_and_checked() {
+    let key = Hash::of(b"core");
+    let built = core();
+    let bytes = persist::encode_node_core(&key, &built);
+    let source = source();
+    let stored = persist::decode_node_core(&bytes, &key, source.clone(), b"k").unwrap();
+    assert!(!stored.texts_in_memory() && built.texts_in_memory());
+    assert_eq!(stored.ids(), built.ids());
+    for l in 0..built.len() as u32 {
+        assert_eq!(stored.text(l).unwrap(), built.text(l).unwrap());
+        assert_eq!(stored.text_chars(l), built.text_chars(l));
+        assert_eq!(stored.text_dates(l), built.text_dates(l));
+    }
     assert_eq!(persist::encode_node_core(&key, &stored), bytes);
     assert!(source.damaged.lock().is_empty());
-    // Damage node c1's text ("wing stall in 1987") in the stored value: the head still
-    // holds, the text's crc32 does not.
-    let after_c0: usize = nodes()[1..].iter().map(|(_, n)| n.text.len()).sum();
-    let at = bytes.len() - after_c0;
-    source.value.lock()[at] ^= 0x20;
+    // Damage node c1's text ("wing stall in 1987") in its object: the part still holds,
+    // the text's crc32 does not.
+    let (_, at) = built.text_place(1);
+    source.objects.lock()[1].1[at as usize] ^= 0x20;
     assert_eq!(stored.text(1).unwrap(), "wing stall in 1987");
     let damaged = source.damaged.lock().clone();
     assert_eq!(damaged.len(), 1, "{damaged:?}");
@@ -112,39 +164,31 @@ fn the_head_alone_serves_and_texts_are_checked_when_read() {
         damaged[0].contains("c1") && damaged[0].contains("fails its checksum"),
         "{damaged:?}"
     );
-    // Read whole, the same damage is refused.
-    let flipped = source.value.lock().clone();
-    assert!(persist::decode_node_core(&flipped, &key).is_err());
 }
 
 /// Every truncation and every bit flip of a core part is refused, or decodes to what
-/// re-encodes to the same bytes; a flip in the head is refused read by range too.
+/// re-encodes to the same bytes.
 #[test]
 fn damage_to_a_core_part_is_refused() {
     let key = Hash::of(b"core");
     let bytes = persist::encode_node_core(&key, &core());
+    let source: Arc<dyn RowSource> = Arc::new(OneValue::default());
     for len in 0..bytes.len() {
         assert!(
-            persist::decode_node_core(&bytes[..len], &key).is_err(),
+            persist::decode_node_core(&bytes[..len], &key, Arc::clone(&source), b"k").is_err(),
             "truncated to {len}"
         );
     }
-    let head = persist::core_head_len(&bytes[..CORE_PREFIX]).unwrap();
-    let source: Arc<dyn RowSource> = Arc::new(OneValue::default());
     for i in 0..bytes.len() {
         for bit in 0..8 {
             let mut b = bytes.clone();
             b[i] ^= 1 << bit;
-            if let Ok(c) = persist::decode_node_core(&b, &key) {
+            if let Ok(c) = persist::decode_node_core(&b, &key, Arc::clone(&source), b"k") {
                 assert_eq!(persist::encode_node_core(&key, &c), b, "byte {i} bit {bit}");
             }
-            if i < head {
-                let len = persist::core_head_len(&b[..CORE_PREFIX]).unwrap_or(0);
-                let read = b.get(..len).unwrap_or(&b);
-                assert!(
-                    persist::decode_node_core_texts_stored(read, &key, Arc::clone(&source), b"k").is_err(),
-                    "head byte {i} bit {bit}"
-                );
+            // Past the key, the head's checksum holds every byte.
+            if i >= 33 {
+                assert!(persist::check_node_core(&b, &key).is_err(), "byte {i} bit {bit}");
             }
         }
     }
@@ -172,8 +216,12 @@ fn sparse_validity_and_dates_read_back_at_every_position() {
         let refs: Vec<(Hash, &Node)> = nodes.iter().map(|(h, n)| (*h, n)).collect();
         let built = ChunkParts::build(&IndexParams::default(), &refs).core;
         let key = Hash::of(b"sparse columns");
-        let decoded = persist::decode_node_core(&persist::encode_node_core(&key, &built), &key).unwrap();
-        assert_eq!(decoded, built, "first = {first}");
+        let objects = Arc::new(OneValue::default());
+        let decoded =
+            persist::decode_node_core(&persist::encode_node_core(&key, &built), &key, objects.clone(), b"k").unwrap();
+        let mut stored = built.clone();
+        stored.leave_texts_stored(objects, b"k");
+        assert_eq!(decoded, stored, "first = {first}");
         for c in [&built, &decoded] {
             for l in 0..4u32 {
                 let open = (i64::MIN, i64::MAX);

@@ -66,10 +66,23 @@ fn rebuilt_and_reloaded_indexes_agree() {
 /// The view rebuilt from its parts' stored encodings, each decoded by the bounded reader.
 fn through_storage(view: &CommitIndexes) -> CommitIndexes {
     let k = cairn_core::Hash::of(b"chunk");
+    // A core part stores no text: each is read back from where the part says its node
+    // object holds it (here, the built parts' own texts).
+    let mut texts = Rows::default();
+    for c in view.chunks() {
+        for l in 0..c.len() as u32 {
+            let (node, offset) = c.text_place(l);
+            texts.0.insert((*node, offset), c.text(l).unwrap().as_bytes().to_vec());
+        }
+    }
+    let texts: Arc<dyn cairn_index::RowSource> = Arc::new(texts);
     let cores = view
         .chunks()
         .iter()
-        .map(|c| Arc::new(persist::decode_node_core(&persist::encode_node_core(&k, c), &k).unwrap()))
+        .map(|c| {
+            let bytes = persist::encode_node_core(&k, c);
+            Arc::new(persist::decode_node_core(&bytes, &k, Arc::clone(&texts), b"ck").unwrap())
+        })
         .collect();
     let mut out = CommitIndexes::assemble(view.key, view.params().clone(), cores).unwrap();
     let texts = (0..view.chunks().len())
@@ -96,15 +109,24 @@ fn through_storage(view: &CommitIndexes) -> CommitIndexes {
     }
     for model in view.dense_models().into_keys() {
         let d = view.dense(&model).unwrap();
+        // A dense part stores no vectors: they are read back from where the parts say
+        // their node objects hold them (here, the built parts' own rows).
+        let mut rows = Rows::default();
+        for p in (0..view.chunks().len()).filter_map(|c| d.part(c)) {
+            for r in 0..p.len() {
+                let (node, offset) = p.row_place(r).unwrap();
+                let bytes = p.vector(r).unwrap().iter().flat_map(|x| x.to_le_bytes()).collect();
+                rows.0.insert((*node, offset), bytes);
+            }
+        }
         let parts = (0..view.chunks().len())
             .map(|c| {
                 d.part(c).map(|p| {
                     let n = view.chunks()[c].len() as u32;
-                    Arc::new(
-                        persist::decode_dense(&persist::encode_dense(&k, &model, n, p), &k)
-                            .unwrap()
-                            .2,
-                    )
+                    let head = persist::decode_dense(&persist::encode_dense(&k, &model, n, p), &k)
+                        .unwrap()
+                        .2;
+                    Arc::new(head.into_rows_read(&rows).unwrap())
                 })
             })
             .collect();
@@ -182,4 +204,31 @@ fn text_date_boost_gives_the_same_bytes_everywhere() {
         .unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8(out.stdout).unwrap().contains(&format!("<<{a}>>")));
+}
+
+/// Vectors and texts by the node object and offset a part reads them at.
+#[derive(Default)]
+struct Rows(std::collections::HashMap<(cairn_core::Hash, u32), Vec<u8>>);
+
+impl cairn_index::RowSource for Rows {
+    fn read_at(&self, _: &[u8], _: u64, _: &mut [u8]) -> Result<bool, String> {
+        Ok(false)
+    }
+    fn read_object_at(&self, node: &cairn_core::Hash, offset: u64, out: &mut [u8]) -> Result<bool, String> {
+        let Some(bytes) = u32::try_from(offset).ok().and_then(|o| self.0.get(&(*node, o))) else {
+            return Ok(false);
+        };
+        let found = bytes.len() == out.len();
+        if found {
+            out.copy_from_slice(bytes);
+        }
+        Ok(found)
+    }
+    fn node_vector(&self, _: &cairn_core::Hash, _: &str) -> Result<Vec<f32>, String> {
+        Err("no objects here".into())
+    }
+    fn node_text(&self, _: &cairn_core::Hash) -> Result<String, String> {
+        Err("no objects here".into())
+    }
+    fn damaged(&self, _: &[u8], _: String) {}
 }

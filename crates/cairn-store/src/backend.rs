@@ -90,6 +90,28 @@ pub trait Store: Send + Sync + 'static {
         hashes.iter().map(|h| self.contains(h)).collect()
     }
 
+    /// Reads `out.len()` bytes of object `hash`'s encoding, from byte `offset` on,
+    /// **without checking the object**: for a caller that reads a slice of many objects
+    /// (an index part's rows, storage-format §7.3.4) and checks each slice against a
+    /// checksum of its own. `Ok(false)` if the object is absent or shorter. The default
+    /// reads the object whole with [`Store::get`] (checked) and copies the range; the
+    /// segment store reads the range alone.
+    fn read_object_at(&self, hash: &Hash, offset: u64, out: &mut [u8]) -> Result<bool, StoreError> {
+        let Some(value) = self.get(hash)? else {
+            return Ok(false);
+        };
+        match usize::try_from(offset)
+            .ok()
+            .and_then(|o| value.get(o..o.checked_add(out.len())?))
+        {
+            Some(bytes) => {
+                out.copy_from_slice(bytes);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
     /// A hint that `hashes` will be read soon: a backend whose reads are round trips may
     /// fetch them at once into a cache of its own (an object store does, checking each one's
     /// hash; what fails to arrive is simply read later, and its error reported then). Reads
@@ -187,19 +209,6 @@ pub trait Store: Send + Sync + 'static {
         };
         out.copy_from_slice(&value[range]);
         Ok(true)
-    }
-
-    /// A reader of derived value `key`'s byte ranges that finds the value once, for a
-    /// caller that reads many small ranges of one large value (the rows of an index part)
-    /// and checks each against checksums of its own: **unchecked**, as
-    /// [`Store::read_derived_at`]. It reads the value as it was found, whatever is
-    /// written under the key afterwards, until the value moves (a compaction); then it
-    /// says so and the caller reads by key. `Ok(None)` if there is no such value, or the
-    /// store has no such reader (the default); the caller then reads with
-    /// [`Store::read_derived_at`].
-    fn derived_reader(&self, key: &[u8]) -> Result<Option<crate::DerivedReader>, StoreError> {
-        let _ = key;
-        Ok(None)
     }
 
     /// True if [`Store::read_derived_at`] reads only the bytes asked for (so a repository

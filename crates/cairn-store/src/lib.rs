@@ -31,7 +31,7 @@ pub use memory::MemoryStore;
 /// The `object_store` crate the object-store backend is built on (for
 /// [`ObjectStoreBackend::with_object_store`]).
 pub use object_store;
-pub use segment::{DerivedReader, FileChange, FileStep, FileStepHook, SegmentStore, REF_LOG_SYNC_INTERVAL};
+pub use segment::{FileChange, FileStep, FileStepHook, SegmentStore, REF_LOG_SYNC_INTERVAL};
 pub use sled_store::SledStore;
 
 /// Entry points for the fuzz targets (`fuzz/`): the segment store's strict decoders of its

@@ -283,39 +283,20 @@ mod checks {
         assert_eq!(read(0, 1), None);
     }
 
-    pub fn derived_readers_read_the_value_they_found(store: &dyn Store) {
-        let value: Vec<u8> = (0..1000u32).map(|i| (i * 11 % 251) as u8).collect();
-        store.put_derived(&[(b"rows".to_vec(), value.clone())]).unwrap();
-        assert!(store.derived_reader(b"absent").unwrap().is_none());
-        // A store without readers says so; the caller reads by key.
-        let Some(reader) = store.derived_reader(b"rows").unwrap() else {
-            return;
-        };
-        let read = |offset: u64, len: usize| {
+    pub fn object_ranges_read_what_the_object_holds(store: &dyn Store) {
+        let bytes: Vec<u8> = (0..1000u32).map(|i| (i * 13 % 251) as u8).collect();
+        let hash = Hash::of(&bytes);
+        store.put_batch(&[(hash, bytes.clone())]).unwrap();
+        let read = |h: &Hash, offset: u64, len: usize| {
             let mut out = vec![0u8; len];
-            let found = reader.read_at(offset, &mut out).unwrap();
-            found.map(|found| found.then_some(out))
+            store.read_object_at(h, offset, &mut out).unwrap().then_some(out)
         };
-        assert_eq!(read(0, 10), Some(Some(value[..10].to_vec())));
-        assert_eq!(read(990, 10), Some(Some(value[990..].to_vec())));
-        assert_eq!(read(1000, 0), Some(Some(Vec::new())));
-        assert_eq!(read(995, 10), Some(None));
-        assert_eq!(read(u64::MAX, 1), Some(None));
-        // A newer value under the key: the reader still reads the value it found, until
-        // a compaction moves the records; then it says so (`None`), never older bytes
-        // from a file the store let go.
-        let newer: Vec<u8> = value.iter().map(|b| b ^ 0xff).collect();
-        store.put_derived(&[(b"rows".to_vec(), newer.clone())]).unwrap();
-        assert_eq!(read(100, 50), Some(Some(value[100..150].to_vec())));
-        store.compact().unwrap();
-        let after = read(100, 50);
-        assert!(
-            after.is_none() || after == Some(Some(value[100..150].to_vec())),
-            "{after:?}"
-        );
-        let mut out = vec![0u8; 50];
-        assert!(store.read_derived_at(b"rows", 100, &mut out).unwrap());
-        assert_eq!(out, newer[100..150]);
+        assert_eq!(read(&hash, 0, 10), Some(bytes[..10].to_vec()));
+        assert_eq!(read(&hash, 990, 10), Some(bytes[990..].to_vec()));
+        assert_eq!(read(&hash, 1000, 0), Some(Vec::new()));
+        assert_eq!(read(&hash, 995, 10), None);
+        assert_eq!(read(&hash, u64::MAX, 1), None);
+        assert_eq!(read(&Hash::of(b"absent"), 0, 1), None);
     }
 
     pub fn derived_values_are_lent_as_read(store: &dyn Store) {
@@ -562,7 +543,7 @@ macro_rules! conformance {
             list_refs_by_prefix_in_name_order,
             derived_put_get_overwrite_delete,
             derived_ranges_read_what_was_put,
-            derived_readers_read_the_value_they_found,
+            object_ranges_read_what_the_object_holds,
             derived_values_are_lent_as_read,
             derived_key_spaces_are_separate,
             scan_derived_by_prefix_in_key_order,

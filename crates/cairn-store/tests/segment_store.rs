@@ -368,29 +368,6 @@ fn the_active_segment_gets_a_hint_at_close_that_a_later_append_makes_stale() {
     assert!(store.damage().data.is_empty());
 }
 
-/// A derived reader reads the record it found while its segment lasts; once a compaction
-/// lets the segment go it says the value moved (and keeps no file of the store's open),
-/// and the value is read by key.
-#[test]
-fn a_derived_reader_reads_its_record_until_the_segment_goes() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SegmentStore::open(dir.path()).unwrap();
-    let value: Vec<u8> = (0..4096u32).map(|i| (i % 241) as u8).collect();
-    store.put_derived(&[(b"rows".to_vec(), value.clone())]).unwrap();
-    let reader = store
-        .derived_reader(b"rows")
-        .unwrap()
-        .expect("a segment store has readers");
-    let mut out = [0u8; 16];
-    assert_eq!(reader.read_at(4000, &mut out).unwrap(), Some(true));
-    assert_eq!(out[..], value[4000..4016]);
-    // Every record of the segment dead: a compaction removes its file.
-    store.delete_derived(&[b"rows".to_vec()]).unwrap();
-    store.compact().unwrap();
-    assert_eq!(reader.read_at(4000, &mut out).unwrap(), None);
-    assert!(!store.read_derived_at(b"rows", 4000, &mut out).unwrap());
-}
-
 #[test]
 fn values_from_a_mebibyte_on_are_written_whole_among_small_ones() {
     // Values from 1 MiB on are written from where they lie rather than copied into the

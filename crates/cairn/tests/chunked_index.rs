@@ -291,8 +291,8 @@ fn chunk_keys_do_not_depend_on_history() {
 }
 
 const GOLDEN_CHUNKS: usize = 11;
-const GOLDEN_FIRST_CHUNK: &str = "1235717ca91b6d8b23399a0f69da286e3bcc65f81c51b28a1168710fa7d00480";
-const GOLDEN_ALL_CHUNKS: &str = "8bd40e429727b7be1b4644a1c9f6756113367f8ad4e7df2d8fc559c0ea5eac78";
+const GOLDEN_FIRST_CHUNK: &str = "951e1080f160e4fb7e0f9d61a01eee549e69b4d8e64845f0067be4ee6fadd23a";
+const GOLDEN_ALL_CHUNKS: &str = "1f8d395dd116951b9f465be2bb907f11111d820d0c3c17852a5687797eeb79c1";
 
 /// A repository whose node tree has several units (ids of level ≥ 5 cut them).
 fn units_repo(store: Arc<dyn Store>) -> Repo {

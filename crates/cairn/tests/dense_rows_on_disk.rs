@@ -1,13 +1,15 @@
 //! Dense rows left on disk: when a model's exact rows do not fit a quarter of the index
-//! cache, each part keeps its int8 codes and reads the rows rescoring needs from its stored
-//! value. Results are the same bytes as with the rows in memory; a damaged stored row is
-//! never scored (its node's vector is) and its part is rebuilt, with `derived_rebuilt`.
+//! cache, each part keeps its int8 codes and reads the rows rescoring needs from their node
+//! objects (a dense part stores no vectors: where each row is in its node object, and its
+//! crc32). Results are the same bytes as with the rows in memory; a row that fails its
+//! checksum is never scored (its node's vector, read whole, is) and its part is rebuilt,
+//! with `derived_rebuilt`.
 
 use std::sync::Arc;
 
 use cairn::retrieve::{RetrievalResult, WarningCode};
 use cairn::{Hash, Node, NodeId, Repo, StoreKind};
-use cairn_index::persist::{decode_dense, dense_rows_offset, TAG_DENSE};
+use cairn_index::persist::{decode_dense, TAG_DENSE};
 use cairn_store::{MemoryStore, Store};
 
 const N: usize = 3000;
@@ -28,17 +30,19 @@ fn vector(i: usize, salt: u64) -> Vec<f32> {
         .collect()
 }
 
+/// Node `i` of the repository.
+fn node(i: usize) -> Node {
+    let words = ["wing", "stall", "lift", "drag", "flow", "shock"];
+    Node::new(NodeId::new(format!("n{i:05}")).unwrap())
+        .with_label(["Doc", "Note"][i % 2])
+        .with_text(format!("{} {}", words[i % 6], words[(i / 6) % 6]))
+        .with_embedding("m", vector(i, 7))
+}
+
 fn fill(repo: &Repo) {
     let mut tx = repo.transaction().unwrap();
     for i in 0..N {
-        let words = ["wing", "stall", "lift", "drag", "flow", "shock"];
-        tx.put_node(
-            Node::new(NodeId::new(format!("n{i:05}")).unwrap())
-                .with_label(["Doc", "Note"][i % 2])
-                .with_text(format!("{} {}", words[i % 6], words[(i / 6) % 6]))
-                .with_embedding("m", vector(i, 7)),
-        )
-        .unwrap();
+        tx.put_node(node(i)).unwrap();
     }
     tx.commit_at("nodes", T).unwrap();
 }
@@ -209,28 +213,47 @@ fn rows_on_disk_in_a_segment_store_survive_reopening() {
     assert!(rows_in_memory(&repo).iter().all(|&m| !m));
 }
 
+/// Byte offset, in a stored dense part of `rows` rows of model `m`, of row `r`'s offset
+/// in its node object (storage-format §7.3.4): after the tag, key, model, three counts and
+/// the rows' locals, scales, bound terms, checksums and node hashes.
+fn offset_at(rows: usize, r: usize) -> usize {
+    1 + 32 + 8 + 1 + 12 + rows * (4 + 4 + 4 + 4 + 4 + 32) + 4 * r
+}
+
+/// `value` with its head checksum (its last four bytes) made to hold again.
+fn reseal(mut value: Vec<u8>) -> Vec<u8> {
+    let end = value.len() - 4;
+    let crc = crc32fast::hash(&value[..end]);
+    value[end..].copy_from_slice(&crc.to_le_bytes());
+    value
+}
+
 #[test]
-fn a_damaged_stored_row_is_scored_from_its_node_and_its_part_rebuilt() {
-    let (expected, disk, store) = on_disk_as_in_memory();
-    // Flip one byte of the row of query 0's top hit (n02890) in its stored part: the
-    // store's own checksum (a memory store keeps none) cannot see it; the row's must.
+fn a_row_that_fails_its_checksum_is_scored_from_its_node_and_its_part_rebuilt() {
+    let (expected, _, store) = on_disk_as_in_memory();
+    // A part that is whole but wrong (what a store's checksum cannot see): the row of
+    // query 0's top hit (n02890) points 4 bytes into its vector, its head sealed again.
+    // Its row's own checksum must catch it.
     let dense = dense_parts(&store);
     assert!(dense.len() > 10);
-    let top = vector(2890, 7);
+    let top = cairn_core::codec::hash_object(&cairn_core::codec::encode_node(&node(2890)));
     let mut damaged = None;
     for (k, v) in &dense {
         let chunk = Hash::from_bytes(k[3..35].try_into().unwrap());
         let (model, _, part) = decode_dense(v, &chunk).unwrap();
         assert_eq!(model, "m");
-        if let Some(r) = (0..part.len()).find(|&r| part.vector(r) == Some(top.as_slice())) {
+        if let Some(r) = (0..part.len()).find(|&r| part.row_place(r).unwrap().0 == &top) {
             let mut v = v.clone();
-            let at = dense_rows_offset("m", part.len(), DIM) as usize + r * DIM * 4 + 5;
-            v[at] ^= 0x40;
-            damaged = Some((k.clone(), v));
+            let at = offset_at(part.len(), r);
+            let moved = u32::from_le_bytes(v[at..at + 4].try_into().unwrap()) + 4;
+            v[at..at + 4].copy_from_slice(&moved.to_le_bytes());
+            damaged = Some((k.clone(), reseal(v)));
         }
     }
     store.put_derived(&[damaged.expect("the top hit's part")]).unwrap();
-    // The same answer: a damaged row is read from its node object.
+    // A new handle loads the part (its head is sound). The same answer: the row is read
+    // from its node object whole.
+    let disk = handle(&store, true);
     let first = first_query(&disk, false);
     assert_eq!(serde_json::to_string(&first).unwrap(), expected[0]);
     // The next assembly deletes and rebuilds the damaged parts and says so.
@@ -247,23 +270,46 @@ fn a_damaged_stored_row_is_scored_from_its_node_and_its_part_rebuilt() {
 }
 
 #[test]
+fn a_part_whose_rows_its_nodes_do_not_hold_is_rebuilt_when_loaded_into_memory() {
+    let (memory, store) = repo(false);
+    let expected = json(&queries(&memory));
+    let dense = dense_parts(&store);
+    // One part's first row points past its node object's end, sealed again.
+    let (k, v) = &dense[3];
+    let chunk = Hash::from_bytes(k[3..35].try_into().unwrap());
+    let rows = decode_dense(v, &chunk).unwrap().2.len();
+    let mut bad = v.clone();
+    let at = offset_at(rows, 0);
+    bad[at..at + 4].copy_from_slice(&(1u32 << 20).to_le_bytes());
+    store.put_derived(&[(k.clone(), reseal(bad))]).unwrap();
+    // A new handle keeping its rows in memory reads every row of every part it loads:
+    // that part is refused, named once and rebuilt; the answers stand.
+    let cold = handle(&store, false);
+    let first = first_query(&cold, false);
+    let rebuilt = rebuilt_notes(&first);
+    assert_eq!(rebuilt.len(), 1, "{rebuilt:?}");
+    assert!(
+        rebuilt[0].contains("dense part of chunk") && rebuilt[0].contains("row 0"),
+        "{rebuilt:?}"
+    );
+    same_items(&first, &expected[0]);
+    assert!(rows_in_memory(&cold).iter().all(|&m| m));
+    assert_eq!(dense_parts(&store), dense, "rebuilt to the original bytes");
+    same(&json(&queries(&cold)), &expected);
+}
+
+#[test]
 fn a_damaged_stored_head_is_never_served_and_its_part_is_rebuilt() {
     let (expected, _disk, store) = on_disk_as_in_memory();
     let dense = dense_parts(&store);
-    // A flip in the codes of one part (the head a process with its rows on disk reads
-    // alone, past the store's checksum of the whole value), and in the head checksum
-    // itself of another.
+    // A flip in the codes of one part (past the store's checksum: a memory store keeps
+    // none), and in the head checksum itself of another.
     let (k0, v0) = &dense[0];
     let (k1, v1) = &dense[1];
-    let rows_at = |k: &[u8], v: &[u8]| {
-        let chunk = Hash::from_bytes(k[3..35].try_into().unwrap());
-        let (_, _, part) = decode_dense(v, &chunk).unwrap();
-        dense_rows_offset("m", part.len(), DIM) as usize
-    };
     let mut bad0 = v0.clone();
-    bad0[rows_at(k0, v0) - 4 - 3] ^= 0x01;
+    bad0[v0.len() - 4 - 3] ^= 0x01;
     let mut bad1 = v1.clone();
-    bad1[rows_at(k1, v1) - 1] ^= 0x80;
+    bad1[v1.len() - 1] ^= 0x80;
     store.put_derived(&[(k0.clone(), bad0), (k1.clone(), bad1)]).unwrap();
     // A new handle loads every part cold: the answers stand, and each damaged part is
     // named once and rebuilt.
@@ -293,46 +339,51 @@ fn core_parts(store: &MemoryStore) -> Vec<(Vec<u8>, Vec<u8>)> {
         .collect()
 }
 
+/// The byte, in the stored core part `value` (storage-format §7.3.1) of one of this
+/// repository's chunks, where node `id`'s text offset is: its text-table row's last field.
+/// The head ends with the table, one dense model (`m`), no sparse model and no dates.
+fn text_offset_at(value: &[u8], id: &str) -> Option<usize> {
+    let n = u32::from_le_bytes(value[41..45].try_into().unwrap()) as usize;
+    let mut at = 45;
+    let mut local = None;
+    for l in 0..n {
+        let len = u64::from_le_bytes(value[at..at + 8].try_into().unwrap()) as usize;
+        if &value[at + 8..at + 8 + len] == id.as_bytes() {
+            local = Some(l);
+        }
+        at += 8 + len + 32;
+    }
+    let table_end = value.len() - n - 8 - (8 + 9 + 8);
+    Some(table_end - 16 * n + 16 * local? + 12)
+}
+
 #[test]
-fn texts_on_disk_are_read_per_item_and_a_damaged_one_comes_from_its_node() {
+fn texts_are_read_from_their_nodes_and_a_part_that_misplaces_one_is_rebuilt() {
     let (memory, _) = repo(false);
     let expected = json(&queries(&memory));
     let (disk, store) = repo(true);
     same(&json(&queries(&disk)), &expected);
-    // The small budget leaves the texts in the stored core parts, as the rows.
-    let ix = disk.indexes("HEAD").unwrap();
-    assert!(ix.chunks().len() > 10 && ix.chunks().iter().all(|c| !c.texts_in_memory()));
-    assert!(memory
-        .indexes("HEAD")
-        .unwrap()
-        .chunks()
-        .iter()
-        .all(|c| c.texts_in_memory()));
-    drop(ix);
-    // Damage the text of query 0's top hit, n02890 ("flow stall"), in its stored core part
-    // (every copy of that text there): the store cannot see it, the text's crc must.
-    let cores = core_parts(&store);
-    let needle = b"flow stall";
-    let (key, mut value) = cores
-        .iter()
-        .find(|(k, v)| {
-            let chunk = Hash::from_bytes(k[3..35].try_into().unwrap());
-            let core = cairn_index::persist::decode_node_core(v, &chunk).unwrap();
-            let found = core.ids().iter().any(|id| id == "n02890");
-            found
-        })
-        .cloned()
-        .expect("the top hit's core part");
-    let mut flipped = 0;
-    for at in 0..value.len() - needle.len() {
-        if value[at..at + needle.len()] == needle[..] {
-            value[at] ^= 0x20;
-            flipped += 1;
-        }
+    // No view holds its texts: each is read from its node object when rendered.
+    for repo in [&memory, &disk] {
+        let ix = repo.indexes("HEAD").unwrap();
+        assert!(ix.chunks().len() > 10 && ix.chunks().iter().all(|c| !c.texts_in_memory()));
     }
-    assert!(flipped > 0);
+    // A core part that is whole but wrong: the text of query 0's top hit, n02890 ("flow
+    // stall"), placed one byte further into its object, the head sealed again. The
+    // text's own crc32 must catch it.
+    let cores = core_parts(&store);
+    let (key, mut value, at) = cores
+        .iter()
+        .find_map(|(k, v)| Some((k.clone(), v.clone(), text_offset_at(v, "n02890")?)))
+        .expect("the top hit's core part");
+    let offset = u32::from_le_bytes(value[at..at + 4].try_into().unwrap());
+    value[at..at + 4].copy_from_slice(&(offset + 1).to_le_bytes());
+    let crc = crc32fast::hash(&value[41..]);
+    value[37..41].copy_from_slice(&crc.to_le_bytes());
     store.put_derived(&[(key, value)]).unwrap();
-    // The same answer: the damaged text is read from its node object.
+    // A new handle loads the part. The same answer: the text is read from its node
+    // object whole.
+    let disk = handle(&store, true);
     let first = first_query(&disk, false);
     assert_eq!(first.items[0].id.as_str(), "n02890");
     assert_eq!(serde_json::to_string(&first).unwrap(), expected[0]);
@@ -344,8 +395,7 @@ fn texts_on_disk_are_read_per_item_and_a_damaged_one_comes_from_its_node() {
     same(&json(&queries(&disk)), &expected);
 }
 
-/// A core part whose head length is damaged to one far past the value, in a process that
-/// leaves texts in the store (which reads core heads by range): the part is read whole,
+/// A core part whose head length is damaged to one far past the value: the part is
 /// refused, and rebuilt from its nodes to its original bytes, with the same answers and a
 /// note.
 #[test]

@@ -156,7 +156,9 @@ fn stops_during_gc(segment: u64) -> (Vec<Node>, Vec<Stop>) {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(SegmentStore::open_with_segment_bytes(dir.path(), segment).unwrap());
     let repo = Repo::with_store(store.clone()).unwrap();
-    small_then_big_branch_deleted(&repo, 40, 600);
+    // Enough nodes on main that its index values share segments with the big branch's
+    // (index parts hold no vectors nor texts: 40 nodes' fit in one 64 KiB segment alone).
+    small_then_big_branch_deleted(&repo, 120, 600);
     let want = main_nodes(&repo);
     let stops: Arc<Mutex<Vec<Stop>>> = Arc::default();
     {

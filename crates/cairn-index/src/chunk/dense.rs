@@ -1,15 +1,18 @@
-//! The dense part of a node chunk (one per dense model): the exact vectors, and what the
-//! int8 scan reads — codes, scales and the bound terms of `dense/int8.rs`, all computed
-//! from the vectors when the part is built, and stored ahead of them (the part's head,
-//! `storage-format.md` §7.3.4). The exact vectors are held in memory, or left in the
-//! stored part and read a row at a time through a [`crate::RowSource`].
+//! The dense part of a node chunk (one per dense model): what the int8 scan reads —
+//! codes, scales and the bound terms of `dense/int8.rs`, all computed from the vectors when
+//! the part is built — and where each row's exact vector is: its node object, the offset of
+//! the vector in the object's encoding, and the row's crc32 (`storage-format.md` §7.3.4).
+//! The exact vectors are held in memory, or left in the node objects and read a row at a
+//! time through a [`crate::RowSource`]; the stored part holds no vectors either way.
 
 use std::sync::Arc;
+
+use cairn_core::Hash;
 
 use crate::chunk::node::Local;
 use crate::dense::int8::{kernel_gamma, quantize_row, row_terms};
 use crate::dense::kernel;
-use crate::dense::rows::{row_crc, RowSource, StoredRows};
+use crate::dense::rows::{row_crc, with_row, RowAt, RowSource, StoredRows};
 
 /// Vectors of one model in one chunk: row `r` is local ordinal `rows[r]` (increasing).
 #[derive(Debug, Clone, Default)]
@@ -18,43 +21,39 @@ pub struct DenseChunk {
     pub(crate) rows: Vec<Local>,
     /// `rows.len() · dim` components; empty when they are `stored`.
     pub(crate) vectors: Vec<f32>,
-    /// Where the rows are read from when they are not held in memory.
+    /// The source rows are read from when they are not held in memory.
     pub(crate) stored: Option<StoredRows>,
     pub(crate) codes: Vec<i8>,
     pub(crate) scales: Vec<f32>,
     /// Bound terms per row (`dense/int8.rs`).
     pub(crate) bound_u: Vec<f32>,
     pub(crate) bound_v: Vec<f32>,
+    /// crc32 of each row's little-endian bytes.
+    pub(crate) crcs: Vec<u32>,
+    /// Each row's node object.
+    pub(crate) nodes: Vec<Hash>,
+    /// Where each row's vector starts in its node object's encoding.
+    pub(crate) offsets: Vec<u32>,
     /// True if row `r` is local ordinal `r` for every row (every node of the chunk has a
     /// vector up to the last row): rows are then found without a search.
     pub(crate) identity: bool,
 }
 
-/// Bitwise equality of the stored content (rows and vector bits; the rest is derived). A
-/// part whose rows are on disk is compared by its rows' checksums and codes.
+/// Equality of the stored content (everything the part's encoding holds), and of the
+/// vectors' bits where both parts hold them in memory.
 impl PartialEq for DenseChunk {
     fn eq(&self, other: &Self) -> bool {
-        if self.dim != other.dim || self.rows != other.rows {
-            return false;
-        }
-        match (&self.stored, &other.stored) {
-            (None, None) => {
-                self.vectors.len() == other.vectors.len()
-                    && self
-                        .vectors
-                        .iter()
-                        .zip(&other.vectors)
-                        .all(|(a, b)| a.to_bits() == b.to_bits())
-            }
-            _ => self.row_crcs() == other.row_crcs() && self.codes == other.codes,
-        }
+        let vectors = match (&self.stored, &other.stored) {
+            (None, None) => same_bits(&self.vectors, &other.vectors),
+            _ => true,
+        };
+        vectors && self.head_eq(other)
     }
 }
 
-/// A dense part as its stored head holds it (`persist::decode_dense_head`): everything
-/// but the exact rows — their local ordinals, int8 codes, scales, bound terms and
-/// checksums.
-#[derive(Debug, Clone)]
+/// A dense part as it is stored (`persist::decode_dense`): everything but the exact rows —
+/// their local ordinals, int8 codes, scales, bound terms, checksums, and where each row is.
+#[derive(Debug, Clone, PartialEq)]
 pub struct DenseHead {
     pub(crate) dim: usize,
     pub(crate) rows: Vec<Local>,
@@ -63,27 +62,55 @@ pub struct DenseHead {
     pub(crate) bound_u: Vec<f32>,
     pub(crate) bound_v: Vec<f32>,
     pub(crate) crcs: Vec<u32>,
+    pub(crate) nodes: Vec<Hash>,
+    pub(crate) offsets: Vec<u32>,
 }
 
 impl DenseHead {
-    /// The part, with its rows left in the stored value `key` (whose rows start at byte
-    /// `first`) and read through `source`.
-    pub fn into_rows_stored(mut self, source: Arc<dyn RowSource>, key: &[u8], first: u64) -> DenseChunk {
-        let crcs = std::mem::take(&mut self.crcs).into();
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// True if the part has no rows (never so for a decoded part).
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Row `r`'s node object and the offset of its vector in the object's encoding.
+    pub fn row_place(&self, r: usize) -> Option<(&Hash, u32)> {
+        Some((self.nodes.get(r)?, *self.offsets.get(r)?))
+    }
+
+    /// The part, with its rows left in their node objects and read through `source`; `key`
+    /// is the part's store key (reported to `source` if a row cannot be read).
+    pub fn into_rows_stored(self, source: Arc<dyn RowSource>, key: &[u8]) -> DenseChunk {
         let mut d = self.with_vectors(Vec::new());
         d.stored = Some(StoredRows {
             source,
             key: key.into(),
-            first,
-            crcs,
-            reader: Default::default(),
         });
         d
     }
 
-    /// The part, with its rows in memory (`vectors`, checked against the head's checksums
-    /// by the caller).
-    pub(crate) fn with_vectors(self, vectors: Vec<f32>) -> DenseChunk {
+    /// The part, with its rows read from their node objects through `source` into memory,
+    /// each checked against its crc32. `Err` says which row could not be read: the part
+    /// does not describe the objects (or an object is damaged), and is rebuilt from them.
+    pub fn into_rows_read(self, source: &dyn RowSource) -> Result<DenseChunk, String> {
+        let mut vectors = Vec::with_capacity(self.rows.len() * self.dim);
+        for r in 0..self.rows.len() {
+            let at = RowAt {
+                node: &self.nodes[r],
+                offset: self.offsets[r],
+                dim: self.dim,
+                crc: self.crcs[r],
+            };
+            with_row(source, at, |v| vectors.extend_from_slice(v)).map_err(|e| format!("row {r}: {e}"))?;
+        }
+        Ok(self.with_vectors(vectors))
+    }
+
+    fn with_vectors(self, vectors: Vec<f32>) -> DenseChunk {
         let identity = self.rows.iter().enumerate().all(|(r, &l)| r as Local == l);
         DenseChunk {
             dim: self.dim,
@@ -94,17 +121,40 @@ impl DenseHead {
             scales: self.scales,
             bound_u: self.bound_u,
             bound_v: self.bound_v,
+            crcs: self.crcs,
+            nodes: self.nodes,
+            offsets: self.offsets,
             identity,
         }
     }
 }
 
+/// One row of a chunk being built: its local ordinal, node object, the vector's offset in
+/// the object's encoding, and the vector.
+pub(crate) struct BuiltRow<'a> {
+    pub(crate) local: Local,
+    pub(crate) node: Hash,
+    pub(crate) offset: u32,
+    pub(crate) vector: &'a [f32],
+}
+
 impl DenseChunk {
-    /// Builds from rows (increasing local ordinals) and their vectors (`rows.len() · dim`
-    /// finite components).
-    pub(crate) fn from_rows(dim: usize, rows: Vec<Local>, vectors: Vec<f32>) -> DenseChunk {
-        debug_assert_eq!(rows.len() * dim, vectors.len());
-        let n = rows.len();
+    /// Builds from rows (increasing local ordinals, vectors of `dim` finite components).
+    pub(crate) fn from_rows<'a>(dim: usize, built: impl ExactSizeIterator<Item = BuiltRow<'a>>) -> DenseChunk {
+        let n = built.len();
+        let mut rows = Vec::with_capacity(n);
+        let mut vectors = Vec::with_capacity(n * dim);
+        let mut nodes = Vec::with_capacity(n);
+        let mut offsets = Vec::with_capacity(n);
+        let mut crcs = Vec::with_capacity(n);
+        for b in built {
+            debug_assert_eq!(b.vector.len(), dim);
+            rows.push(b.local);
+            nodes.push(b.node);
+            offsets.push(b.offset);
+            crcs.push(row_crc(b.vector));
+            vectors.extend_from_slice(b.vector);
+        }
         let mut codes = vec![0i8; n * dim];
         let mut scales = Vec::with_capacity(n);
         let mut bound_u = Vec::with_capacity(n);
@@ -129,8 +179,24 @@ impl DenseChunk {
             scales,
             bound_u,
             bound_v,
+            crcs,
+            nodes,
+            offsets,
             identity,
         }
+    }
+
+    /// True if the two parts store the same bytes (everything but the vectors).
+    fn head_eq(&self, other: &Self) -> bool {
+        self.dim == other.dim
+            && self.rows == other.rows
+            && self.crcs == other.crcs
+            && self.nodes == other.nodes
+            && self.offsets == other.offsets
+            && self.codes == other.codes
+            && same_bits(&self.scales, &other.scales)
+            && same_bits(&self.bound_u, &other.bound_u)
+            && same_bits(&self.bound_v, &other.bound_v)
     }
 
     /// The dimension.
@@ -154,43 +220,35 @@ impl DenseChunk {
     }
 
     /// Row `r`'s vector, if the rows are held in memory (`None` when they are read from
-    /// the store: [`DenseChunk::rows_in_memory`]).
+    /// the node objects: [`DenseChunk::rows_in_memory`]).
     pub fn vector(&self, r: usize) -> Option<&[f32]> {
         self.vectors.get(r * self.dim..(r + 1) * self.dim)
     }
 
-    /// True if the exact rows are held in memory; false if they are read from the stored
-    /// part when rescoring needs them.
+    /// Row `r`'s node object and the offset of its vector in the object's encoding.
+    pub fn row_place(&self, r: usize) -> Option<(&Hash, u32)> {
+        Some((self.nodes.get(r)?, *self.offsets.get(r)?))
+    }
+
+    /// True if the exact rows are held in memory; false if they are read from the node
+    /// objects when rescoring needs them.
     pub fn rows_in_memory(&self) -> bool {
         self.stored.is_none()
     }
 
-    /// The part with its exact rows left in the stored value `key` (the part's own
-    /// encoding, [`crate::persist::encode_dense`], whose rows start at byte `first`),
-    /// read through `source`; the codes and bounds stay, the rows in memory are let go.
-    /// A part already on disk is returned as it is.
-    pub fn into_rows_stored(mut self, source: Arc<dyn RowSource>, key: &[u8], first: u64) -> DenseChunk {
+    /// The part with its exact rows left in their node objects, read through `source`
+    /// (`key`: the part's store key, reported to `source` if a row cannot be read); the
+    /// codes and bounds stay, the rows in memory are let go. A part already on disk is
+    /// returned as it is.
+    pub fn into_rows_stored(mut self, source: Arc<dyn RowSource>, key: &[u8]) -> DenseChunk {
         if self.stored.is_none() {
-            let crcs = self.row_crcs().into();
             self.vectors = Vec::new();
             self.stored = Some(StoredRows {
                 source,
                 key: key.into(),
-                first,
-                crcs,
-                reader: Default::default(),
             });
         }
         self
-    }
-
-    /// Each row's crc32 (of its little-endian bytes).
-    pub(crate) fn row_crcs(&self) -> Vec<u32> {
-        match &self.stored {
-            Some(s) => s.crcs.to_vec(),
-            None if self.dim == 0 => vec![0; self.rows.len()],
-            None => self.vectors.chunks_exact(self.dim).map(row_crc).collect(),
-        }
     }
 
     /// Row `r`'s codes.
@@ -213,26 +271,29 @@ impl DenseChunk {
     pub(crate) fn score(&self, query: &[f32], r: usize) -> Result<f32, String> {
         match &self.stored {
             None => Ok(kernel::dot(query, &self.vectors[r * self.dim..(r + 1) * self.dim])),
-            Some(s) => s.with_row(r, self.dim, |v| kernel::dot(query, v)),
+            Some(s) => {
+                let at = RowAt {
+                    node: &self.nodes[r],
+                    offset: self.offsets[r],
+                    dim: self.dim,
+                    crc: self.crcs[r],
+                };
+                with_row(&*s.source, at, |v| kernel::dot(query, v))
+            }
         }
     }
 
-    /// Scores row `r` with the vector of node object `node` (what [`DenseChunk::score`]
-    /// could not read), after telling the source that the stored part is damaged.
-    pub(crate) fn score_from_data(
-        &self,
-        query: &[f32],
-        r: usize,
-        node: &cairn_core::Hash,
-        model: &str,
-        why: String,
-    ) -> Result<f32, String> {
+    /// Scores row `r` with the vector of its node object read whole (what
+    /// [`DenseChunk::score`] could not read by range), after telling the source that the
+    /// stored part is damaged.
+    pub(crate) fn score_from_data(&self, query: &[f32], r: usize, model: &str, why: String) -> Result<f32, String> {
         let Some(s) = &self.stored else {
             return Err(why);
         };
         s.source.damaged(&s.key, why);
+        let node = &self.nodes[r];
         let v = s.source.node_vector(node, model)?;
-        if v.len() != self.dim || row_crc(&v) != s.crcs[r] {
+        if v.len() != self.dim || row_crc(&v) != self.crcs[r] {
             return Err(format!(
                 "node {} does not hold the vector its index part was built from",
                 node.short()
@@ -251,7 +312,12 @@ impl DenseChunk {
 
     /// Approximate heap bytes.
     pub fn heap_bytes(&self) -> usize {
-        let stored = self.stored.as_ref().map_or(0, |s| s.crcs.len() * 4 + s.key.len() + 64);
-        self.rows.len() * (4 + 4 + 4 + 4) + self.vectors.len() * 4 + self.codes.len() + stored + 128
+        let stored = self.stored.as_ref().map_or(0, |s| s.key.len() + 64);
+        self.rows.len() * (4 + 4 + 4 + 4 + 4 + 32 + 4) + self.vectors.len() * 4 + self.codes.len() + stored + 128
     }
+}
+
+/// True if `a` and `b` hold the same floats, bit for bit.
+fn same_bits(a: &[f32], b: &[f32]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
 }

@@ -18,6 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use cairn_core::{Hash, Node};
 
+use dense::BuiltRow;
 pub use dense::{DenseChunk, DenseHead};
 pub use edges::{EdgeChunk, EdgeDirection, EdgeRec};
 pub use ids::Ids;
@@ -67,20 +68,24 @@ impl ChunkParts {
             let Some(dim) = nodes.iter().find_map(|(_, n)| n.embeddings.get(model)).map(Vec::len) else {
                 continue;
             };
-            let count = nodes
+            let built: Vec<BuiltRow<'_>> = nodes
                 .iter()
-                .filter(|(_, n)| n.embeddings.get(model).is_some_and(|v| v.len() == dim))
-                .count();
-            let mut rows = Vec::with_capacity(count);
-            let mut vectors = Vec::with_capacity(count * dim);
-            for (l, n) in indexed() {
-                if let Some(v) = n.embeddings.get(model).filter(|v| v.len() == dim) {
-                    rows.push(l);
-                    vectors.extend_from_slice(v);
-                }
-            }
-            core.dense_models.insert(model.clone(), (dim as u32, rows.len() as u32));
-            dense.insert(model.clone(), DenseChunk::from_rows(dim, rows, vectors));
+                .enumerate()
+                .filter_map(|(l, (h, n))| {
+                    let vector = n.embeddings.get(model).filter(|v| v.len() == dim)?;
+                    // An object is at most `MAX_OBJECT_BYTES` (16 MiB): the offset fits.
+                    let offset = cairn_core::codec::node_vector_offset(n, model)? as u32;
+                    Some(BuiltRow {
+                        local: l as Local,
+                        node: *h,
+                        offset,
+                        vector,
+                    })
+                })
+                .collect();
+            core.dense_models
+                .insert(model.clone(), (dim as u32, built.len() as u32));
+            dense.insert(model.clone(), DenseChunk::from_rows(dim, built.into_iter()));
         }
         ChunkParts {
             core,

@@ -37,11 +37,16 @@ pub struct NodeChunk {
     pub(crate) always_valid: bool,
     /// Property key → `(local, value)` in local order.
     pub(crate) props: BTreeMap<String, Vec<(Local, Value)>>,
-    /// Node texts, concatenated; node `i`'s is `text[text_end[i-1]..text_end[i]]`.
+    /// Node texts, concatenated, while held in memory (a part just built outside a
+    /// repository); node `i`'s is `text[text_end[i-1]..text_end[i]]`.
     pub(crate) text: String,
     pub(crate) text_end: Vec<u32>,
     /// Each text's length in characters (Unicode scalar values).
     pub(crate) text_chars: Vec<u32>,
+    /// Each text's crc32.
+    pub(crate) text_crcs: Vec<u32>,
+    /// Where each text's bytes start in its node object's encoding (storage-format §3.1).
+    pub(crate) text_offsets: Vec<u32>,
     /// The dates each text mentions ([`crate::dates::text_dates`]): node `i`'s are
     /// `dates[date_end[i-1]..date_end[i]]`, sorted. `date_end` is empty while no text so
     /// far mentions a date.
@@ -53,35 +58,28 @@ pub struct NodeChunk {
     pub(crate) sparse_models: BTreeMap<String, u32>,
 }
 
-/// The texts of a core part left in its stored value (storage-format §7.3.1: the texts
-/// follow the head, one after another), read one at a time when an item is rendered.
-/// Each is checked against its crc32 from the head; a text that cannot be read, or fails
-/// it, is read from its node object instead and the source told, so the stored part is
-/// rebuilt.
+/// The texts of a core part left in their node objects (storage-format §7.3.1: the part
+/// stores where each is, its length and crc32, not its bytes), read one at a time when an
+/// item is rendered. Each is checked against its crc32; a text that cannot be read, or
+/// fails it, is read from its node object whole (checked) instead and the source told, so
+/// the stored part is rebuilt.
 #[derive(Clone)]
 pub(crate) struct StoredTexts {
     pub(crate) source: Arc<dyn RowSource>,
     /// The part's store key.
     pub(crate) key: Box<[u8]>,
-    /// Byte offset of the first text in the stored value.
-    pub(crate) section: u64,
-    /// crc32 of each text's bytes.
-    pub(crate) crcs: Box<[u32]>,
 }
 
 impl fmt::Debug for StoredTexts {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StoredTexts")
-            .field("section", &self.section)
-            .field("texts", &self.crcs.len())
-            .finish()
+        f.debug_struct("StoredTexts").field("key", &self.key.len()).finish()
     }
 }
 
-/// The same stored texts (the source is not compared).
+/// The same part key (the source is not compared).
 impl PartialEq for StoredTexts {
     fn eq(&self, other: &Self) -> bool {
-        self.key == other.key && self.section == other.section && self.crcs == other.crcs
+        self.key == other.key
     }
 }
 
@@ -116,7 +114,8 @@ impl NodeChunk {
                     }
                 }
             }
-            c.push_text(&node.text);
+            // An object is at most `MAX_OBJECT_BYTES` (16 MiB): the offset fits.
+            c.push_text(&node.text, cairn_core::codec::node_text_offset(node) as u32);
             c.push_dates(local as usize, &text_dates(&node.text), nodes.len());
         }
         c
@@ -169,11 +168,13 @@ impl NodeChunk {
         &self.dates[start..end]
     }
 
-    /// Appends a node's text.
-    pub(crate) fn push_text(&mut self, text: &str) {
+    /// Appends a node's text, which starts at byte `offset` of its node object.
+    pub(crate) fn push_text(&mut self, text: &str, offset: u32) {
         self.text.push_str(text);
         self.text_end.push(self.text.len() as u32);
         self.text_chars.push(text.chars().count() as u32);
+        self.text_crcs.push(crc32fast::hash(text.as_bytes()));
+        self.text_offsets.push(offset);
     }
 
     /// The length of node `local`'s text in characters.
@@ -206,56 +207,65 @@ impl NodeChunk {
         self.ids.binary_search(id.as_str()).ok().map(|i| i as Local)
     }
 
-    /// The text of node `local`: from memory, or read from the stored part (checked by
-    /// its crc32), or — when that fails — from the node object, the source told of the
-    /// damaged part. `Err` says why neither could be read.
+    /// The text of node `local`: from memory, or read by range from its node object
+    /// (checked by its crc32), or — when that fails — from the node object read whole, the
+    /// source told of the damaged part. `Err` says why neither could be read.
     pub fn text(&self, local: Local) -> Result<Cow<'_, str>, String> {
-        let end = self.text_end[local as usize] as usize;
-        let start = match local {
+        let l = local as usize;
+        let end = self.text_end[l] as usize;
+        let start = match l {
             0 => 0,
-            l => self.text_end[l as usize - 1] as usize,
+            l => self.text_end[l - 1] as usize,
         };
         let Some(st) = &self.stored_text else {
             return Ok(Cow::Borrowed(&self.text[start..end]));
         };
-        // Text `i` starts after the texts before it.
-        let at = st.section + start as u64;
+        let hash = &self.hashes[l];
         let mut bytes = vec![0u8; end - start];
-        let why = match st.source.read_at(&st.key, at, &mut bytes) {
-            Ok(true) if crc32fast::hash(&bytes) == st.crcs[local as usize] => match String::from_utf8(bytes) {
+        let why = match st
+            .source
+            .read_object_at(hash, u64::from(self.text_offsets[l]), &mut bytes)
+        {
+            Ok(true) if crc32fast::hash(&bytes) == self.text_crcs[l] => match String::from_utf8(bytes) {
                 Ok(t) => return Ok(Cow::Owned(t)),
                 Err(_) => "is not UTF-8".to_string(),
             },
             Ok(true) => "fails its checksum".to_string(),
-            Ok(false) => "is missing from the stored part".to_string(),
+            Ok(false) => "is not where the part says".to_string(),
             Err(e) => format!("could not be read ({e})"),
         };
-        st.source.damaged(
-            &st.key,
-            format!("the text of node {} {why}", self.ids.get(local as usize)),
-        );
-        let hash = &self.hashes[local as usize];
         st.source
+            .damaged(&st.key, format!("the text of node {} {why}", self.ids.get(l)));
+        let text = st
+            .source
             .node_text(hash)
-            .map(Cow::Owned)
-            .map_err(|e| format!("node {}: {e}", self.ids.get(local as usize)))
+            .map_err(|e| format!("node {}: {e}", self.ids.get(l)))?;
+        if text.len() != end - start || crc32fast::hash(text.as_bytes()) != self.text_crcs[l] {
+            return Err(format!(
+                "node {} does not hold the text its index part was built from",
+                self.ids.get(l)
+            ));
+        }
+        Ok(Cow::Owned(text))
     }
 
-    /// Leaves the texts in the stored value `key`, whose texts start at byte `section`
-    /// (`persist::encode_node_core_texts_stored`): each text's crc32 (`crcs`) is kept,
-    /// its bytes dropped.
-    pub(crate) fn leave_texts_stored(&mut self, source: Arc<dyn RowSource>, key: &[u8], section: u64, crcs: Vec<u32>) {
-        let crcs = crcs.into();
+    /// Node `local`'s object and where its text starts in the object's encoding.
+    pub fn text_place(&self, local: Local) -> (&Hash, u32) {
+        (&self.hashes[local as usize], self.text_offsets[local as usize])
+    }
+
+    /// Leaves the texts in their node objects, read through `source` (`key`: the part's
+    /// store key, reported to `source` if a text cannot be read); the bytes in memory are
+    /// let go.
+    pub fn leave_texts_stored(&mut self, source: Arc<dyn RowSource>, key: &[u8]) {
         self.text = String::new();
         self.stored_text = Some(StoredTexts {
             source,
             key: key.into(),
-            section,
-            crcs,
         });
     }
 
-    /// True if the texts are held in memory (not left in the stored part).
+    /// True if the texts are held in memory (not read from the node objects).
     pub fn texts_in_memory(&self) -> bool {
         self.stored_text.is_none()
     }
@@ -357,8 +367,8 @@ impl NodeChunk {
             + self.date_end.len() * 4
             + props
             + self.text.len()
-            + self.text_end.len() * 4
-            + self.stored_text.as_ref().map_or(0, |t| t.crcs.len() * 4 + t.key.len())
+            + self.text_end.len() * 16
+            + self.stored_text.as_ref().map_or(0, |t| t.key.len())
             + 256
     }
 }

@@ -1,74 +1,57 @@
-//! Dense rows (and node texts, `chunk/node.rs`) left on disk: a part whose exact `f32` rows are read from its stored value,
-//! one row at a time, when rescoring needs them (the int8 codes that the scan and the graph
-//! walks read stay in memory).
+//! Dense rows (and node texts, `chunk/node.rs`) read from their node objects. A dense part
+//! stores no `f32` rows (index format 7): each row names its node object and where the
+//! vector starts in the object's encoding, and rescoring reads the row from there, one row
+//! at a time (the int8 codes that the scan and the graph walks read stay in memory); a
+//! process that keeps a model's rows in memory reads them the same way when it loads the
+//! part.
 //!
-//! A row read this way skips the store's checksum of the whole value, so each row carries
-//! its own: the crc32 of the row's little-endian bytes, computed when the part was built or
-//! loaded (and checked) whole. A row that cannot be read, or whose bytes fail that
-//! checksum, is never scored: its vector is read from the node object instead, and the
-//! source is told, so the stored part is rebuilt.
+//! A row read this way skips the store's checksum of the whole object, so each row carries
+//! its own: the crc32 of the row's little-endian bytes, computed when the part was built.
+//! A row that cannot be read, or whose bytes fail that checksum, is never scored: its
+//! vector is read from the node object whole (checked) instead, and the source is told, so
+//! the stored part is rebuilt.
 
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use cairn_core::Hash;
 
-/// Where a part's rows are read from: the repository's store (the plugin seam between the
-/// index and the store that holds its values).
+/// Where rows and texts are read from: the repository's store (the plugin
+/// seam between the index and the store that holds its objects and values).
 pub trait RowSource: Send + Sync {
     /// Reads bytes `offset..offset + out.len()` of the stored derived value `key`,
     /// unchecked. `Ok(false)` if the value is absent or shorter.
     fn read_at(&self, key: &[u8], offset: u64, out: &mut [u8]) -> Result<bool, String>;
 
-    /// The vector of dense `model` held by node object `node`, read from the data: what
-    /// a row that cannot be read from its part is scored with.
+    /// Reads bytes `offset..offset + out.len()` of node object `node`'s encoding,
+    /// unchecked. `Ok(false)` if the object is absent or shorter.
+    fn read_object_at(&self, node: &Hash, offset: u64, out: &mut [u8]) -> Result<bool, String>;
+
+    /// The vector of dense `model` held by node object `node`, read from the data (the
+    /// object whole, checked): what a row that cannot be read by range is scored with.
     fn node_vector(&self, node: &Hash, model: &str) -> Result<Vec<f32>, String>;
 
     /// The text of node object `node`, read from the data: what a text left on disk
     /// that cannot be read from its core part is rendered with.
     fn node_text(&self, node: &Hash) -> Result<String, String>;
 
-    /// A reader of stored value `key`'s ranges that finds the value once, unchecked (as
-    /// [`RowSource::read_at`]), if the store has one: a part reading many rows of one
-    /// value then looks it up once. A row the reader cannot give, or that fails its
-    /// checksum, is read again with [`RowSource::read_at`] before it counts as damage.
-    /// `None` (the default, and on any error) reads each row with [`RowSource::read_at`].
-    fn reader(&self, key: &[u8]) -> Option<ValueReader> {
-        let _ = key;
-        None
-    }
-
     /// Told that the stored value `key` has a row that cannot be read (`detail` says
     /// why), so that it is rebuilt from the data.
     fn damaged(&self, key: &[u8], detail: String);
 }
 
-/// Reads bytes `offset..offset + out.len()` of one stored value, found once
-/// ([`RowSource::reader`]): `Ok(false)` if the value is shorter.
-pub type ValueReader = Arc<dyn Fn(u64, &mut [u8]) -> Result<bool, String> + Send + Sync>;
-
-/// The rows of one part, as stored: where they are and each row's checksum.
+/// A dense part's rows left in their node objects: the source they are read through, and
+/// the part's store key (to report it damaged).
 #[derive(Clone)]
 pub(crate) struct StoredRows {
     pub(crate) source: Arc<dyn RowSource>,
     /// The part's store key.
     pub(crate) key: Box<[u8]>,
-    /// Byte offset of row 0 in the stored value (rows follow one another, `4 · dim`
-    /// bytes each).
-    pub(crate) first: u64,
-    /// crc32 of each row's bytes.
-    pub(crate) crcs: Box<[u32]>,
-    /// The stored value's reader, asked of the source by the first row read
-    /// ([`RowSource::reader`]; `None`: rows are read by key).
-    pub(crate) reader: OnceLock<Option<ValueReader>>,
 }
 
 impl fmt::Debug for StoredRows {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StoredRows")
-            .field("first", &self.first)
-            .field("rows", &self.crcs.len())
-            .finish()
+        f.debug_struct("StoredRows").field("key", &self.key.len()).finish()
     }
 }
 
@@ -92,115 +75,106 @@ thread_local! {
     static BUF: std::cell::RefCell<(Vec<u8>, Vec<f32>)> = const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
 }
 
-impl StoredRows {
-    /// Row `r` (of `dim` components), checked, passed to `f`; `Err` says why it could not
-    /// be read.
-    pub(crate) fn with_row<T>(&self, r: usize, dim: usize, f: impl FnOnce(&[f32]) -> T) -> Result<T, String> {
-        let at = self.first + (r * dim * 4) as u64;
-        BUF.with(|b| {
-            let (bytes, row) = &mut *b.borrow_mut();
-            bytes.resize(dim * 4, 0);
-            let sound = |bytes: &[u8]| crc32fast::hash(bytes) == self.crcs[r];
-            let found = match self.reader.get_or_init(|| self.source.reader(&self.key)) {
-                Some(reader) => matches!(reader(at, bytes), Ok(true)) && sound(bytes),
-                None => false,
-            };
-            // By key when there is no reader, or when what it found fails: the record it
-            // found may be an older one of the key (a damaged part since rebuilt), and
-            // what the key holds now decides.
-            if !found {
-                match self.source.read_at(&self.key, at, bytes) {
-                    Ok(true) => {}
-                    Ok(false) => return Err(format!("row {r} is missing from the stored part")),
-                    Err(e) => return Err(format!("row {r} could not be read ({e})")),
-                }
-                if !sound(bytes) {
-                    return Err(format!("row {r} fails its checksum"));
-                }
-            }
-            row.clear();
-            row.extend(
-                bytes
-                    .chunks_exact(4)
-                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-            );
-            Ok(f(row))
-        })
-    }
+/// Where one row is: its node object, the vector's offset in the object's encoding, its
+/// dimension and its crc32.
+#[derive(Clone, Copy)]
+pub(crate) struct RowAt<'a> {
+    pub(crate) node: &'a Hash,
+    pub(crate) offset: u32,
+    pub(crate) dim: usize,
+    pub(crate) crc: u32,
+}
+
+/// Row `at`, read from its node object through `source` and checked against its crc32
+/// (finite components too), passed to `f`; `Err` says why it could not be read.
+pub(crate) fn with_row<T>(source: &dyn RowSource, at: RowAt<'_>, f: impl FnOnce(&[f32]) -> T) -> Result<T, String> {
+    BUF.with(|b| {
+        let (bytes, row) = &mut *b.borrow_mut();
+        bytes.resize(at.dim * 4, 0);
+        match source.read_object_at(at.node, u64::from(at.offset), bytes) {
+            Ok(true) => {}
+            Ok(false) => return Err(format!("node {} does not hold the row", at.node.short())),
+            Err(e) => return Err(format!("the row could not be read ({e})")),
+        }
+        if crc32fast::hash(bytes) != at.crc {
+            return Err(format!("the row read from node {} fails its checksum", at.node.short()));
+        }
+        row.clear();
+        row.extend(
+            bytes
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+        );
+        if row.iter().any(|x| !x.is_finite()) {
+            return Err(format!("the row read from node {} is not finite", at.node.short()));
+        }
+        Ok(f(row))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A store whose value under the key is `by_key`, and whose reader found `found` (an
-    /// older record of the key).
-    struct Source {
-        by_key: Vec<u8>,
-        found: Option<Vec<u8>>,
-    }
-
-    fn read(value: &[u8], offset: u64, out: &mut [u8]) -> Result<bool, String> {
-        let at = offset as usize;
-        match value.get(at..at + out.len()) {
-            Some(b) => {
-                out.copy_from_slice(b);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
-    }
+    /// Objects by hash; no derived values.
+    struct Source(Vec<(Hash, Vec<u8>)>);
 
     impl RowSource for Source {
-        fn read_at(&self, _key: &[u8], offset: u64, out: &mut [u8]) -> Result<bool, String> {
-            read(&self.by_key, offset, out)
+        fn read_at(&self, _key: &[u8], _offset: u64, _out: &mut [u8]) -> Result<bool, String> {
+            Ok(false)
         }
-        fn reader(&self, _key: &[u8]) -> Option<ValueReader> {
-            let found = self.found.clone()?;
-            Some(Arc::new(move |offset, out: &mut [u8]| read(&found, offset, out)))
+        fn read_object_at(&self, node: &Hash, offset: u64, out: &mut [u8]) -> Result<bool, String> {
+            let Some((_, value)) = self.0.iter().find(|(h, _)| h == node) else {
+                return Ok(false);
+            };
+            let at = offset as usize;
+            match value.get(at..at + out.len()) {
+                Some(b) => {
+                    out.copy_from_slice(b);
+                    Ok(true)
+                }
+                None => Ok(false),
+            }
         }
         fn node_vector(&self, _node: &Hash, _model: &str) -> Result<Vec<f32>, String> {
-            Err("no nodes here".into())
+            Err("no vectors here".into())
         }
         fn node_text(&self, _node: &Hash) -> Result<String, String> {
-            Err("no nodes here".into())
+            Err("no texts here".into())
         }
         fn damaged(&self, _key: &[u8], _detail: String) {}
     }
 
-    fn rows(by_key: Vec<u8>, found: Option<Vec<u8>>, good: &[f32]) -> StoredRows {
-        StoredRows {
-            source: Arc::new(Source { by_key, found }),
-            key: Box::from(&b"k"[..]),
-            first: 0,
-            crcs: Box::new([row_crc(good)]),
-            reader: OnceLock::new(),
-        }
-    }
-
     #[test]
-    fn a_row_the_reader_found_damaged_is_read_by_key() {
+    fn a_row_is_read_from_its_object_and_checked() {
         let good = [1.5f32, -2.0, 0.25];
         let bytes: Vec<u8> = good.iter().flat_map(|x| x.to_le_bytes()).collect();
-        let mut bad = bytes.clone();
-        bad[5] ^= 0x40;
-        let row = |s: &StoredRows| s.with_row(0, 3, |r| r.to_vec());
-        // Found sound: read through the reader.
-        assert_eq!(row(&rows(bad.clone(), Some(bytes.clone()), &good)), Ok(good.to_vec()));
-        // Found damaged (an older record of the key), the key's value sound: by key.
-        assert_eq!(row(&rows(bytes.clone(), Some(bad.clone()), &good)), Ok(good.to_vec()));
-        // Found short, the key's value sound: by key.
-        assert_eq!(
-            row(&rows(bytes.clone(), Some(bytes[..4].to_vec()), &good)),
-            Ok(good.to_vec())
-        );
-        // Damaged both ways: refused, never returned.
-        assert!(row(&rows(bad.clone(), Some(bad.clone()), &good))
-            .unwrap_err()
-            .contains("checksum"));
-        // No reader: by key, checked.
-        assert_eq!(row(&rows(bytes.clone(), None, &good)), Ok(good.to_vec()));
-        assert!(row(&rows(bad, None, &good)).unwrap_err().contains("checksum"));
-        assert!(row(&rows(Vec::new(), None, &good)).unwrap_err().contains("missing"));
+        let (a, b, c) = (Hash::of(b"a"), Hash::of(b"b"), Hash::of(b"c"));
+        let mut object = vec![9u8; 5];
+        object.extend(&bytes);
+        let mut bad = object.clone();
+        bad[7] ^= 0x40;
+        let mut inf = vec![9u8; 5];
+        inf.extend([1.0f32, f32::INFINITY, 0.0].iter().flat_map(|x| x.to_le_bytes()));
+        let source = Source(vec![(a, object), (b, bad), (c, inf.clone())]);
+        let crc = crc32fast::hash(&bytes);
+        let row = |node: &Hash, offset: u32, crc: u32| {
+            with_row(
+                &source,
+                RowAt {
+                    node,
+                    offset,
+                    dim: 3,
+                    crc,
+                },
+                |r| r.to_vec(),
+            )
+        };
+        assert_eq!(row(&a, 5, crc), Ok(good.to_vec()));
+        assert!(row(&b, 5, crc).unwrap_err().contains("checksum"));
+        assert!(row(&a, 4, crc).unwrap_err().contains("checksum"));
+        assert!(row(&a, 6, crc).unwrap_err().contains("does not hold"));
+        assert!(row(&Hash::of(b"d"), 5, crc).unwrap_err().contains("does not hold"));
+        assert!(row(&c, 5, crc32fast::hash(&inf[5..])).unwrap_err().contains("finite"));
     }
 }

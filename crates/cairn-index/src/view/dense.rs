@@ -565,7 +565,7 @@ impl CommitIndexes {
             let local = part.rows()[r];
             let score = part.score(query, r).or_else(|why| {
                 let node = self.chunks()[c].hashes[local as usize];
-                part.score_from_data(query, r, &node, &view.model, why)
+                part.score_from_data(query, r, &view.model, why)
                     .map_err(|e| IndexError::UnreadableRow(format!("dense:{} node {}: {e}", view.model, node.short())))
             })?;
             Ok(Some(Hit {

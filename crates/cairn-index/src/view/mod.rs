@@ -457,9 +457,9 @@ impl CommitIndexes {
         self.chunks.iter().flat_map(|c| c.ids().iter())
     }
 
-    /// The text of the node at `ordinal` (read from the store when the view leaves texts
-    /// on disk). Errors: [`IndexError::UnreadableText`] if it can be read neither from
-    /// its stored part nor from its node object.
+    /// The text of the node at `ordinal` (read from its node object when the view's parts
+    /// were stored or loaded). Errors: [`IndexError::UnreadableText`] if it can be read
+    /// neither by range nor from its node object whole.
     pub fn text(&self, ordinal: Ordinal) -> Result<std::borrow::Cow<'_, str>, IndexError> {
         let (c, l) = self.locate(ordinal);
         self.chunks[c].text(l).map_err(IndexError::UnreadableText)

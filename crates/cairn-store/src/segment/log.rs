@@ -33,7 +33,7 @@ use parking_lot::{Mutex, RwLock};
 
 use super::hint;
 use super::index::{Index, Loc};
-use super::reader::{read_range, DerivedReader};
+use super::reader::read_range;
 use super::record::{self, Found, Kind, HEADER};
 use super::snapshot::{self, Snapshot};
 use super::{FileChange, FileStep, FileStepHook};
@@ -501,21 +501,6 @@ impl<K: LogKey> Log<K> {
         };
         let start = loc.offset + (HEADER + key.bytes().len()) as u64;
         read_range(&file, start, u64::from(loc.value_len), offset, out, &self.dir)
-    }
-
-    /// A reader of the value under `key` that reads its ranges without looking the key
-    /// up again, not checked ([`crate::Store::derived_reader`]). `Ok(None)` if there is
-    /// no value. It reads the record it found while the segment holding it lasts.
-    pub(super) fn reader(&self, key: &K) -> Result<Option<DerivedReader>, StoreError> {
-        let Some((loc, file)) = self.locate(key) else {
-            return Ok(None);
-        };
-        Ok(Some(DerivedReader::new(
-            &file,
-            loc.offset + (HEADER + key.bytes().len()) as u64,
-            u64::from(loc.value_len),
-            self.dir.clone(),
-        )))
     }
 
     /// True if `key` has a value (not checked).

@@ -18,7 +18,6 @@ use std::sync::Arc;
 use cairn_core::Hash;
 
 use self::log::{io_error, sync_dir, Log};
-pub use self::reader::DerivedReader;
 use self::reflog::RefLogFile;
 use self::refs::RefFiles;
 use crate::backend::{bytes_under, CasOutcome, DerivedEntry, Store, StoreDamage, StoreStats};
@@ -347,6 +346,11 @@ impl Store for SegmentStore {
         Ok(out)
     }
 
+    /// One `pread` of the range, from the object's place in its segment.
+    fn read_object_at(&self, hash: &Hash, offset: u64, out: &mut [u8]) -> Result<bool, StoreError> {
+        self.objects.read_at(hash, offset, out)
+    }
+
     fn contains(&self, hash: &Hash) -> Result<bool, StoreError> {
         Ok(self.objects.contains(hash))
     }
@@ -394,11 +398,6 @@ impl Store for SegmentStore {
 
     fn read_derived_at(&self, key: &[u8], offset: u64, out: &mut [u8]) -> Result<bool, StoreError> {
         self.derived.read_at(&Box::from(key), offset, out)
-    }
-
-    /// The value's place in its segment, found once by the log's index.
-    fn derived_reader(&self, key: &[u8]) -> Result<Option<DerivedReader>, StoreError> {
-        self.derived.reader(&Box::from(key))
     }
 
     /// True: one `pread` of the range, from the value's place in its segment.

@@ -52,10 +52,6 @@ use crate::progress::{Meter, Step};
 /// Bytes of derived values written per store batch.
 const PERSIST_BATCH_BYTES: usize = 32 << 20;
 
-/// The longest core head read by range ([`DerivedData::core_head`]); a longer one is read
-/// with its whole value.
-const CORE_HEAD_RANGE_MAX: usize = 64 << 20;
-
 /// The most unit texts one view assembly builds for drifted units
 /// ([`DerivedData::refresh_text_units`]).
 const TEXT_REFRESH_UNITS: usize = 2;
@@ -140,9 +136,9 @@ pub(super) struct Ctx {
     /// The dense models whose rows this assembly leaves on disk, with their row source
     /// (`rows.rs`): their parts are put on disk as they are built or loaded.
     rows_on_disk: std::collections::BTreeMap<String, Arc<dyn cairn_index::RowSource>>,
-    /// Where this assembly's core parts read their node texts from, when they leave them
-    /// on disk ([`DerivedData::on_disk`]).
-    texts_on_disk: Option<Arc<dyn cairn_index::RowSource>>,
+    /// Where core parts read their node texts, and a loaded dense part whose rows stay in
+    /// memory reads them, from: their node objects, through the store.
+    rows_source: Arc<dyn cairn_index::RowSource>,
     /// What the view being assembled needs (`None`: everything).
     needs: Option<IndexNeeds>,
     /// Parts this assembly deleted itself (rows found damaged): their absence is no news.
@@ -223,11 +219,10 @@ impl Drop for Tick<'_> {
     }
 }
 
-/// `d`, a dense part of `model` stored under `key`, with its rows left in that stored
-/// value (`persist::encode_dense`'s layout: the rows last) and read through `source`.
-fn rows_to_disk(d: DenseChunk, model: &str, key: &[u8], source: &Arc<dyn cairn_index::RowSource>) -> DenseChunk {
-    let first = persist::dense_rows_offset(model, d.len(), d.dim());
-    d.into_rows_stored(Arc::clone(source), key, first)
+/// `d`, a dense part stored under `key`, with its rows left in their node objects and read
+/// through `source`.
+fn rows_to_disk(d: DenseChunk, key: &[u8], source: &Arc<dyn cairn_index::RowSource>) -> DenseChunk {
+    d.into_rows_stored(Arc::clone(source), key)
 }
 
 /// The units a view reads — its own (`base` `None`) or a base commit's — as the chunk list
@@ -253,35 +248,50 @@ type BaseUnits<'a> = (
 /// A view's unit texts, and the text part of each of its chunks no unit covers.
 type ViewTexts = (Vec<TextUnit>, Vec<Option<Arc<TextChunk>>>);
 
-/// What reading a stored part gave: the store's error, no value, or the value decoded
-/// (or why it could not be).
-type StoredPart = std::result::Result<Option<std::result::Result<Part, IndexError>>, cairn_store::StoreError>;
-
 /// What a part lookup found.
 pub(super) enum Found {
     Part(Part),
     Split,
 }
 
-/// Decodes a stored part; a core part leaves its texts in the stored value `texts.1`, read
-/// through `texts.0`, when given.
-fn decode_part(
-    tag: u8,
-    bytes: &[u8],
-    key: &Hash,
-    texts: Option<(&Arc<dyn cairn_index::RowSource>, &[u8])>,
-) -> std::result::Result<Part, IndexError> {
+/// How a stored part's decode finds what the part does not hold: the node texts and dense
+/// rows, in their node objects.
+struct Sources<'a> {
+    /// The source texts and rows are read through.
+    source: &'a Arc<dyn cairn_index::RowSource>,
+    /// Whether a dense part's rows stay in their objects (else they are read into memory
+    /// as the part is loaded).
+    rows_stay: bool,
+    /// The part's store key.
+    key: &'a [u8],
+}
+
+/// Decodes a stored part (`chunk`: its chunk key), with what it reads from `sources`.
+fn decode_part(tag: u8, bytes: &[u8], chunk: &Hash, sources: Sources<'_>) -> std::result::Result<Part, IndexError> {
     Ok(match tag {
-        TAG_NODE_CORE => Part::Core(Arc::new(match texts {
-            Some((source, skey)) => persist::decode_node_core_texts_stored(bytes, key, Arc::clone(source), skey)?,
-            None => persist::decode_node_core(bytes, key)?,
-        })),
-        TAG_TEXT => Part::Text(Arc::new(persist::decode_text(bytes, key)?)),
-        TAG_SPARSE => Part::Sparse(Arc::new(persist::decode_sparse(bytes, key)?.1)),
-        TAG_DENSE => Part::Dense(Arc::new(persist::decode_dense(bytes, key)?.2)),
-        TAG_EDGES => Part::Edges(Arc::new(persist::decode_edges(bytes, key)?.1)),
+        TAG_NODE_CORE => Part::Core(Arc::new(persist::decode_node_core(
+            bytes,
+            chunk,
+            Arc::clone(sources.source),
+            sources.key,
+        )?)),
+        TAG_TEXT => Part::Text(Arc::new(persist::decode_text(bytes, chunk)?)),
+        TAG_SPARSE => Part::Sparse(Arc::new(persist::decode_sparse(bytes, chunk)?.1)),
+        TAG_DENSE => {
+            let head = persist::decode_dense(bytes, chunk)?.2;
+            let source = sources.source;
+            Part::Dense(Arc::new(if sources.rows_stay {
+                head.into_rows_stored(Arc::clone(source), sources.key)
+            } else {
+                // A row its node object does not hold (or a damaged object): the part is
+                // rebuilt from the objects, whose own damage that build then reports.
+                head.into_rows_read(&**source)
+                    .map_err(|e| IndexError::BadStoredIndex(format!("a row cannot be read from its node ({e})")))?
+            }))
+        }
+        TAG_EDGES => Part::Edges(Arc::new(persist::decode_edges(bytes, chunk)?.1)),
         TAG_SPLIT => {
-            persist::decode_split(bytes, key)?;
+            persist::decode_split(bytes, chunk)?;
             Part::Split
         }
         t => return Err(IndexError::BadStoredIndex(format!("unknown part tag 0x{t:02x}"))),
@@ -385,7 +395,7 @@ impl DerivedData {
             notes: Mutex::new(Vec::new()),
             pending: Mutex::new(Vec::new()),
             rows_on_disk: Default::default(),
-            texts_on_disk: None,
+            rows_source: self.row_source(),
             needs: None,
             dropped: BTreeSet::new(),
             manifests: Mutex::new(BTreeSet::new()),
@@ -428,8 +438,7 @@ impl DerivedData {
         }
         let mut ctx = self.ctx();
         let on_disk = self.on_disk(ctx.persistent, c.node_count);
-        ctx.rows_on_disk = on_disk.rows;
-        ctx.texts_on_disk = on_disk.texts;
+        ctx.rows_on_disk = on_disk;
         ctx.needs = Some(needs.clone());
         ctx.notes.lock().extend(repaired);
         ctx.dropped = dropped.into_iter().collect();
@@ -720,33 +729,22 @@ impl DerivedData {
         }
         let what = || format!("{} part of chunk {}", tag_name(tag), ch.key.short());
         if ctx.persistent {
-            let on_disk = model.and_then(|m| Some((m, ctx.rows_on_disk.get(m)?)));
-            let head = match (on_disk, &ctx.texts_on_disk) {
-                (Some((m, source)), _) if tag == TAG_DENSE => self.dense_head(&skey, &ch.key, m, source),
-                (_, Some(source)) if tag == TAG_NODE_CORE => self.core_head(&skey, &ch.key, source),
-                _ => None,
-            };
-            let read = match head {
-                Some(found) => found,
-                None => {
-                    let mut decoded = None;
-                    self.store
-                        .with_derived(&skey, &mut |bytes| {
-                            let texts = ctx.texts_on_disk.as_ref().map(|s| (s, skey.as_slice()));
-                            decoded = Some(decode_part(tag, bytes, &ch.key, texts))
-                        })
-                        .map(|found| decoded.filter(|_| found))
-                }
-            };
+            let on_disk = model.and_then(|m| ctx.rows_on_disk.get(m));
+            let mut decoded = None;
+            let read = self
+                .store
+                .with_derived(&skey, &mut |bytes| {
+                    let sources = Sources {
+                        source: on_disk.unwrap_or(&ctx.rows_source),
+                        rows_stay: on_disk.is_some(),
+                        key: &skey,
+                    };
+                    decoded = Some(decode_part(tag, bytes, &ch.key, sources))
+                })
+                .map(|found| decoded.filter(|_| found));
             match read {
                 Ok(Some(decoded)) => match decoded {
                     Ok(p) => {
-                        let p = match (p, on_disk) {
-                            (Part::Dense(d), Some((m, source))) if d.rows_in_memory() => {
-                                Part::Dense(Arc::new(rows_to_disk(Arc::unwrap_or_clone(d), m, &skey, source)))
-                            }
-                            (p, _) => p,
-                        };
                         self.parts_loaded.fetch_add(1, Ordering::Relaxed);
                         self.remember(ctx, skey, p.clone());
                         return Ok(Found::Part(p));
@@ -845,21 +843,10 @@ impl DerivedData {
                 let n = parts.core.len() as u32;
                 let key = &ch.key;
                 let core_key = part_store_key(key, TAG_NODE_CORE, None);
-                // Texts left on disk: the part as a load would give it, from the value
-                // queued for the store (written before any query reads a text, and read
-                // from the node objects if it never is).
-                let core = match (&ctx.texts_on_disk, ctx.persistent) {
-                    (Some(source), true) => {
-                        let (value, stored) =
-                            persist::encode_node_core_texts_stored(key, parts.core, Arc::clone(source), &core_key);
-                        ctx.persist(core_key.clone(), || value);
-                        stored
-                    }
-                    _ => {
-                        ctx.persist(core_key.clone(), || persist::encode_node_core(key, &parts.core));
-                        parts.core
-                    }
-                };
+                // The texts stay in their node objects, as in a part loaded from the store.
+                ctx.persist(core_key.clone(), || persist::encode_node_core(key, &parts.core));
+                let mut core = parts.core;
+                core.leave_texts_stored(Arc::clone(&ctx.rows_source), &core_key);
                 let text_key = part_store_key(key, TAG_TEXT, None);
                 ctx.persist(text_key.clone(), || persist::encode_text(key, &parts.text));
                 for (m, s) in parts.sparse {
@@ -875,7 +862,7 @@ impl DerivedData {
                     // Rows left on disk: the value is queued for the store, written before
                     // any query reads a row (and read from the node objects if it never is).
                     let d = match ctx.rows_on_disk.get(&m) {
-                        Some(source) => rows_to_disk(d, &m, &k, source),
+                        Some(source) => rows_to_disk(d, &k, source),
                         None => d,
                     };
                     if ctx.keeps(TAG_DENSE, &m) {
@@ -925,124 +912,11 @@ impl DerivedData {
             .collect()
     }
 
-    /// The stored dense part `skey` of chunk `chunk`, read without its rows (which stay on
-    /// disk, read through `source`): its head alone — two positional reads (the prefix and
-    /// counts, whose length the model's name gives, then the head), checked by the head's
-    /// own checksum (storage-format §7.3.4). `None`: read it whole instead (the
-    /// store cannot read ranges, or the value is absent or too short to tell; the whole
-    /// read then says which); `Some(Ok(Some(Err)))`: the head is damaged.
-    fn dense_head(
-        &self,
-        skey: &[u8],
-        chunk: &Hash,
-        model: &str,
-        source: &Arc<dyn cairn_index::RowSource>,
-    ) -> Option<StoredPart> {
-        if !self.store.reads_derived_ranges() {
-            return None;
-        }
-        let read = self.prefix_reader(skey);
-        let damaged = |e: IndexError| Some(Ok(Some(Err(e))));
-        // The part is `model`'s, so its name's length is known: the counts come with the
-        // prefix in one read.
-        let counts = match read(persist::DENSE_PREFIX + model.len() + 12)? {
-            Ok(b) => b,
-            Err(e) => return Some(Err(e)),
-        };
-        let model_len = u64::from_le_bytes(
-            counts[persist::DENSE_PREFIX - 8..persist::DENSE_PREFIX]
-                .try_into()
-                .ok()?,
-        );
-        if model_len != model.len() as u64 {
-            return damaged(IndexError::BadStoredIndex(format!(
-                "a dense part of a {model_len}-byte model name under model `{model}`'s key"
-            )));
-        }
-        let head_len = match persist::dense_head_len(&counts) {
-            Ok(Some(len)) => len,
-            Ok(None) => return None,
-            Err(e) => return damaged(e),
-        };
-        let head = match read(head_len)? {
-            Ok(b) => b,
-            Err(e) => return Some(Err(e)),
-        };
-        match persist::decode_dense_head(&head, chunk) {
-            Ok((m, _, _)) if m != model => damaged(IndexError::BadStoredIndex(format!(
-                "a dense part of model `{m}` under model `{model}`'s key"
-            ))),
-            Ok((_, _, h)) => {
-                let first = head_len as u64;
-                Some(Ok(Some(Ok(Part::Dense(Arc::new(h.into_rows_stored(
-                    Arc::clone(source),
-                    skey,
-                    first,
-                )))))))
-            }
-            Err(e) => damaged(e),
-        }
-    }
-
-    /// Reads of the first `len` bytes of the stored value `skey`, unchecked: `None` if
-    /// there is no value or it is shorter. The value is looked up once for all of them
-    /// (through the store's [`Store::derived_reader`](cairn_store::Store::derived_reader),
-    /// when it has one; by key otherwise, or once the value has moved): a head is read in
-    /// two reads, and at 1M nodes a cold view reads ~31,000 heads.
-    fn prefix_reader<'a>(
-        &'a self,
-        skey: &'a [u8],
-    ) -> impl Fn(usize) -> Option<std::result::Result<Vec<u8>, cairn_store::StoreError>> + 'a {
-        let found = self.store.derived_reader(skey).ok().flatten();
-        move |len| {
-            let mut buf = vec![0u8; len];
-            let read = match found.as_ref().map(|r| r.read_at(0, &mut buf)) {
-                Some(Ok(Some(read))) => Ok(read),
-                _ => self.store.read_derived_at(skey, 0, &mut buf),
-            };
-            match read {
-                Ok(true) => Some(Ok(buf)),
-                Ok(false) => None,
-                Err(e) => Some(Err(e)),
-            }
-        }
-    }
-
-    /// The stored core part `skey` of chunk `chunk`, read without its texts (which stay on
-    /// disk, read through `source` when an item is rendered): its head alone — two
-    /// positional reads, checked by the head's own checksum (storage-format §7.3.1).
-    /// `None`: read it whole instead (the store cannot read ranges, or the value is absent
-    /// or too short to tell; the whole read then says which); `Some(Ok(Some(Err)))`: the
-    /// head is damaged.
-    fn core_head(&self, skey: &[u8], chunk: &Hash, source: &Arc<dyn cairn_index::RowSource>) -> Option<StoredPart> {
-        if !self.store.reads_derived_ranges() {
-            return None;
-        }
-        let read = self.prefix_reader(skey);
-        let prefix = match read(persist::CORE_PREFIX)? {
-            Ok(b) => b,
-            Err(e) => return Some(Err(e)),
-        };
-        let head_len = match persist::core_head_len(&prefix) {
-            // A head this long (or a damaged length) is read with the whole value, whose
-            // length the store knows, not by a range of that size.
-            Ok(len) if len > CORE_HEAD_RANGE_MAX => return None,
-            Ok(len) => len,
-            Err(e) => return Some(Ok(Some(Err(e)))),
-        };
-        let head = match read(head_len)? {
-            Ok(b) => b,
-            Err(e) => return Some(Err(e)),
-        };
-        let core = persist::decode_node_core_texts_stored(&head, chunk, Arc::clone(source), skey);
-        Some(Ok(Some(core.map(|c| Part::Core(Arc::new(c))))))
-    }
-
     /// `parts` with their rows left on disk, if the view's `model` rows stay there
     /// ([`DerivedData::on_disk`]) and a part still holds them: one an earlier assembly
     /// built or loaded under another rule (this assembly's own are put on disk as they
-    /// are built or loaded, [`rows_to_disk`]). A part whose stored value does not end with
-    /// its last row (not stored, or not what was built) keeps its rows in memory.
+    /// are built or loaded, [`rows_to_disk`]). Its rows are in its node objects, which the
+    /// store holds (the part was made from them).
     fn leave_rows_on_disk(
         &self,
         ctx: &Ctx,
@@ -1066,15 +940,7 @@ impl DerivedData {
                     return Some(p);
                 }
                 let key = part_store_key(&ch.key, TAG_DENSE, Some(model));
-                let first = persist::dense_rows_offset(model, p.len(), p.dim());
-                let last = p.vector(p.len() - 1).and_then(|v| v.last()).map(|x| x.to_le_bytes());
-                let mut tail = [0u8; 4];
-                let at = first + (p.len() * p.dim() * 4) as u64 - 4;
-                let stored = matches!(self.store.read_derived_at(&key, at, &mut tail), Ok(true)) && Some(tail) == last;
-                if !stored {
-                    return Some(p);
-                }
-                let on_disk = Arc::new(rows_to_disk((*p).clone(), model, &key, source));
+                let on_disk = Arc::new(rows_to_disk((*p).clone(), &key, source));
                 cache.put_part(key, Part::Dense(Arc::clone(&on_disk)));
                 Some(on_disk)
             })

@@ -38,7 +38,7 @@ fn check_entry(space: Space, key: &[u8], value: &[u8]) -> std::result::Result<()
             let (&tag, model) = suffix.split_first().ok_or("no part tag")?;
             let e = |e: cairn_index::IndexError| e.to_string();
             match tag {
-                persist::TAG_NODE_CORE => persist::decode_node_core(value, &hash).map(drop).map_err(e),
+                persist::TAG_NODE_CORE => persist::check_node_core(value, &hash).map_err(e),
                 persist::TAG_TEXT => persist::decode_text(value, &hash).map(drop).map_err(e),
                 persist::TAG_SPLIT => persist::decode_split(value, &hash).map_err(e),
                 persist::TAG_EDGES => persist::decode_edges(value, &hash).map(drop).map_err(e),

@@ -23,8 +23,8 @@
 //!   kinds), writing what was built;
 //! * `early_units` — a view's own unit texts, built as its chunks are (each chunk's text
 //!   part released once its unit's text is built);
-//! * `rows` — which dense rows and node texts a view leaves on disk, and the source it
-//!   reads them through;
+//! * `rows` — the source rows and texts are read from their node objects through, and
+//!   which dense rows a view leaves there;
 //! * `graph_base` — which commit's unit graphs (and unit texts) a view reads;
 //! * `hashed` — maps and sets keyed by chunk keys, hashed by their own bytes;
 //! * `live` — which derived entries live commits use, and `gc`'s sweep of the others;

@@ -1,43 +1,29 @@
-//! Dense rows left on disk: the repository's [`RowSource`] (rows read from the store, a
-//! row that cannot be read scored from its node object), and the rule deciding when a
-//! view's rows stay on disk.
+//! Rows and texts read from the node objects: the repository's [`RowSource`] (a range of
+//! an object read from the store, a row or text that cannot be read that way taken from its
+//! node object whole), and the rule deciding when a view's dense rows stay on disk.
 //!
-//! A model's exact `f32` rows stay in memory while a commit's nodes times the model's
-//! dimension times 4 bytes fit in a quarter of the memory budget
-//! ([`Repo::set_memory_budget`](crate::Repo::set_memory_budget), 1 GiB by default: 256 MiB, ~170,000 384-d vectors);
-//! beyond that, on a store that reads value ranges (the segment store, or
-//! a memory store keeping derived data), each part keeps its int8 codes and a crc32 per row,
-//! and rescoring reads the rows it needs from the stored part. A part is put on disk as it
-//! is built (its encoding queued for the store) or loaded — a stored part by reading its
-//! head alone (codes, bounds, row checksums: storage-format §7.3.4), never its rows — so a
-//! view never holds all the rows at once. Scores are the same bits either way. If the store then fails to take the
-//! built values, every row read falls back to its node object: slower, the same answer.
+//! Index parts store neither vectors nor texts (storage-format §7.3.1, §7.3.4): each row
+//! and text names its node object, where its bytes start there, and their crc32. A core
+//! part reads a text when an item is rendered. A model's exact `f32` rows are read into
+//! memory as a part is loaded while a commit's nodes times the model's dimension times 4
+//! bytes fit in a quarter of the memory budget
+//! ([`Repo::set_memory_budget`](crate::Repo::set_memory_budget), 1 GiB by default: 256
+//! MiB, ~170,000 384-d vectors); beyond that, on a store that reads value ranges (the
+//! segment store, or a memory store keeping derived data), each part keeps its int8 codes
+//! and rescoring reads the rows it needs from their objects, so a view never holds all
+//! the rows at once. Scores are the same bits either way.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use cairn_core::Hash;
 use cairn_graph::Objects;
-use cairn_index::{RowSource, ValueReader};
+use cairn_index::RowSource;
 use cairn_store::Store;
 use parking_lot::Mutex;
 
 use crate::dense_dims::{dense_dim_model, DENSE_DIM_META};
 use crate::derived::DerivedData;
-
-/// The text bytes per node the rule for leaving texts on disk assumes
-/// ([`DerivedData::on_disk`]).
-const TEXT_BYTES_GUESS: u64 = 512;
-
-/// What a view leaves on disk ([`DerivedData::on_disk`]).
-#[derive(Default)]
-pub(super) struct OnDisk {
-    /// The dense models whose rows stay on disk, each with the source its parts read
-    /// rows from.
-    pub(super) rows: BTreeMap<String, Arc<dyn RowSource>>,
-    /// The source core parts read their node texts from, if they leave them on disk.
-    pub(super) texts: Option<Arc<dyn RowSource>>,
-}
 
 /// Stored parts whose rows could not be read, with why: shared by a repository handle
 /// and every part of its views that reads rows from the store.
@@ -54,14 +40,8 @@ impl RowSource for StoreRows {
         self.store.read_derived_at(key, offset, out).map_err(|e| e.to_string())
     }
 
-    /// A value moved since the reader found it reads as absent: the part then reads the
-    /// row by key ([`RowSource::reader`]).
-    fn reader(&self, key: &[u8]) -> Option<ValueReader> {
-        let reader = self.store.derived_reader(key).ok().flatten()?;
-        Some(Arc::new(move |offset, out: &mut [u8]| {
-            let found = reader.read_at(offset, out).map_err(|e| e.to_string())?;
-            Ok(found.unwrap_or(false))
-        }))
+    fn read_object_at(&self, node: &Hash, offset: u64, out: &mut [u8]) -> Result<bool, String> {
+        self.store.read_object_at(node, offset, out).map_err(|e| e.to_string())
     }
 
     fn node_vector(&self, node: &Hash, model: &str) -> Result<Vec<f32>, String> {
@@ -90,27 +70,18 @@ impl RowSource for StoreRows {
 }
 
 impl DerivedData {
-    /// What views of a commit of `node_count` nodes leave on disk (module docs), with the
-    /// one source their parts read it through — nothing unless the store keeps derived
-    /// data and reads value ranges. Decided before any part is built or loaded, so that no
-    /// part ever holds what it leaves on disk for long:
-    ///
-    /// * the rows of each dense model whose `node_count · dim · 4` bytes exceed a quarter
-    ///   of the memory budget;
-    /// * the node texts of the core parts, when `node_count ·` [`TEXT_BYTES_GUESS`] exceeds
-    ///   that quarter (524,288 nodes at the 1 GiB default). Texts are only read to render
-    ///   an item, a few per query; held in memory they are most of a core part (at 1M
-    ///   nodes of ~450-byte texts, 450 of its 660 MiB).
-    pub(super) fn on_disk(&self, persistent: bool, node_count: u64) -> OnDisk {
-        let mut out = OnDisk::default();
+    /// The dense models whose rows views of a commit of `node_count` nodes leave on disk
+    /// (module docs), each with the one source their parts read rows through — none unless
+    /// the store keeps derived data and reads value ranges: those whose `node_count · dim ·
+    /// 4` bytes exceed a quarter of the memory budget. Decided before any part is built or
+    /// loaded, so that no part ever holds its rows for long.
+    pub(super) fn on_disk(&self, persistent: bool, node_count: u64) -> BTreeMap<String, Arc<dyn RowSource>> {
+        let mut out = BTreeMap::new();
         if !persistent || !self.store.reads_derived_ranges() {
             return out;
         }
         let quarter = self.cache.capacity() as u64 / 4;
-        let source: Arc<dyn RowSource> = Arc::new(StoreRows {
-            store: Arc::clone(&self.store),
-            damaged: Arc::clone(&self.damaged_rows),
-        });
+        let source = self.row_source();
         // A repository whose dimensions cannot be read keeps every row in memory.
         let dims = self.refs().meta_list(DENSE_DIM_META).unwrap_or_default();
         for (key, value) in dims {
@@ -118,14 +89,18 @@ impl DerivedData {
                 continue;
             };
             if node_count.saturating_mul(u64::from(dim)).saturating_mul(4) > quarter {
-                let model = dense_dim_model(&key).to_string();
-                out.rows.insert(model, Arc::clone(&source));
+                out.insert(dense_dim_model(&key).to_string(), Arc::clone(&source));
             }
         }
-        if node_count.saturating_mul(TEXT_BYTES_GUESS) > quarter {
-            out.texts = Some(source);
-        }
         out
+    }
+
+    /// The source rows and texts are read through: the store's objects and derived values.
+    pub(super) fn row_source(&self) -> Arc<dyn RowSource> {
+        Arc::new(StoreRows {
+            store: Arc::clone(&self.store),
+            damaged: Arc::clone(&self.damaged_rows),
+        })
     }
 
     /// The source a view reads stored values by range through (rows, unit texts), if the
