@@ -579,8 +579,11 @@ fn child_asof() {
     {
         repo.set_memory_budget(mib << 20);
     }
+    // `CAIRN_BENCH_ASOF_REV=REV` queries REV instead of HEAD~1 (a kept repository of one
+    // commit: `HEAD`).
+    let rev = std::env::var("CAIRN_BENCH_ASOF_REV").unwrap_or_else(|_| "HEAD~1".into());
     let t = Instant::now();
-    let r = query(&repo, &queries[1], false, Some("HEAD~1"));
+    let r = query(&repo, &queries[1], false, Some(&rev));
     let asof = t.elapsed();
     row(
         "cold as-of HEAD~1 in a fresh process (open / query)",

@@ -15,8 +15,9 @@ use crate::hnsw::GraphParams;
 /// 4 — dense parts store their int8 codes, bounds and row checksums ahead of the rows
 /// (§7.3.4); 5 — core parts carry each text's dates (§7.3.1); 6 — a core part's texts
 /// follow a checksummed head holding each text's length, characters and crc32 (§7.3.1);
-/// 7 — a dense part stores no vectors: each row names its node object and the vector's
-/// offset in it (§7.3.4).
+/// 7 — parts store no object bytes: a dense part names each row's node object and the
+/// vector's offset in it (§7.3.4), a core part each text's (§7.3.1); a BM25 posting is one
+/// word (§7.3.2).
 pub const INDEX_FORMAT_VERSION: u32 = 7;
 
 /// Level of the node and edge trees at which chunks are cut: a chunk starts at every key

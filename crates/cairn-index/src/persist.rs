@@ -143,10 +143,8 @@ pub fn encode_text(key: &Hash, t: &TextChunk) -> Vec<u8> {
         w.str(t.term(i));
         let list = t.postings_at(i);
         w.u32(list.len() as u32);
-        for p in list {
-            w.u32(p.local());
-            w.u32(p.tf());
-        }
+        // One word a posting, as in memory: the local ordinal above the frequency.
+        list.iter().for_each(|p| w.u32(p.raw()));
     }
     w.0
 }
@@ -482,7 +480,7 @@ pub fn decode_text(bytes: &[u8], key: &Hash) -> Result<TextChunk, IndexError> {
     for _ in 0..n {
         t.doc_len.push(r.u32()?);
     }
-    let terms = r.count64(8 + 4 + 8)?;
+    let terms = r.count64(8 + 4 + 4)?;
     let (term_bytes, postings) = text_sizes(r.clone(), terms)?;
     t.term_bytes.reserve_exact(term_bytes);
     t.term_end.reserve_exact(terms);
@@ -495,22 +493,25 @@ pub fn decode_text(bytes: &[u8], key: &Hash) -> Result<TextChunk, IndexError> {
         if term.is_empty() || term.contains('\0') || (t.term_count() > 0 && t.term(t.term_count() - 1) >= term) {
             return Err(bad("terms empty or out of order"));
         }
-        let m = r.count32(8)?;
+        let m = r.count32(4)?;
         if m == 0 {
             return Err(bad("a term without postings"));
         }
         let mut prev: Option<Local> = None;
         for _ in 0..m {
-            let l = r.local(n as u32)?;
-            let tf = r.u32()?;
+            // Every word unpacks to a local below 4,096 and a frequency below the limit
+            // (`Posting`); the local must be one of the chunk's documents.
+            let p = Posting::from_raw(r.u32()?);
+            let (l, tf) = (p.local(), p.tf());
+            if l as usize >= n {
+                return Err(bad(format!("local ordinal {l} in a chunk of {n}")));
+            }
             if tf == 0 || prev.is_some_and(|p| p >= l) {
                 return Err(bad("postings out of order or with tf 0"));
             }
             prev = Some(l);
             seen[l as usize] += u64::from(tf);
-            // A frequency no text within the limits can have (`Posting`).
-            t.posts
-                .push(Posting::new(l, tf).ok_or_else(|| bad(format!("term frequency {tf} beyond the limit")))?);
+            t.posts.push(p);
         }
         t.push_term(term);
         t.starts.push(t.posts.len() as u32);
@@ -531,8 +532,8 @@ fn text_sizes(mut r: Reader<'_>, terms: usize) -> Result<(usize, usize), IndexEr
         let len = r.count64(1)?;
         r.take(len)?;
         bytes += len;
-        let m = r.count32(8)?;
-        r.take(m * 8)?;
+        let m = r.count32(4)?;
+        r.take(m * 4)?;
         postings += m;
     }
     Ok((bytes, postings))

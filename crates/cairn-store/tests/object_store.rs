@@ -463,3 +463,45 @@ fn a_write_of_unknown_outcome_is_resolved_by_reading_back() {
         CasOutcome::Swapped
     );
 }
+
+/// Object ranges (an index part's rows and texts) come from the bucket once: a cache on
+/// disk keeps a copy, which a later process over the same cache reads with no request.
+#[test]
+fn object_ranges_are_read_from_the_bucket_once_then_from_the_local_cache() {
+    let mem = Arc::new(InMemory::new());
+    let cache = tempfile::tempdir().unwrap();
+    let open = || {
+        ObjectStoreBackend::with_object_store(
+            Arc::clone(&mem) as Arc<dyn ObjectStore>,
+            "repo",
+            "memory://test",
+            ObjectStoreOptions::default().cache_dir(cache.path().join("c")),
+        )
+        .unwrap()
+    };
+    let bytes: Vec<u8> = (0..500u32).map(|i| (i * 7 % 251) as u8).collect();
+    let hash = Hash::of(&bytes);
+    {
+        let writer = open();
+        writer.put_batch(&[(hash, bytes.clone())]).unwrap();
+    }
+    let read = |store: &ObjectStoreBackend, offset: u64, len: usize| {
+        let mut out = vec![0u8; len];
+        store.read_object_at(&hash, offset, &mut out).unwrap().then_some(out)
+    };
+    let first = open();
+    let gets = first.requests().gets;
+    assert_eq!(read(&first, 100, 20), Some(bytes[100..120].to_vec()));
+    assert_eq!(first.requests().gets, gets + 1, "one read of the bucket");
+    assert_eq!(read(&first, 490, 20), None, "past the end");
+    drop(first);
+    let later = open();
+    let gets = later.requests().gets;
+    assert_eq!(read(&later, 0, 8), Some(bytes[..8].to_vec()));
+    assert_eq!(read(&later, 492, 8), Some(bytes[492..].to_vec()));
+    assert_eq!(later.requests().gets, gets, "read from the local cache");
+    assert_eq!(read(&later, 0, 1).map(|_| ()), Some(()));
+    let absent = Hash::of(b"absent");
+    let mut out = [0u8; 1];
+    assert!(!later.read_object_at(&absent, 0, &mut out).unwrap());
+}

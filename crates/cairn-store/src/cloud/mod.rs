@@ -373,6 +373,35 @@ impl Store for ObjectStoreBackend {
         Ok(Some(bytes))
     }
 
+    /// One positional read of the local cache's copy of the object, when the cache is on
+    /// disk and holds one; else the object is read whole — from this process's cache or
+    /// the bucket, its blake3 checked — and, with a cache on disk, copied there, so that
+    /// the rows and texts index parts read from node objects (storage-format §7.3.1,
+    /// §7.3.4) are local reads from then on. The copy is a cache: one that cannot be
+    /// written is read from the bucket again next time.
+    fn read_object_at(&self, hash: &Hash, offset: u64, out: &mut [u8]) -> Result<bool, StoreError> {
+        let on_disk = self.local_dir.is_some();
+        if on_disk && self.local.read_object_at(hash, offset, out)? {
+            return Ok(true);
+        }
+        let Some(bytes) = self.get(hash)? else {
+            return Ok(false);
+        };
+        if on_disk {
+            let _ = self.local.put_batch(&[(*hash, bytes.to_vec())]);
+        }
+        match usize::try_from(offset)
+            .ok()
+            .and_then(|o| bytes.get(o..o.checked_add(out.len())?))
+        {
+            Some(range) => {
+                out.copy_from_slice(range);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
     fn contains(&self, hash: &Hash) -> Result<bool, StoreError> {
         if self.objects.known(hash) {
             return Ok(true);
