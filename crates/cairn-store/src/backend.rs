@@ -50,6 +50,21 @@ pub struct StoreStats {
     pub derived_bytes: u64,
 }
 
+/// Copies bytes `offset..offset + out.len()` of `value` into `out`; false (and `out`
+/// untouched) if `value` is shorter.
+pub(crate) fn copy_range(value: &[u8], offset: u64, out: &mut [u8]) -> bool {
+    match usize::try_from(offset)
+        .ok()
+        .and_then(|o| value.get(o..o.checked_add(out.len())?))
+    {
+        Some(bytes) => {
+            out.copy_from_slice(bytes);
+            true
+        }
+        None => false,
+    }
+}
+
 /// A backend for Cairn's objects, refs and derived data.
 ///
 /// Contract, for every implementation:
@@ -100,16 +115,7 @@ pub trait Store: Send + Sync + 'static {
         let Some(value) = self.get(hash)? else {
             return Ok(false);
         };
-        match usize::try_from(offset)
-            .ok()
-            .and_then(|o| value.get(o..o.checked_add(out.len())?))
-        {
-            Some(bytes) => {
-                out.copy_from_slice(bytes);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        Ok(copy_range(&value, offset, out))
     }
 
     /// A hint that `hashes` will be read soon: a backend whose reads are round trips may
@@ -200,15 +206,7 @@ pub trait Store: Send + Sync + 'static {
         let Some(value) = self.get_derived(key)? else {
             return Ok(false);
         };
-        let Some(range) = usize::try_from(offset)
-            .ok()
-            .and_then(|o| Some(o..o.checked_add(out.len())?))
-            .filter(|r| r.end <= value.len())
-        else {
-            return Ok(false);
-        };
-        out.copy_from_slice(&value[range]);
-        Ok(true)
+        Ok(copy_range(&value, offset, out))
     }
 
     /// True if [`Store::read_derived_at`] reads only the bytes asked for (so a repository

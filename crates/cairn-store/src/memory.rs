@@ -145,16 +145,7 @@ impl Store for MemoryStore {
         let Some(value) = map.get(key) else {
             return Ok(false);
         };
-        match usize::try_from(offset)
-            .ok()
-            .and_then(|o| value.get(o..o.checked_add(out.len())?))
-        {
-            Some(bytes) => {
-                out.copy_from_slice(bytes);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        Ok(crate::backend::copy_range(value, offset, out))
     }
 
     /// True when it keeps derived data ([`MemoryStore::keeping_derived`]): a range is

@@ -390,16 +390,7 @@ impl Store for ObjectStoreBackend {
         if on_disk {
             let _ = self.local.put_batch(&[(*hash, bytes.to_vec())]);
         }
-        match usize::try_from(offset)
-            .ok()
-            .and_then(|o| bytes.get(o..o.checked_add(out.len())?))
-        {
-            Some(range) => {
-                out.copy_from_slice(range);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        Ok(crate::backend::copy_range(&bytes, offset, out))
     }
 
     fn contains(&self, hash: &Hash) -> Result<bool, StoreError> {
