@@ -220,6 +220,9 @@ impl NodeChunk {
         let Some(st) = &self.stored_text else {
             return Ok(Cow::Borrowed(&self.text[start..end]));
         };
+        if start == end {
+            return Ok(Cow::Borrowed(""));
+        }
         let hash = &self.hashes[l];
         let mut bytes = vec![0u8; end - start];
         let why = match st
