@@ -268,6 +268,42 @@ impl NodeChunk {
         });
     }
 
+    /// Reads every text from its node object into memory (a part whose texts were left
+    /// there: [`NodeChunk::leave_texts_stored`]), each checked against its crc32. `Err` says
+    /// which could not be read: the part does not describe its objects (or an object is
+    /// damaged), and is rebuilt from them.
+    pub fn read_texts(&mut self) -> Result<(), String> {
+        let Some(st) = &self.stored_text else {
+            return Ok(());
+        };
+        let total = self.text_end.last().copied().unwrap_or(0) as usize;
+        let mut text = String::with_capacity(total);
+        let mut bytes = Vec::new();
+        let mut start = 0usize;
+        for l in 0..self.len() {
+            let end = self.text_end[l] as usize;
+            bytes.resize(end - start, 0);
+            if end > start {
+                let read = st
+                    .source
+                    .read_object_at(&self.hashes[l], u64::from(self.text_offsets[l]), &mut bytes);
+                if !matches!(read, Ok(true)) || crc32fast::hash(&bytes) != self.text_crcs[l] {
+                    return Err(format!(
+                        "the text of node {} is not where the part says",
+                        self.ids.get(l)
+                    ));
+                }
+                let t = std::str::from_utf8(&bytes)
+                    .map_err(|_| format!("the text of node {} is not UTF-8", self.ids.get(l)))?;
+                text.push_str(t);
+            }
+            start = end;
+        }
+        self.text = text;
+        self.stored_text = None;
+        Ok(())
+    }
+
     /// True if the texts are held in memory (not read from the node objects).
     pub fn texts_in_memory(&self) -> bool {
         self.stored_text.is_none()

@@ -139,6 +139,8 @@ pub(super) struct Ctx {
     /// Where core parts read their node texts, and a loaded dense part whose rows stay in
     /// memory reads them, from: their node objects, through the store.
     rows_source: Arc<dyn cairn_index::RowSource>,
+    /// True if core parts hold their texts in memory ([`DerivedData::texts_in_memory`]).
+    texts_in_memory: bool,
     /// What the view being assembled needs (`None`: everything).
     needs: Option<IndexNeeds>,
     /// Parts this assembly deleted itself (rows found damaged): their absence is no news.
@@ -262,6 +264,8 @@ struct Sources<'a> {
     /// Whether a dense part's rows stay in their objects (else they are read into memory
     /// as the part is loaded).
     rows_stay: bool,
+    /// Whether a core part's texts are read into memory as it loads.
+    texts_in_memory: bool,
     /// The part's store key.
     key: &'a [u8],
 }
@@ -269,12 +273,15 @@ struct Sources<'a> {
 /// Decodes a stored part (`chunk`: its chunk key), with what it reads from `sources`.
 fn decode_part(tag: u8, bytes: &[u8], chunk: &Hash, sources: Sources<'_>) -> std::result::Result<Part, IndexError> {
     Ok(match tag {
-        TAG_NODE_CORE => Part::Core(Arc::new(persist::decode_node_core(
-            bytes,
-            chunk,
-            Arc::clone(sources.source),
-            sources.key,
-        )?)),
+        TAG_NODE_CORE => {
+            let mut core = persist::decode_node_core(bytes, chunk, Arc::clone(sources.source), sources.key)?;
+            if sources.texts_in_memory {
+                // A text its node object does not hold: rebuilt, as a dense row.
+                core.read_texts()
+                    .map_err(|e| IndexError::BadStoredIndex(format!("a text cannot be read from its node ({e})")))?;
+            }
+            Part::Core(Arc::new(core))
+        }
         TAG_TEXT => Part::Text(Arc::new(persist::decode_text(bytes, chunk)?)),
         TAG_SPARSE => Part::Sparse(Arc::new(persist::decode_sparse(bytes, chunk)?.1)),
         TAG_DENSE => {
@@ -396,6 +403,7 @@ impl DerivedData {
             pending: Mutex::new(Vec::new()),
             rows_on_disk: Default::default(),
             rows_source: self.row_source(),
+            texts_in_memory: true,
             needs: None,
             dropped: BTreeSet::new(),
             manifests: Mutex::new(BTreeSet::new()),
@@ -439,6 +447,7 @@ impl DerivedData {
         let mut ctx = self.ctx();
         let on_disk = self.on_disk(ctx.persistent, c.node_count);
         ctx.rows_on_disk = on_disk;
+        ctx.texts_in_memory = self.texts_in_memory(c.node_count);
         ctx.needs = Some(needs.clone());
         ctx.notes.lock().extend(repaired);
         ctx.dropped = dropped.into_iter().collect();
@@ -737,6 +746,7 @@ impl DerivedData {
                     let sources = Sources {
                         source: on_disk.unwrap_or(&ctx.rows_source),
                         rows_stay: on_disk.is_some(),
+                        texts_in_memory: ctx.texts_in_memory,
                         key: &skey,
                     };
                     decoded = Some(decode_part(tag, bytes, &ch.key, sources))
@@ -843,10 +853,12 @@ impl DerivedData {
                 let n = parts.core.len() as u32;
                 let key = &ch.key;
                 let core_key = part_store_key(key, TAG_NODE_CORE, None);
-                // The texts stay in their node objects, as in a part loaded from the store.
+                // Texts left in their node objects: as in a part loaded from the store.
                 ctx.persist(core_key.clone(), || persist::encode_node_core(key, &parts.core));
                 let mut core = parts.core;
-                core.leave_texts_stored(Arc::clone(&ctx.rows_source), &core_key);
+                if !ctx.texts_in_memory {
+                    core.leave_texts_stored(Arc::clone(&ctx.rows_source), &core_key);
+                }
                 let text_key = part_store_key(key, TAG_TEXT, None);
                 ctx.persist(text_key.clone(), || persist::encode_text(key, &parts.text));
                 for (m, s) in parts.sparse {

@@ -11,7 +11,8 @@
 //! MiB, ~170,000 384-d vectors); beyond that, on a store that reads value ranges (the
 //! segment store, or a memory store keeping derived data), each part keeps its int8 codes
 //! and rescoring reads the rows it needs from their objects, so a view never holds all
-//! the rows at once. Scores are the same bits either way.
+//! the rows at once. Scores are the same bits either way. Node texts follow the same kind
+//! of rule ([`DerivedData::texts_in_memory`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -24,6 +25,10 @@ use parking_lot::Mutex;
 
 use crate::dense_dims::{dense_dim_model, DENSE_DIM_META};
 use crate::derived::DerivedData;
+
+/// The text bytes per node the rule for holding texts in memory assumes
+/// ([`DerivedData::texts_in_memory`]).
+const TEXT_BYTES_GUESS: u64 = 512;
 
 /// Stored parts whose rows could not be read, with why: shared by a repository handle
 /// and every part of its views that reads rows from the store.
@@ -93,6 +98,14 @@ impl DerivedData {
             }
         }
         out
+    }
+
+    /// True if views of a commit of `node_count` nodes hold their node texts in memory
+    /// (read from their node objects as a core part loads): while `node_count` times
+    /// [`TEXT_BYTES_GUESS`] fits a quarter of the memory budget (524,288 nodes at the 1 GiB
+    /// default). Beyond, a text is read from its node object when an item is rendered.
+    pub(super) fn texts_in_memory(&self, node_count: u64) -> bool {
+        node_count.saturating_mul(TEXT_BYTES_GUESS) <= self.cache.capacity() as u64 / 4
     }
 
     /// The source rows and texts are read through: the store's objects and derived values.
