@@ -225,17 +225,12 @@ impl NodeChunk {
         }
         let hash = &self.hashes[l];
         let mut bytes = vec![0u8; end - start];
-        let why = match st
-            .source
-            .read_object_at(hash, u64::from(self.text_offsets[l]), &mut bytes)
-        {
-            Ok(true) if crc32fast::hash(&bytes) == self.text_crcs[l] => match String::from_utf8(bytes) {
+        let why = match self.read_text_at(st, l, &mut bytes) {
+            Ok(()) => match String::from_utf8(bytes) {
                 Ok(t) => return Ok(Cow::Owned(t)),
                 Err(_) => "is not UTF-8".to_string(),
             },
-            Ok(true) => "fails its checksum".to_string(),
-            Ok(false) => "is not where the part says".to_string(),
-            Err(e) => format!("could not be read ({e})"),
+            Err(why) => why,
         };
         st.source
             .damaged(&st.key, format!("the text of node {} {why}", self.ids.get(l)));
@@ -250,6 +245,20 @@ impl NodeChunk {
             ));
         }
         Ok(Cow::Owned(text))
+    }
+
+    /// Reads node `l`'s text bytes (`out.len()` of them) from its node object through `st`,
+    /// checked against its crc32; `Err` says why not, to follow "the text of node …".
+    fn read_text_at(&self, st: &StoredTexts, l: usize, out: &mut [u8]) -> Result<(), String> {
+        match st
+            .source
+            .read_object_at(&self.hashes[l], u64::from(self.text_offsets[l]), out)
+        {
+            Ok(true) if crc32fast::hash(out) == self.text_crcs[l] => Ok(()),
+            Ok(true) => Err("fails its checksum".to_string()),
+            Ok(false) => Err("is not where the part says".to_string()),
+            Err(e) => Err(format!("could not be read ({e})")),
+        }
     }
 
     /// Node `local`'s object and where its text starts in the object's encoding.
@@ -284,15 +293,8 @@ impl NodeChunk {
             let end = self.text_end[l] as usize;
             bytes.resize(end - start, 0);
             if end > start {
-                let read = st
-                    .source
-                    .read_object_at(&self.hashes[l], u64::from(self.text_offsets[l]), &mut bytes);
-                if !matches!(read, Ok(true)) || crc32fast::hash(&bytes) != self.text_crcs[l] {
-                    return Err(format!(
-                        "the text of node {} is not where the part says",
-                        self.ids.get(l)
-                    ));
-                }
+                self.read_text_at(st, l, &mut bytes)
+                    .map_err(|why| format!("the text of node {} {why}", self.ids.get(l)))?;
                 let t = std::str::from_utf8(&bytes)
                     .map_err(|_| format!("the text of node {} is not UTF-8", self.ids.get(l)))?;
                 text.push_str(t);
