@@ -1108,18 +1108,31 @@ mod tests {
             .iter()
             .map(|n| (Hash::of(n.id.as_str().as_bytes()), cairn_core::codec::encode_node(n)))
             .collect();
-        let source = Objects(objects);
-        // Read back from the objects, the rows are the built part's, bit for bit; left
-        // there, the part is the same but for them.
-        assert_eq!(&head.clone().into_rows_read(&source).unwrap(), d);
+        let source: std::sync::Arc<dyn crate::RowSource> = std::sync::Arc::new(Objects(objects));
+        // Held in memory, each row is read from its object the first time it is scored
+        // (none as the part loads), and is the built part's, bit for bit; left there, the
+        // part is the same but for them.
+        let q: Vec<f32> = (0..d.dim()).map(|i| 1.0 - i as f32 / 8.0).collect();
+        let held = head.clone().into_rows_held(std::sync::Arc::clone(&source), b"ck");
+        assert!(held.rows_in_memory() && held.vector(0).is_none());
+        assert_eq!(&held, d);
+        for r in 0..d.len() {
+            assert_eq!(held.score(&q, r).unwrap().to_bits(), d.score(&q, r).unwrap().to_bits());
+            assert_eq!(held.vector(r).unwrap(), d.vector(r).unwrap());
+        }
         let stored = head.clone().into_rows_stored(std::sync::Arc::new(NoRows), b"ck");
         assert!(!stored.rows_in_memory());
         assert_eq!(encode_dense(&k, "d", 3, &stored), bytes);
-        // A row whose object does not hold it (another object, a wrong offset) is refused.
+        // A row whose object does not hold it (a wrong offset, no object) is refused and
+        // not kept; the others are read and kept.
         let mut moved = head.clone();
         moved.offsets[0] += 4;
-        assert!(moved.into_rows_read(&source).unwrap_err().contains("row 0"));
-        assert!(head.clone().into_rows_read(&NoRows).is_err());
+        let moved = moved.into_rows_held(std::sync::Arc::clone(&source), b"ck");
+        assert!(moved.score(&q, 0).is_err() && moved.vector(0).is_none());
+        assert_eq!(moved.score(&q, 1).unwrap().to_bits(), d.score(&q, 1).unwrap().to_bits());
+        assert_eq!(moved.vector(1).unwrap(), d.vector(1).unwrap());
+        let none = head.clone().into_rows_held(std::sync::Arc::new(NoRows), b"ck");
+        assert!(none.score(&q, 0).is_err() && none.vector(0).is_none());
         // Every flip of a byte after the key is refused (its checksum, or a check before it).
         for i in 33..bytes.len() {
             let mut bad = bytes.clone();

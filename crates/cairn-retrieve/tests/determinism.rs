@@ -119,6 +119,7 @@ fn through_storage(view: &CommitIndexes) -> CommitIndexes {
                 rows.0.insert((*node, offset), bytes);
             }
         }
+        let rows: Arc<dyn cairn_index::RowSource> = Arc::new(rows);
         let parts = (0..view.chunks().len())
             .map(|c| {
                 d.part(c).map(|p| {
@@ -126,7 +127,7 @@ fn through_storage(view: &CommitIndexes) -> CommitIndexes {
                     let head = persist::decode_dense(&persist::encode_dense(&k, &model, n, p), &k)
                         .unwrap()
                         .2;
-                    Arc::new(head.into_rows_read(&rows).unwrap())
+                    Arc::new(head.into_rows_held(Arc::clone(&rows), b"ck"))
                 })
             })
             .collect();

@@ -5,7 +5,7 @@
 //! The exact vectors are held in memory, or left in the node objects and read a row at a
 //! time through a [`crate::RowSource`]; the stored part holds no vectors either way.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use cairn_core::Hash;
 
@@ -82,32 +82,30 @@ impl DenseHead {
         Some((self.nodes.get(r)?, *self.offsets.get(r)?))
     }
 
-    /// The part, with its rows left in their node objects and read through `source`; `key`
-    /// is the part's store key (reported to `source` if a row cannot be read).
+    /// The part, with its rows left in their node objects and read through `source`, one
+    /// at a time as rescoring needs them; `key` is the part's store key (reported to
+    /// `source` if a row cannot be read).
     pub fn into_rows_stored(self, source: Arc<dyn RowSource>, key: &[u8]) -> DenseChunk {
+        self.with_stored(source, key, false)
+    }
+
+    /// The part, holding its rows in memory once read: each is read from its node object
+    /// through `source` (checked against its crc32) the first time it is rescored, and
+    /// kept, so that loading a part reads none. A row that cannot be read is not kept: it is
+    /// scored from its node object whole and the part reported to `source` as damaged
+    /// (`key`: its store key), as for [`DenseHead::into_rows_stored`].
+    pub fn into_rows_held(self, source: Arc<dyn RowSource>, key: &[u8]) -> DenseChunk {
+        self.with_stored(source, key, true)
+    }
+
+    fn with_stored(self, source: Arc<dyn RowSource>, key: &[u8], held: bool) -> DenseChunk {
         let mut d = self.with_vectors(Vec::new());
         d.stored = Some(StoredRows {
             source,
             key: key.into(),
+            held: held.then(|| (0..d.rows.len()).map(|_| OnceLock::new()).collect()),
         });
         d
-    }
-
-    /// The part, with its rows read from their node objects through `source` into memory,
-    /// each checked against its crc32. `Err` says which row could not be read: the part
-    /// does not describe the objects (or an object is damaged), and is rebuilt from them.
-    pub fn into_rows_read(self, source: &dyn RowSource) -> Result<DenseChunk, String> {
-        let mut vectors = Vec::with_capacity(self.rows.len() * self.dim);
-        for r in 0..self.rows.len() {
-            let at = RowAt {
-                node: &self.nodes[r],
-                offset: self.offsets[r],
-                dim: self.dim,
-                crc: self.crcs[r],
-            };
-            with_row(source, at, |v| vectors.extend_from_slice(v)).map_err(|e| format!("row {r}: {e}"))?;
-        }
-        Ok(self.with_vectors(vectors))
     }
 
     fn with_vectors(self, vectors: Vec<f32>) -> DenseChunk {
@@ -219,10 +217,23 @@ impl DenseChunk {
         &self.rows
     }
 
-    /// Row `r`'s vector, if the rows are held in memory (`None` when they are read from
-    /// the node objects: [`DenseChunk::rows_in_memory`]).
+    /// Row `r`'s vector, if it is in memory now (`None` when the rows are read from the
+    /// node objects, [`DenseChunk::rows_in_memory`], or held but this one not read yet).
     pub fn vector(&self, r: usize) -> Option<&[f32]> {
-        self.vectors.get(r * self.dim..(r + 1) * self.dim)
+        match &self.stored {
+            None => self.vectors.get(r * self.dim..(r + 1) * self.dim),
+            Some(s) => s.held.as_ref()?.get(r)?.get().map(|v| &**v),
+        }
+    }
+
+    /// Where row `r` is.
+    fn row_at(&self, r: usize) -> RowAt<'_> {
+        RowAt {
+            node: &self.nodes[r],
+            offset: self.offsets[r],
+            dim: self.dim,
+            crc: self.crcs[r],
+        }
     }
 
     /// Row `r`'s node object and the offset of its vector in the object's encoding.
@@ -230,10 +241,11 @@ impl DenseChunk {
         Some((self.nodes.get(r)?, *self.offsets.get(r)?))
     }
 
-    /// True if the exact rows are held in memory; false if they are read from the node
-    /// objects when rescoring needs them.
+    /// True if the exact rows are held in memory (or will be, each once first rescored:
+    /// [`DenseHead::into_rows_held`]); false if they are read from the node objects each
+    /// time rescoring needs them.
     pub fn rows_in_memory(&self) -> bool {
-        self.stored.is_none()
+        self.stored.as_ref().is_none_or(|s| s.held.is_some())
     }
 
     /// The part with its exact rows left in their node objects, read through `source`
@@ -241,12 +253,16 @@ impl DenseChunk {
     /// codes and bounds stay, the rows in memory are let go. A part already on disk is
     /// returned as it is.
     pub fn into_rows_stored(mut self, source: Arc<dyn RowSource>, key: &[u8]) -> DenseChunk {
-        if self.stored.is_none() {
-            self.vectors = Vec::new();
-            self.stored = Some(StoredRows {
-                source,
-                key: key.into(),
-            });
+        match &mut self.stored {
+            Some(s) => s.held = None,
+            None => {
+                self.vectors = Vec::new();
+                self.stored = Some(StoredRows {
+                    source,
+                    key: key.into(),
+                    held: None,
+                });
+            }
         }
         self
     }
@@ -272,13 +288,17 @@ impl DenseChunk {
         match &self.stored {
             None => Ok(kernel::dot(query, &self.vectors[r * self.dim..(r + 1) * self.dim])),
             Some(s) => {
-                let at = RowAt {
-                    node: &self.nodes[r],
-                    offset: self.offsets[r],
-                    dim: self.dim,
-                    crc: self.crcs[r],
-                };
-                with_row(&*s.source, at, |v| kernel::dot(query, v))
+                if let Some(held) = &s.held {
+                    let row = &held[r];
+                    if let Some(v) = row.get() {
+                        return Ok(kernel::dot(query, v));
+                    }
+                    // Read, checked, and kept (two threads reading it at once keep one copy
+                    // of the same bytes).
+                    let v: Box<[f32]> = with_row(&*s.source, self.row_at(r), |v| v.into())?;
+                    return Ok(kernel::dot(query, row.get_or_init(|| v)));
+                }
+                with_row(&*s.source, self.row_at(r), |v| kernel::dot(query, v))
             }
         }
     }
@@ -312,7 +332,10 @@ impl DenseChunk {
 
     /// Approximate heap bytes.
     pub fn heap_bytes(&self) -> usize {
-        let stored = self.stored.as_ref().map_or(0, |s| s.key.len() + 64);
+        // Rows held once read count from the start: a part's charge does not change.
+        let stored = self.stored.as_ref().map_or(0, |s| {
+            s.key.len() + 64 + s.held.as_ref().map_or(0, |h| h.len() * (self.dim * 4 + 32))
+        });
         self.rows.len() * (4 + 4 + 4 + 4 + 4 + 32 + 4) + self.vectors.len() * 4 + self.codes.len() + stored + 128
     }
 }

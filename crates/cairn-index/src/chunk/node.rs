@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use cairn_core::{Hash, Node, NodeId, Value};
 use roaring::RoaringBitmap;
@@ -60,14 +60,18 @@ pub struct NodeChunk {
 
 /// The texts of a core part left in their node objects (storage-format §7.3.1: the part
 /// stores where each is, its length and crc32, not its bytes), read one at a time when an
-/// item is rendered. Each is checked against its crc32; a text that cannot be read, or
-/// fails it, is read from its node object whole (checked) instead and the source told, so
-/// the stored part is rebuilt.
+/// item is rendered (and kept, for a part that holds them).
+/// Each is checked against its crc32; a text that cannot be read, or fails it, is read
+/// from its node object whole (checked) instead and the source told, so the stored part
+/// is rebuilt.
 #[derive(Clone)]
 pub(crate) struct StoredTexts {
     pub(crate) source: Arc<dyn RowSource>,
     /// The part's store key.
     pub(crate) key: Box<[u8]>,
+    /// `Some` if the part holds its texts in memory once read ([`NodeChunk::hold_texts`]):
+    /// each text read so far, by local ordinal.
+    pub(crate) held: Option<Box<[OnceLock<Box<str>>]>>,
 }
 
 impl fmt::Debug for StoredTexts {
@@ -223,11 +227,20 @@ impl NodeChunk {
         if start == end {
             return Ok(Cow::Borrowed(""));
         }
+        let held = st.held.as_ref().map(|h| &h[l]);
+        if let Some(t) = held.and_then(OnceLock::get) {
+            return Ok(Cow::Borrowed(t));
+        }
         let hash = &self.hashes[l];
         let mut bytes = vec![0u8; end - start];
         let why = match self.read_text_at(st, l, &mut bytes) {
             Ok(()) => match String::from_utf8(bytes) {
-                Ok(t) => return Ok(Cow::Owned(t)),
+                Ok(t) => {
+                    return Ok(match held {
+                        Some(h) => Cow::Borrowed(h.get_or_init(|| t.into_boxed_str())),
+                        None => Cow::Owned(t),
+                    })
+                }
                 Err(_) => "is not UTF-8".to_string(),
             },
             Err(why) => why,
@@ -274,41 +287,27 @@ impl NodeChunk {
         self.stored_text = Some(StoredTexts {
             source,
             key: key.into(),
+            held: None,
         });
     }
 
-    /// Reads every text from its node object into memory (a part whose texts were left
-    /// there: [`NodeChunk::leave_texts_stored`]), each checked against its crc32. `Err` says
-    /// which could not be read: the part does not describe its objects (or an object is
-    /// damaged), and is rebuilt from them.
-    pub fn read_texts(&mut self) -> Result<(), String> {
-        let Some(st) = &self.stored_text else {
-            return Ok(());
-        };
-        let total = self.text_end.last().copied().unwrap_or(0) as usize;
-        let mut text = String::with_capacity(total);
-        let mut bytes = Vec::new();
-        let mut start = 0usize;
-        for l in 0..self.len() {
-            let end = self.text_end[l] as usize;
-            bytes.resize(end - start, 0);
-            if end > start {
-                self.read_text_at(st, l, &mut bytes)
-                    .map_err(|why| format!("the text of node {} {why}", self.ids.get(l)))?;
-                let t = std::str::from_utf8(&bytes)
-                    .map_err(|_| format!("the text of node {} is not UTF-8", self.ids.get(l)))?;
-                text.push_str(t);
-            }
-            start = end;
+    /// Makes a part whose texts were left in their node objects
+    /// ([`NodeChunk::leave_texts_stored`]) hold them in memory once read: each is read,
+    /// checked against its crc32, the first time it is asked for, and kept, so that
+    /// loading the part reads none. One that cannot be read is not kept: it is read from
+    /// its node object whole and the part reported damaged, as for a part that does not
+    /// hold its texts.
+    pub fn hold_texts(&mut self) {
+        let n = self.len();
+        if let Some(st) = &mut self.stored_text {
+            st.held = Some((0..n).map(|_| OnceLock::new()).collect());
         }
-        self.text = text;
-        self.stored_text = None;
-        Ok(())
     }
 
-    /// True if the texts are held in memory (not read from the node objects).
+    /// True if the texts are held in memory (or will be, each once first read:
+    /// [`NodeChunk::hold_texts`]); false if each is read from its node object when asked for.
     pub fn texts_in_memory(&self) -> bool {
-        self.stored_text.is_none()
+        self.stored_text.as_ref().is_none_or(|st| st.held.is_some())
     }
 
     /// The labels of node `local`, in label order.
@@ -409,7 +408,13 @@ impl NodeChunk {
             + props
             + self.text.len()
             + self.text_end.len() * 16
-            + self.stored_text.as_ref().map_or(0, |t| t.key.len())
+            // Texts held once read count from the start: a part's charge does not change.
+            + self.stored_text.as_ref().map_or(0, |t| {
+                t.key.len()
+                    + t.held
+                        .as_ref()
+                        .map_or(0, |h| h.len() * 24 + self.text_end.last().map_or(0, |&e| e as usize))
+            })
             + 256
     }
 }

@@ -2,8 +2,9 @@
 //! stores no `f32` rows (index format 7): each row names its node object and where the
 //! vector starts in the object's encoding, and rescoring reads the row from there, one row
 //! at a time (the int8 codes that the scan and the graph walks read stay in memory); a
-//! process that keeps a model's rows in memory reads them the same way when it loads the
-//! part.
+//! process that keeps a model's rows in memory reads each row the same way the first time
+//! it is rescored, and holds it from then on (a cold query reads the rows it rescores, not
+//! those of every part it loads).
 //!
 //! A row read this way skips the store's checksum of the whole object, so each row carries
 //! its own: the crc32 of the row's little-endian bytes, computed when the part was built.
@@ -12,7 +13,7 @@
 //! the stored part is rebuilt.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use cairn_core::Hash;
 
@@ -40,18 +41,32 @@ pub trait RowSource: Send + Sync {
     fn damaged(&self, key: &[u8], detail: String);
 }
 
-/// A dense part's rows left in their node objects: the source they are read through, and
-/// the part's store key (to report it damaged).
+/// A dense part's rows left in their node objects: the source they are read through, the
+/// part's store key (to report it damaged), and — for a part that holds its rows in memory
+/// — the rows read so far.
 #[derive(Clone)]
 pub(crate) struct StoredRows {
     pub(crate) source: Arc<dyn RowSource>,
     /// The part's store key.
     pub(crate) key: Box<[u8]>,
+    /// `Some` if the part holds its rows in memory once read: each row is read, checked,
+    /// the first time it is scored, and kept (one that cannot be read is not kept, and is
+    /// scored from its node object whole).
+    pub(crate) held: Option<Box<[OnceLock<Box<[f32]>>]>>,
 }
 
 impl fmt::Debug for StoredRows {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("StoredRows").field("key", &self.key.len()).finish()
+        f.debug_struct("StoredRows")
+            .field("key", &self.key.len())
+            .field(
+                "held",
+                &self
+                    .held
+                    .as_ref()
+                    .map(|h| h.iter().filter(|r| r.get().is_some()).count()),
+            )
+            .finish()
     }
 }
 

@@ -261,10 +261,10 @@ pub(super) enum Found {
 struct Sources<'a> {
     /// The source texts and rows are read through.
     source: &'a Arc<dyn cairn_index::RowSource>,
-    /// Whether a dense part's rows stay in their objects (else they are read into memory
-    /// as the part is loaded).
+    /// Whether a dense part's rows stay in their objects (else each is kept in memory once
+    /// read).
     rows_stay: bool,
-    /// Whether a core part's texts are read into memory as it loads.
+    /// Whether a core part holds its texts in memory once read.
     texts_in_memory: bool,
     /// The part's store key.
     key: &'a [u8],
@@ -276,9 +276,9 @@ fn decode_part(tag: u8, bytes: &[u8], chunk: &Hash, sources: Sources<'_>) -> std
         TAG_NODE_CORE => {
             let mut core = persist::decode_node_core(bytes, chunk, Arc::clone(sources.source), sources.key)?;
             if sources.texts_in_memory {
-                // A text its node object does not hold: rebuilt, as a dense row.
-                core.read_texts()
-                    .map_err(|e| IndexError::BadStoredIndex(format!("a text cannot be read from its node ({e})")))?;
+                // Read when one is first rendered; a text its node object does not hold
+                // then has the part rebuilt, as a dense row.
+                core.hold_texts();
             }
             Part::Core(Arc::new(core))
         }
@@ -290,10 +290,10 @@ fn decode_part(tag: u8, bytes: &[u8], chunk: &Hash, sources: Sources<'_>) -> std
             Part::Dense(Arc::new(if sources.rows_stay {
                 head.into_rows_stored(Arc::clone(source), sources.key)
             } else {
-                // A row its node object does not hold (or a damaged object): the part is
-                // rebuilt from the objects, whose own damage that build then reports.
-                head.into_rows_read(&**source)
-                    .map_err(|e| IndexError::BadStoredIndex(format!("a row cannot be read from its node ({e})")))?
+                // Read when one is first rescored; a row its node object does not hold (or
+                // a damaged object) then has the part rebuilt from the objects, whose own
+                // damage that build reports.
+                head.into_rows_held(Arc::clone(source), sources.key)
             }))
         }
         TAG_EDGES => Part::Edges(Arc::new(persist::decode_edges(bytes, chunk)?.1)),

@@ -4,14 +4,14 @@
 //!
 //! Index parts store neither vectors nor texts (storage-format §7.3.1, §7.3.4): each row
 //! and text names its node object, where its bytes start there, and their crc32. A core
-//! part reads a text when an item is rendered. A model's exact `f32` rows are read into
-//! memory as a part is loaded while a commit's nodes times the model's dimension times 4
-//! bytes fit in a quarter of the memory budget
+//! part reads a text when an item is rendered, and rescoring a row when it needs it; loading
+//! a part reads neither. The exact `f32` rows read are kept in memory while a commit's
+//! nodes times the model's dimension times 4 bytes fit in a quarter of the memory budget
 //! ([`Repo::set_memory_budget`](crate::Repo::set_memory_budget), 1 GiB by default: 256
 //! MiB, ~170,000 384-d vectors); beyond that, on a store that reads value ranges (the
 //! segment store, or a memory store keeping derived data), each part keeps its int8 codes
-//! and rescoring reads the rows it needs from their objects, so a view never holds all
-//! the rows at once. Scores are the same bits either way. Node texts follow the same kind
+//! alone and rescoring reads the rows it needs from their objects each time, so a view
+//! never holds all the rows at once. Scores are the same bits either way. Node texts follow the same kind
 //! of rule ([`DerivedData::texts_in_memory`]).
 
 use std::collections::BTreeMap;
@@ -101,7 +101,7 @@ impl DerivedData {
     }
 
     /// True if views of a commit of `node_count` nodes hold their node texts in memory
-    /// (read from their node objects as a core part loads): while `node_count` times
+    /// (each read from its node object the first time it is rendered): while `node_count` times
     /// [`TEXT_BYTES_GUESS`] fits a quarter of the memory budget (524,288 nodes at the 1 GiB
     /// default). Beyond, a text is read from its node object when an item is rendered.
     pub(super) fn texts_in_memory(&self, node_count: u64) -> bool {
