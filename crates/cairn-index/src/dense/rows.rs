@@ -41,6 +41,9 @@ pub trait RowSource: Send + Sync {
     fn damaged(&self, key: &[u8], detail: String);
 }
 
+/// The rows of a part that holds them once read, by row: each set when first read.
+pub(crate) type HeldRows = Box<[OnceLock<Box<[f32]>>]>;
+
 /// A dense part's rows left in their node objects: the source they are read through, the
 /// part's store key (to report it damaged), and — for a part that holds its rows in memory
 /// — the rows read so far.
@@ -52,7 +55,7 @@ pub(crate) struct StoredRows {
     /// `Some` if the part holds its rows in memory once read: each row is read, checked,
     /// the first time it is scored, and kept (one that cannot be read is not kept, and is
     /// scored from its node object whole).
-    pub(crate) held: Option<Box<[OnceLock<Box<[f32]>>]>>,
+    pub(crate) held: Option<HeldRows>,
 }
 
 impl fmt::Debug for StoredRows {
