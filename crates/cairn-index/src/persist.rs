@@ -590,7 +590,7 @@ pub fn sparse_node_count(bytes: &[u8]) -> Option<u32> {
 
 /// Decodes a dense part stored under `key`; returns the model, the chunk's node count and
 /// the part without its rows, which are read from their node objects
-/// ([`DenseHead::into_rows_read`], [`DenseHead::into_rows_stored`]).
+/// ([`DenseHead::into_rows_held`], [`DenseHead::into_rows_stored`]).
 pub fn decode_dense(bytes: &[u8], key: &Hash) -> Result<(String, u32, DenseHead), IndexError> {
     let mut r = open(bytes, TAG_DENSE, key)?;
     let model = r.string()?;
@@ -1120,17 +1120,28 @@ mod tests {
             assert_eq!(held.score(&q, r).unwrap().to_bits(), d.score(&q, r).unwrap().to_bits());
             assert_eq!(held.vector(r).unwrap(), d.vector(r).unwrap());
         }
+        assert!(!held.rows_unread());
+        // Filled off the query path: the same rows.
+        let filled = head.clone().into_rows_held(std::sync::Arc::clone(&source), b"ck");
+        assert!(filled.rows_unread());
+        filled.read_held_rows();
+        assert!(!filled.rows_unread());
+        for r in 0..d.len() {
+            assert_eq!(filled.vector(r).unwrap(), d.vector(r).unwrap());
+        }
         let stored = head.clone().into_rows_stored(std::sync::Arc::new(NoRows), b"ck");
-        assert!(!stored.rows_in_memory());
+        assert!(!stored.rows_in_memory() && !stored.rows_unread());
         assert_eq!(encode_dense(&k, "d", 3, &stored), bytes);
         // A row whose object does not hold it (a wrong offset, no object) is refused and
         // not kept; the others are read and kept.
         let mut moved = head.clone();
         moved.offsets[0] += 4;
         let moved = moved.into_rows_held(std::sync::Arc::clone(&source), b"ck");
+        moved.read_held_rows();
+        assert!(moved.rows_unread() && moved.vector(0).is_none());
         assert!(moved.score(&q, 0).is_err() && moved.vector(0).is_none());
-        assert_eq!(moved.score(&q, 1).unwrap().to_bits(), d.score(&q, 1).unwrap().to_bits());
         assert_eq!(moved.vector(1).unwrap(), d.vector(1).unwrap());
+        assert_eq!(moved.score(&q, 1).unwrap().to_bits(), d.score(&q, 1).unwrap().to_bits());
         let none = head.clone().into_rows_held(std::sync::Arc::new(NoRows), b"ck");
         assert!(none.score(&q, 0).is_err() && none.vector(0).is_none());
         // Every flip of a byte after the key is refused (its checksum, or a check before it).

@@ -226,6 +226,37 @@ impl DenseChunk {
         }
     }
 
+    /// True if the part holds its rows once read ([`DenseHead::into_rows_held`]) and some
+    /// are not read yet.
+    pub fn rows_unread(&self) -> bool {
+        self.stored
+            .as_ref()
+            .and_then(|s| s.held.as_ref())
+            .is_some_and(|h| h.iter().any(|r| r.get().is_none()))
+    }
+
+    /// Reads every row of a part that holds its rows once read and has not read them yet
+    /// (a view fills its parts this way after loading them, off the query path). A row
+    /// that cannot be read is left unread: rescoring reads it from its node object whole
+    /// when it needs it, and reports the part then.
+    pub fn read_held_rows(&self) {
+        let Some(s) = &self.stored else {
+            return;
+        };
+        let Some(held) = &s.held else {
+            return;
+        };
+        for (r, row) in held.iter().enumerate() {
+            if row.get().is_some() {
+                continue;
+            }
+            let read: Result<Box<[f32]>, String> = with_row(&*s.source, self.row_at(r), |v| v.into());
+            if let Ok(v) = read {
+                row.get_or_init(|| v);
+            }
+        }
+    }
+
     /// Where row `r` is.
     fn row_at(&self, r: usize) -> RowAt<'_> {
         RowAt {

@@ -3,8 +3,9 @@
 //! vector starts in the object's encoding, and rescoring reads the row from there, one row
 //! at a time (the int8 codes that the scan and the graph walks read stay in memory); a
 //! process that keeps a model's rows in memory reads each row the same way the first time
-//! it is rescored, and holds it from then on (a cold query reads the rows it rescores, not
-//! those of every part it loads).
+//! it is rescored, or when a background fill gets to it ([`crate::DenseChunk::read_held_rows`]),
+//! and holds it from then on (a cold query reads the rows it rescores, not those of every
+//! part it loads).
 //!
 //! A row read this way skips the store's checksum of the whole object, so each row carries
 //! its own: the crc32 of the row's little-endian bytes, computed when the part was built.

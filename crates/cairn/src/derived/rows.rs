@@ -15,11 +15,11 @@
 //! of rule ([`DerivedData::texts_in_memory`]).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use cairn_core::Hash;
 use cairn_graph::Objects;
-use cairn_index::RowSource;
+use cairn_index::{DenseChunk, RowSource};
 use cairn_store::Store;
 use parking_lot::Mutex;
 
@@ -149,6 +149,31 @@ impl DerivedData {
             .collect();
         (notes, keys)
     }
+}
+
+/// Reads the rows of `parts` that hold them once read and have not read them yet, on a
+/// thread of its own: a view's first queries read the rows they rescore (one positional
+/// read each) while this thread fills the rest, so that loading parts reads no row and
+/// later queries find them in memory. It holds the parts weakly: a part let go before its
+/// turn is skipped. Scores are the same bits whoever reads a row first.
+pub(super) fn fill_held_rows(parts: &[Option<Arc<DenseChunk>>]) {
+    let unread: Vec<Weak<DenseChunk>> = parts
+        .iter()
+        .flatten()
+        .filter(|p| p.rows_unread())
+        .map(Arc::downgrade)
+        .collect();
+    if unread.is_empty() {
+        return;
+    }
+    // A thread that cannot be started leaves each row to be read when first rescored.
+    let _ = std::thread::Builder::new().name("cairn-rows".into()).spawn(move || {
+        for part in unread {
+            if let Some(part) = part.upgrade() {
+                part.read_held_rows();
+            }
+        }
+    });
 }
 
 /// `dense:MODEL part of chunk SHORT`, `core part of chunk SHORT` or `unit text SHORT`,
