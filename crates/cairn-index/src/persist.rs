@@ -1124,7 +1124,7 @@ mod tests {
         // Filled off the query path: the same rows.
         let filled = head.clone().into_rows_held(std::sync::Arc::clone(&source), b"ck");
         assert!(filled.rows_unread());
-        filled.read_held_rows();
+        filled.read_held_rows(&std::sync::atomic::AtomicBool::new(false));
         assert!(!filled.rows_unread());
         for r in 0..d.len() {
             assert_eq!(filled.vector(r).unwrap(), d.vector(r).unwrap());
@@ -1137,7 +1137,7 @@ mod tests {
         let mut moved = head.clone();
         moved.offsets[0] += 4;
         let moved = moved.into_rows_held(std::sync::Arc::clone(&source), b"ck");
-        moved.read_held_rows();
+        moved.read_held_rows(&std::sync::atomic::AtomicBool::new(false));
         assert!(moved.rows_unread() && moved.vector(0).is_none());
         assert!(moved.score(&q, 0).is_err() && moved.vector(0).is_none());
         assert_eq!(moved.vector(1).unwrap(), d.vector(1).unwrap());

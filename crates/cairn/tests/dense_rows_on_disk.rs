@@ -213,6 +213,34 @@ fn rows_on_disk_in_a_segment_store_survive_reopening() {
     assert!(rows_in_memory(&repo).iter().all(|&m| !m));
 }
 
+/// A handle whose views hold their rows reads none as its parts load: a thread fills them
+/// after. Dropping the handle stops and joins that thread, so the store can be opened again
+/// at once (a segment store is locked while open), however far the filling got; and the
+/// answers are the same bytes whoever read a row first.
+#[test]
+fn rows_filled_after_loading_never_keep_a_closed_repository_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("repo");
+    // Ten times the nodes of the other tests, so that filling outlasts a query.
+    {
+        let repo = Repo::init_with(&path, StoreKind::Segment).unwrap();
+        let mut tx = repo.transaction().unwrap();
+        for i in 0..10 * N {
+            tx.put_node(node(i)).unwrap();
+        }
+        tx.commit_at("nodes", T).unwrap();
+        first_query(&repo, false);
+    }
+    let expected = serde_json::to_string(&first_query(&Repo::open(&path).unwrap(), false)).unwrap();
+    for _ in 0..20 {
+        // Each open loads the parts cold (a new handle) and starts a filler; the query
+        // runs beside it, and the handle is dropped with the filler mid-way.
+        let repo = Repo::open(&path).unwrap();
+        assert_eq!(serde_json::to_string(&first_query(&repo, false)).unwrap(), expected);
+        assert!(rows_in_memory(&repo).iter().all(|&m| m));
+    }
+}
+
 /// Byte offset, in a stored dense part of `rows` rows of model `m`, of row `r`'s offset
 /// in its node object (storage-format §7.3.4): after the tag, key, model, three counts and
 /// the rows' locals, scales, bound terms, checksums and node hashes.

@@ -5,6 +5,7 @@
 //! The exact vectors are held in memory, or left in the node objects and read a row at a
 //! time through a [`crate::RowSource`]; the stored part holds no vectors either way.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use cairn_core::Hash;
@@ -238,8 +239,9 @@ impl DenseChunk {
     /// Reads every row of a part that holds its rows once read and has not read them yet
     /// (a view fills its parts this way after loading them, off the query path). A row
     /// that cannot be read is left unread: rescoring reads it from its node object whole
-    /// when it needs it, and reports the part then.
-    pub fn read_held_rows(&self) {
+    /// when it needs it, and reports the part then. Stops, before the next row, once
+    /// `stop` is set.
+    pub fn read_held_rows(&self, stop: &AtomicBool) {
         let Some(s) = &self.stored else {
             return;
         };
@@ -247,6 +249,9 @@ impl DenseChunk {
             return;
         };
         for (r, row) in held.iter().enumerate() {
+            if stop.load(Ordering::Relaxed) {
+                return;
+            }
             if row.get().is_some() {
                 continue;
             }

@@ -537,7 +537,7 @@ impl DerivedData {
             }
             let parts = self.chunk_parts(&ctx, lists, &DENSE, Some(model), view.chunks())?;
             let parts = self.leave_rows_on_disk(&ctx, &list, model, parts);
-            crate::derived::rows::fill_held_rows(&parts);
+            self.row_fillers.fill(&parts);
             view.set_dense_from(model, parts, dv.map(|d| (d, from_donor.as_slice())))
                 .map_err(inconsistent)?;
         }

@@ -111,6 +111,9 @@ pub(crate) struct DerivedData {
     /// Stored dense parts whose rows could not be read at query time (key, why): deleted
     /// and rebuilt by the next view assembly ([`rows`]).
     damaged_rows: rows::DamagedRows,
+    /// Threads reading the rows of views that hold them once read (stopped and joined on
+    /// drop).
+    row_fillers: rows::RowFillers,
     /// Each queried commit's graph base root (`graph_base.rs`; `None`: its own units).
     graph_bases: Mutex<HashMap<CommitId, Option<Hash>>>,
     /// Each such commit's ancestors at the base strides (`graph_base.rs`).
@@ -141,6 +144,7 @@ impl DerivedData {
             graphs_built: AtomicU64::default(),
             store_failure: Mutex::new(None),
             damaged_rows: Default::default(),
+            row_fillers: Default::default(),
             graph_bases: Default::default(),
             stride_ancestors: Default::default(),
         }

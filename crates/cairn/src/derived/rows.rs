@@ -15,7 +15,9 @@
 //! of rule ([`DerivedData::texts_in_memory`]).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
 
 use cairn_core::Hash;
 use cairn_graph::Objects;
@@ -151,29 +153,59 @@ impl DerivedData {
     }
 }
 
-/// Reads the rows of `parts` that hold them once read and have not read them yet, on a
-/// thread of its own: a view's first queries read the rows they rescore (one positional
-/// read each) while this thread fills the rest, so that loading parts reads no row and
-/// later queries find them in memory. It holds the parts weakly: a part let go before its
-/// turn is skipped. Scores are the same bits whoever reads a row first.
-pub(super) fn fill_held_rows(parts: &[Option<Arc<DenseChunk>>]) {
-    let unread: Vec<Weak<DenseChunk>> = parts
-        .iter()
-        .flatten()
-        .filter(|p| p.rows_unread())
-        .map(Arc::downgrade)
-        .collect();
-    if unread.is_empty() {
-        return;
-    }
-    // A thread that cannot be started leaves each row to be read when first rescored.
-    let _ = std::thread::Builder::new().name("cairn-rows".into()).spawn(move || {
-        for part in unread {
-            if let Some(part) = part.upgrade() {
-                part.read_held_rows();
-            }
+/// The threads that read the rows of a handle's views that hold them once read and have
+/// not read them yet ([`RowFillers::fill`]). Dropped with the handle: each is stopped
+/// (between two rows) and joined, so that none keeps the store open after the handle.
+#[derive(Default)]
+pub(crate) struct RowFillers {
+    stop: Arc<AtomicBool>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl RowFillers {
+    /// Reads the rows of `parts` that hold them once read and have not read them yet, on
+    /// a thread of its own: a view's first queries read the rows they rescore (one
+    /// positional read each) while this thread fills the rest, so that loading parts reads
+    /// no row and later queries find them in memory. It holds the parts weakly: a part let
+    /// go before its turn is skipped. Scores are the same bits whoever reads a row first.
+    pub(super) fn fill(&self, parts: &[Option<Arc<DenseChunk>>]) {
+        let unread: Vec<Weak<DenseChunk>> = parts
+            .iter()
+            .flatten()
+            .filter(|p| p.rows_unread())
+            .map(Arc::downgrade)
+            .collect();
+        if unread.is_empty() {
+            return;
         }
-    });
+        let stop = Arc::clone(&self.stop);
+        let spawned = std::thread::Builder::new().name("cairn-rows".into()).spawn(move || {
+            for part in unread {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                if let Some(part) = part.upgrade() {
+                    part.read_held_rows(&stop);
+                }
+            }
+        });
+        // A thread that cannot be started leaves each row to be read when first rescored.
+        if let Ok(t) = spawned {
+            let mut threads = self.threads.lock();
+            threads.retain(|t| !t.is_finished());
+            threads.push(t);
+        }
+    }
+}
+
+impl Drop for RowFillers {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.get_mut().drain(..) {
+            // A filler that panicked read no row it did not check; nothing to undo.
+            let _ = t.join();
+        }
+    }
 }
 
 /// `dense:MODEL part of chunk SHORT`, `core part of chunk SHORT` or `unit text SHORT`,
