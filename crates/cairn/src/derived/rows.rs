@@ -14,7 +14,7 @@
 //! never holds all the rows at once. Scores are the same bits either way. Node texts follow the same kind
 //! of rule ([`DerivedData::texts_in_memory`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
@@ -153,56 +153,83 @@ impl DerivedData {
     }
 }
 
-/// The threads that read the rows of a handle's views that hold them once read and have
-/// not read them yet ([`RowFillers::fill`]). Dropped with the handle: each is stopped
-/// (between two rows) and joined, so that none keeps the store open after the handle.
+/// The thread that reads the rows of a handle's views that hold them once read and have
+/// not read them yet ([`RowFillers::fill`]): one at a time, taking parts from one queue,
+/// so that views assembled together do not fill side by side (they share most parts). Dropped with
+/// the handle: the thread is stopped (between two rows) and joined, so that it never keeps
+/// the store open after the handle.
 #[derive(Default)]
 pub(crate) struct RowFillers {
-    stop: Arc<AtomicBool>,
+    shared: Arc<FillQueue>,
+    /// The thread, and any before it not yet seen to end (each ends once the queue is
+    /// empty; a new one starts with the next parts queued).
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
+/// What [`RowFillers`] and its thread share.
+#[derive(Default)]
+struct FillQueue {
+    stop: AtomicBool,
+    /// The parts to fill, and whether a thread is taking them.
+    parts: Mutex<(VecDeque<Weak<DenseChunk>>, bool)>,
+}
+
 impl RowFillers {
-    /// Reads the rows of `parts` that hold them once read and have not read them yet, on
-    /// a thread of its own: a view's first queries read the rows they rescore (one
-    /// positional read each) while this thread fills the rest, so that loading parts reads
-    /// no row and later queries find them in memory. It holds the parts weakly: a part let
-    /// go before its turn is skipped. Scores are the same bits whoever reads a row first.
+    /// Queues the parts of `parts` that hold their rows once read and have not read them
+    /// all, for the filling thread (started if none runs): a view's first queries read
+    /// the rows they rescore (one positional read each) while it fills the rest, so that
+    /// loading parts reads no row and later queries find them in memory. Parts are held
+    /// weakly: one let go before its turn is skipped. Scores are the same bits whoever
+    /// reads a row first.
     pub(super) fn fill(&self, parts: &[Option<Arc<DenseChunk>>]) {
-        let unread: Vec<Weak<DenseChunk>> = parts
-            .iter()
-            .flatten()
-            .filter(|p| p.rows_unread())
-            .map(Arc::downgrade)
-            .collect();
-        if unread.is_empty() {
+        let mut queue = self.shared.parts.lock();
+        queue
+            .0
+            .extend(parts.iter().flatten().filter(|p| p.rows_unread()).map(Arc::downgrade));
+        if queue.1 || queue.0.is_empty() {
             return;
         }
-        let stop = Arc::clone(&self.stop);
-        let spawned = std::thread::Builder::new().name("cairn-rows".into()).spawn(move || {
-            for part in unread {
-                if stop.load(Ordering::Relaxed) {
-                    return;
+        queue.1 = true;
+        drop(queue);
+        let shared = Arc::clone(&self.shared);
+        let spawned = std::thread::Builder::new()
+            .name("cairn-rows".into())
+            .spawn(move || loop {
+                let next = {
+                    let mut queue = shared.parts.lock();
+                    match queue.0.pop_front() {
+                        Some(p) if !shared.stop.load(Ordering::Relaxed) => p,
+                        _ => {
+                            queue.1 = false;
+                            return;
+                        }
+                    }
+                };
+                if let Some(part) = next.upgrade() {
+                    part.read_held_rows(&shared.stop);
                 }
-                if let Some(part) = part.upgrade() {
-                    part.read_held_rows(&stop);
-                }
+            });
+        match spawned {
+            Ok(t) => {
+                let mut threads = self.threads.lock();
+                threads.retain(|t| !t.is_finished());
+                threads.push(t);
             }
-        });
-        // A thread that cannot be started leaves each row to be read when first rescored.
-        if let Ok(t) = spawned {
-            let mut threads = self.threads.lock();
-            threads.retain(|t| !t.is_finished());
-            threads.push(t);
+            // A thread that cannot be started leaves each row to be read when first rescored.
+            Err(_) => {
+                let mut queue = self.shared.parts.lock();
+                queue.0.clear();
+                queue.1 = false;
+            }
         }
     }
 }
 
 impl Drop for RowFillers {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.shared.stop.store(true, Ordering::Relaxed);
         for t in self.threads.get_mut().drain(..) {
-            // A filler that panicked read no row it did not check; nothing to undo.
+            // A filler that panicked kept no row it did not check; nothing to undo.
             let _ = t.join();
         }
     }
