@@ -1115,7 +1115,27 @@ impl DerivedData {
     /// the view being assembled, whose parts load under `ctx`; the others' under
     /// `base_ctx`): cached; stored (its head read alone where the store reads ranges,
     /// else read whole and checked); or built from the chunks' text parts and stored.
+    /// Either way the chunks' text parts are then let go by the assemblies
+    /// ([`Ctx::forget_parts`]): a view reads a covered chunk's text from its unit, and a
+    /// cold view of a commit whose base's unit texts were never stored builds them all —
+    /// every chunk's text part, ~600 MB at 1M nodes, held at once otherwise.
     pub(super) fn unit_text(
+        &self,
+        ctx: &Ctx,
+        base_ctx: &Ctx,
+        refs: &[ChunkRef],
+        chunks: &[Option<usize>],
+    ) -> Result<Arc<UnitText>> {
+        let u = self.unit_text_of(ctx, base_ctx, refs, chunks)?;
+        let text_key = |ch: &ChunkRef| part_store_key(&ch.key, TAG_TEXT, None);
+        let (own, base): (Vec<_>, Vec<_>) = refs.iter().zip(chunks).partition(|(_, at)| at.is_some());
+        ctx.forget_parts(own.into_iter().map(|(ch, _)| text_key(ch)));
+        base_ctx.forget_parts(base.into_iter().map(|(ch, _)| text_key(ch)));
+        Ok(u)
+    }
+
+    /// [`DerivedData::unit_text`], but for letting go of the parts.
+    fn unit_text_of(
         &self,
         ctx: &Ctx,
         base_ctx: &Ctx,

@@ -70,9 +70,8 @@ impl EarlyUnits {
         ranges.into_par_iter().for_each(|range| {
             let refs: Vec<ChunkRef> = chunks[range.clone()].iter().map(|c| (*c).clone()).collect();
             let positions: Vec<Option<usize>> = range.map(Some).collect();
-            if data.unit_text(ctx, ctx, &refs, &positions).is_ok() {
-                ctx.forget_parts(refs.iter().map(text_key));
-            }
+            // Its chunks' text parts are let go once it is built (`unit_text`).
+            let _ = data.unit_text(ctx, ctx, &refs, &positions);
         });
     }
 
