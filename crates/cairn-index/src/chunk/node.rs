@@ -60,10 +60,9 @@ pub struct NodeChunk {
 
 /// The texts of a core part left in their node objects (storage-format §7.3.1: the part
 /// stores where each is, its length and crc32, not its bytes), read one at a time when an
-/// item is rendered (and kept, for a part that holds them).
-/// Each is checked against its crc32; a text that cannot be read, or fails it, is read
-/// from its node object whole (checked) instead and the source told, so the stored part
-/// is rebuilt.
+/// item is rendered (and kept, for a part that holds them). Each is checked against its
+/// crc32; a text that cannot be read, or fails it, is read from its node object whole
+/// (checked) instead and the source told, so the stored part is rebuilt.
 #[derive(Clone)]
 pub(crate) struct StoredTexts {
     pub(crate) source: Arc<dyn RowSource>,

@@ -11,8 +11,9 @@
 //! MiB, ~170,000 384-d vectors); beyond that, on a store that reads value ranges (the
 //! segment store, or a memory store keeping derived data), each part keeps its int8 codes
 //! alone and rescoring reads the rows it needs from their objects each time, so a view
-//! never holds all the rows at once. Scores are the same bits either way. Node texts follow the same kind
-//! of rule ([`DerivedData::texts_in_memory`]).
+//! never holds all the rows at once. Scores are the same bits either way. Node texts
+//! follow the same kind of rule ([`DerivedData::texts_in_memory`]). A background thread
+//! fills the rows a view keeps ([`RowFillers`]).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -103,8 +104,8 @@ impl DerivedData {
     }
 
     /// True if views of a commit of `node_count` nodes hold their node texts in memory
-    /// (each read from its node object the first time it is rendered): while `node_count` times
-    /// [`TEXT_BYTES_GUESS`] fits a quarter of the memory budget (524,288 nodes at the 1 GiB
+    /// (each read from its node object the first time it is rendered): while `node_count`
+    /// times [`TEXT_BYTES_GUESS`] fits a quarter of the memory budget (524,288 nodes at the 1 GiB
     /// default). Beyond, a text is read from its node object when an item is rendered.
     pub(super) fn texts_in_memory(&self, node_count: u64) -> bool {
         node_count.saturating_mul(TEXT_BYTES_GUESS) <= self.cache.capacity() as u64 / 4
@@ -155,9 +156,9 @@ impl DerivedData {
 
 /// The thread that reads the rows of a handle's views that hold them once read and have
 /// not read them yet ([`RowFillers::fill`]): one at a time, taking parts from one queue,
-/// so that views assembled together do not fill side by side (they share most parts). Dropped with
-/// the handle: the thread is stopped (between two rows) and joined, so that it never keeps
-/// the store open after the handle.
+/// so that views assembled together (they share most parts) do not fill side by side.
+/// Dropped with the handle: the thread is stopped (between two rows) and joined, so that
+/// it never keeps the store open after the handle.
 #[derive(Default)]
 pub(crate) struct RowFillers {
     shared: Arc<FillQueue>,
