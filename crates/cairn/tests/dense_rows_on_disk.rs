@@ -431,9 +431,9 @@ fn texts_are_read_from_their_nodes_and_a_part_that_misplaces_one_is_rebuilt() {
     assert_noted(&rebuilt, "core part of chunk", "fails its checksum");
     assert_eq!(core_parts(&store), cores, "rebuilt from the data");
     same(&json(&queries(&disk)), &expected);
-    // The same damage, loaded by a handle that holds texts in memory (read the first time
-    // one of a part's is rendered): the answer stands, and the part is named and rebuilt
-    // by the next assembly.
+    // The same damage, loaded by a handle that holds texts in memory (each read the first
+    // time it is rendered): the answer stands, and the part is named and rebuilt by the
+    // next assembly.
     store.put_derived(&[(key, damaged)]).unwrap();
     let held = handle(&store, false);
     let first = first_query(&held, false);
