@@ -1023,50 +1023,11 @@ mod tests {
         ]
     }
 
-    /// Node objects by hash, read by range.
-    struct Objects(Vec<(Hash, Vec<u8>)>);
-
-    impl crate::RowSource for Objects {
-        fn read_at(&self, _: &[u8], _: u64, _: &mut [u8]) -> Result<bool, String> {
-            Ok(false)
-        }
-        fn read_object_at(&self, node: &Hash, offset: u64, out: &mut [u8]) -> Result<bool, String> {
-            let Some((_, bytes)) = self.0.iter().find(|(h, _)| h == node) else {
-                return Ok(false);
-            };
-            let at = offset as usize;
-            Ok(bytes.get(at..at + out.len()).map(|b| out.copy_from_slice(b)).is_some())
-        }
-        fn node_vector(&self, _: &Hash, _: &str) -> Result<Vec<f32>, String> {
-            Err("none".into())
-        }
-        fn node_text(&self, _: &Hash) -> Result<String, String> {
-            Err("none".into())
-        }
-        fn damaged(&self, _: &[u8], _: String) {}
-    }
+    use crate::dense::rows::ObjectRanges as Objects;
 
     /// A row source with nothing behind it (the parts above are only compared).
-    struct NoRows;
-
     fn no_rows() -> std::sync::Arc<dyn crate::RowSource> {
-        std::sync::Arc::new(NoRows)
-    }
-
-    impl crate::RowSource for NoRows {
-        fn read_at(&self, _: &[u8], _: u64, _: &mut [u8]) -> Result<bool, String> {
-            Ok(false)
-        }
-        fn read_object_at(&self, _: &Hash, _: u64, _: &mut [u8]) -> Result<bool, String> {
-            Ok(false)
-        }
-        fn node_vector(&self, _: &Hash, _: &str) -> Result<Vec<f32>, String> {
-            Err("none".into())
-        }
-        fn node_text(&self, _: &Hash) -> Result<String, String> {
-            Err("none".into())
-        }
-        fn damaged(&self, _: &[u8], _: String) {}
+        std::sync::Arc::new(Objects(Vec::new()))
     }
 
     #[test]
@@ -1129,7 +1090,7 @@ mod tests {
         for r in 0..d.len() {
             assert_eq!(filled.vector(r).unwrap(), d.vector(r).unwrap());
         }
-        let stored = head.clone().into_rows_stored(std::sync::Arc::new(NoRows), b"ck");
+        let stored = head.clone().into_rows_stored(no_rows(), b"ck");
         assert!(!stored.rows_in_memory() && !stored.rows_unread());
         assert_eq!(encode_dense(&k, "d", 3, &stored), bytes);
         // A row whose object does not hold it (a wrong offset, no object) is refused and
@@ -1142,7 +1103,7 @@ mod tests {
         assert!(moved.score(&q, 0).is_err() && moved.vector(0).is_none());
         assert_eq!(moved.vector(1).unwrap(), d.vector(1).unwrap());
         assert_eq!(moved.score(&q, 1).unwrap().to_bits(), d.score(&q, 1).unwrap().to_bits());
-        let none = head.clone().into_rows_held(std::sync::Arc::new(NoRows), b"ck");
+        let none = head.clone().into_rows_held(no_rows(), b"ck");
         assert!(none.score(&q, 0).is_err() && none.vector(0).is_none());
         // Every flip of a byte after the key is refused (its checksum, or a check before it).
         for i in 33..bytes.len() {

@@ -131,38 +131,35 @@ pub(crate) fn with_row<T>(source: &dyn RowSource, at: RowAt<'_>, f: impl FnOnce(
     })
 }
 
+/// The crate's tests' row source: node objects by hash, read by range (none read whole),
+/// no derived values; empty, a source with nothing behind it.
+#[cfg(test)]
+pub(crate) struct ObjectRanges(pub(crate) Vec<(Hash, Vec<u8>)>);
+
+#[cfg(test)]
+impl RowSource for ObjectRanges {
+    fn read_at(&self, _key: &[u8], _offset: u64, _out: &mut [u8]) -> Result<bool, String> {
+        Ok(false)
+    }
+    fn read_object_at(&self, node: &Hash, offset: u64, out: &mut [u8]) -> Result<bool, String> {
+        let Some((_, value)) = self.0.iter().find(|(h, _)| h == node) else {
+            return Ok(false);
+        };
+        let at = offset as usize;
+        Ok(value.get(at..at + out.len()).map(|b| out.copy_from_slice(b)).is_some())
+    }
+    fn node_vector(&self, _node: &Hash, _model: &str) -> Result<Vec<f32>, String> {
+        Err("no vectors here".into())
+    }
+    fn node_text(&self, _node: &Hash) -> Result<String, String> {
+        Err("no texts here".into())
+    }
+    fn damaged(&self, _key: &[u8], _detail: String) {}
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Objects by hash; no derived values.
-    struct Source(Vec<(Hash, Vec<u8>)>);
-
-    impl RowSource for Source {
-        fn read_at(&self, _key: &[u8], _offset: u64, _out: &mut [u8]) -> Result<bool, String> {
-            Ok(false)
-        }
-        fn read_object_at(&self, node: &Hash, offset: u64, out: &mut [u8]) -> Result<bool, String> {
-            let Some((_, value)) = self.0.iter().find(|(h, _)| h == node) else {
-                return Ok(false);
-            };
-            let at = offset as usize;
-            match value.get(at..at + out.len()) {
-                Some(b) => {
-                    out.copy_from_slice(b);
-                    Ok(true)
-                }
-                None => Ok(false),
-            }
-        }
-        fn node_vector(&self, _node: &Hash, _model: &str) -> Result<Vec<f32>, String> {
-            Err("no vectors here".into())
-        }
-        fn node_text(&self, _node: &Hash) -> Result<String, String> {
-            Err("no texts here".into())
-        }
-        fn damaged(&self, _key: &[u8], _detail: String) {}
-    }
 
     #[test]
     fn a_row_is_read_from_its_object_and_checked() {
@@ -175,7 +172,7 @@ mod tests {
         bad[7] ^= 0x40;
         let mut inf = vec![9u8; 5];
         inf.extend([1.0f32, f32::INFINITY, 0.0].iter().flat_map(|x| x.to_le_bytes()));
-        let source = Source(vec![(a, object), (b, bad), (c, inf.clone())]);
+        let source = ObjectRanges(vec![(a, object), (b, bad), (c, inf.clone())]);
         let crc = crc32fast::hash(&bytes);
         let row = |node: &Hash, offset: u32, crc: u32| {
             with_row(
