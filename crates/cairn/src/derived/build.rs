@@ -221,12 +221,6 @@ impl Drop for Tick<'_> {
     }
 }
 
-/// `d`, a dense part stored under `key`, with its rows left in their node objects and read
-/// through `source`.
-fn rows_to_disk(d: DenseChunk, key: &[u8], source: &Arc<dyn cairn_index::RowSource>) -> DenseChunk {
-    d.into_rows_stored(Arc::clone(source), key)
-}
-
 /// The units a view reads — its own (`base` `None`) or a base commit's — as the chunk list
 /// they are cut from and their ranges of it, and, for a base, each of the view's chunks'
 /// position by key. A chunk's first key is its span's head (the leading span has none: it
@@ -875,7 +869,7 @@ impl DerivedData {
                     // Rows left on disk: the value is queued for the store, written before
                     // any query reads a row (and read from the node objects if it never is).
                     let d = match ctx.rows_on_disk.get(&m) {
-                        Some(source) => rows_to_disk(d, &k, source),
+                        Some(source) => d.into_rows_stored(Arc::clone(source), &k),
                         None => d,
                     };
                     if ctx.keeps(TAG_DENSE, &m) {
@@ -928,7 +922,7 @@ impl DerivedData {
     /// `parts` with their rows left on disk, if the view's `model` rows stay there
     /// ([`DerivedData::on_disk`]) and a part still holds them: one an earlier assembly
     /// built or loaded under another rule (this assembly's own are put on disk as they
-    /// are built or loaded, [`rows_to_disk`]). Its rows are in its node objects, which the
+    /// are built or loaded, [`DenseChunk::into_rows_stored`]). Its rows are in its node objects, which the
     /// store holds (the part was made from them).
     fn leave_rows_on_disk(
         &self,
@@ -953,7 +947,7 @@ impl DerivedData {
                     return Some(p);
                 }
                 let key = part_store_key(&ch.key, TAG_DENSE, Some(model));
-                let on_disk = Arc::new(rows_to_disk((*p).clone(), &key, source));
+                let on_disk = Arc::new((*p).clone().into_rows_stored(Arc::clone(source), &key));
                 cache.put_part(key, Part::Dense(Arc::clone(&on_disk)));
                 Some(on_disk)
             })
