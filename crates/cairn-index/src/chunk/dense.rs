@@ -13,7 +13,7 @@ use cairn_core::Hash;
 use crate::chunk::node::Local;
 use crate::dense::int8::{kernel_gamma, quantize_row, row_terms};
 use crate::dense::kernel;
-use crate::dense::rows::{row_crc, with_row, RowAt, RowSource, StoredRows};
+use crate::dense::rows::{row_crc, with_row, HeldRows, RowAt, RowSource, StoredRows};
 
 /// Vectors of one model in one chunk: row `r` is local ordinal `rows[r]` (increasing).
 #[derive(Debug, Clone, Default)]
@@ -248,18 +248,24 @@ impl DenseChunk {
         let Some(held) = &s.held else {
             return;
         };
-        for (r, row) in held.iter().enumerate() {
+        for r in 0..held.len() {
             if stop.load(Ordering::Relaxed) {
                 return;
             }
-            if row.get().is_some() {
-                continue;
-            }
-            let read: Result<Box<[f32]>, String> = with_row(&*s.source, self.row_at(r), |v| v.into());
-            if let Ok(v) = read {
-                row.get_or_init(|| v);
-            }
+            let _ = self.held_row(s, held, r);
         }
+    }
+
+    /// Row `r` of a part that holds its rows once read: kept, or read now (checked) and
+    /// kept — two threads reading it at once keep one copy of the same bytes. `Err` (why)
+    /// if it cannot be read; nothing is kept then.
+    fn held_row<'a>(&self, s: &StoredRows, held: &'a HeldRows, r: usize) -> Result<&'a [f32], String> {
+        let row = &held[r];
+        if let Some(v) = row.get() {
+            return Ok(v);
+        }
+        let v: Box<[f32]> = with_row(&*s.source, self.row_at(r), |v| v.into())?;
+        Ok(row.get_or_init(|| v))
     }
 
     /// Where row `r` is.
@@ -325,14 +331,7 @@ impl DenseChunk {
             None => Ok(kernel::dot(query, &self.vectors[r * self.dim..(r + 1) * self.dim])),
             Some(s) => {
                 if let Some(held) = &s.held {
-                    let row = &held[r];
-                    if let Some(v) = row.get() {
-                        return Ok(kernel::dot(query, v));
-                    }
-                    // Read, checked, and kept (two threads reading it at once keep one copy
-                    // of the same bytes).
-                    let v: Box<[f32]> = with_row(&*s.source, self.row_at(r), |v| v.into())?;
-                    return Ok(kernel::dot(query, row.get_or_init(|| v)));
+                    return Ok(kernel::dot(query, self.held_row(s, held, r)?));
                 }
                 with_row(&*s.source, self.row_at(r), |v| kernel::dot(query, v))
             }
