@@ -531,7 +531,20 @@ impl DerivedData {
             }
             let parts = self.chunk_parts(&ctx, lists, &DENSE, Some(model), view.chunks())?;
             let parts = self.leave_rows_on_disk(&ctx, &list, model, parts);
-            self.row_fillers.fill(&parts);
+            // A part the donor view lent was queued when that view loaded it: only this
+            // assembly's own are looked at (a donor's whole view would be, every commit).
+            let donor_dense = dv.and_then(|d| d.dense(model));
+            let lent = |c: usize, p: &Arc<DenseChunk>| {
+                from_donor[c]
+                    .and_then(|i| donor_dense?.part(i))
+                    .is_some_and(|d| Arc::ptr_eq(d, p))
+            };
+            self.row_fillers.fill(
+                parts
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(c, p)| p.as_ref().filter(|p| !lent(c, p))),
+            );
             view.set_dense_from(model, parts, dv.map(|d| (d, from_donor.as_slice())))
                 .map_err(inconsistent)?;
         }

@@ -176,17 +176,16 @@ struct FillQueue {
 }
 
 impl RowFillers {
-    /// Queues the parts of `parts` that hold their rows once read and have not read them
-    /// all, for the filling thread (started if none runs): a view's first queries read
+    /// Queues those of `parts` that hold their rows once read and have not read them all, for the filling thread (started if none runs): a view's first queries read
     /// the rows they rescore (one positional read each) while it fills the rest, so that
     /// loading parts reads no row and later queries find them in memory. Parts are held
     /// weakly: one let go before its turn is skipped. Scores are the same bits whoever
     /// reads a row first.
-    pub(super) fn fill(&self, parts: &[Option<Arc<DenseChunk>>]) {
+    pub(super) fn fill<'a>(&self, parts: impl IntoIterator<Item = &'a Arc<DenseChunk>>) {
         let mut queue = self.shared.parts.lock();
         queue
             .0
-            .extend(parts.iter().flatten().filter(|p| p.rows_unread()).map(Arc::downgrade));
+            .extend(parts.into_iter().filter(|p| p.rows_unread()).map(Arc::downgrade));
         if queue.1 || queue.0.is_empty() {
             return;
         }
