@@ -108,6 +108,12 @@ pub struct IndexStats {
     pub chunks_built: u64,
     /// HNSW unit graphs this handle built (not loaded from the store or cache).
     pub graphs_built: u64,
+    /// Jobs waiting for the handle's background thread, which prepares for later queries
+    /// without changing an answer: reading the rows of loaded dense parts that keep them in
+    /// memory, storing the unit texts a fresh process's view of a later commit reads.
+    pub background_jobs: usize,
+    /// True while that thread has work (a job queued or running).
+    pub background_busy: bool,
 }
 
 /// One dense model in an [`IndexReport`].
@@ -127,7 +133,7 @@ pub struct DenseReport {
 pub(super) struct Ctx {
     params: IndexParams,
     pub(super) fp: Hash,
-    persistent: bool,
+    pub(super) persistent: bool,
     notes: Mutex<Vec<String>>,
     pub(super) pending: Mutex<Vec<(Vec<u8>, Vec<u8>)>>,
     /// Trees whose manifest is stored (a missing part under them is damage).
@@ -225,7 +231,7 @@ impl Drop for Tick<'_> {
 /// they are cut from and their ranges of it, and, for a base, each of the view's chunks'
 /// position by key. A chunk's first key is its span's head (the leading span has none: it
 /// is the first chunk, whatever its key), as gc's live set reads it (`live.rs`).
-fn units_of<'a>(list: &'a [ChunkRef], base: Option<&'a ChunkList>) -> BaseUnits<'a> {
+pub(super) fn units_of<'a>(list: &'a [ChunkRef], base: Option<&'a ChunkList>) -> BaseUnits<'a> {
     let units_of: &[ChunkRef] = base.map_or(list, |b| &b[..]);
     let firsts = units_of
         .iter()
@@ -235,7 +241,7 @@ fn units_of<'a>(list: &'a [ChunkRef], base: Option<&'a ChunkList>) -> BaseUnits<
 }
 
 /// [`units_of`]'s answer.
-type BaseUnits<'a> = (
+pub(super) type BaseUnits<'a> = (
     &'a [ChunkRef],
     Vec<std::ops::Range<usize>>,
     Option<crate::derived::hashed::KeyMap<usize>>,
@@ -384,6 +390,8 @@ impl DerivedData {
             parts_loaded: self.parts_loaded.load(Ordering::Relaxed),
             chunks_built: self.chunks_built.load(Ordering::Relaxed),
             graphs_built: self.graphs_built.load(Ordering::Relaxed),
+            background_jobs: self.background.queued(),
+            background_busy: self.background.busy(),
         }
     }
 
@@ -504,6 +512,11 @@ impl DerivedData {
                         .collect::<Result<Vec<_>>>()?;
                     view.derive_text(d, &from_donor, new).map_err(inconsistent)?;
                     self.refresh_text_units(&ctx, &list, &mut view)?;
+                    // A fresh process's view reads the base's units: stored in the
+                    // background, this process reading none of them (`base_texts.rs`).
+                    if let Some((root, base_list)) = &base {
+                        self.store_base_texts(&ctx, *root, base_list);
+                    }
                 }
                 // Else the base's units; its chunks load under an assembly of their own,
                 // as for graphs.
@@ -539,7 +552,7 @@ impl DerivedData {
                     .and_then(|i| donor_dense?.part(i))
                     .is_some_and(|d| Arc::ptr_eq(d, p))
             };
-            self.row_fillers.fill(
+            self.fill_rows(
                 parts
                     .iter()
                     .enumerate()

@@ -25,6 +25,10 @@
 //!   part released once its unit's text is built);
 //! * `rows` — the source rows and texts are read from their node objects through, and
 //!   which dense rows a view leaves there;
+//! * `background` — the handle's background threads (reading the rows loaded parts keep,
+//!   storing unit texts), stopped and joined with it;
+//! * `base_texts` — storing, in the background, the unit texts of the commit a derived
+//!   view's text lane is based on, which a fresh process reads;
 //! * `graph_base` — which commit's unit graphs (and unit texts) a view reads;
 //! * `hashed` — maps and sets keyed by chunk keys, hashed by their own bytes;
 //! * `live` — which derived entries live commits use, and `gc`'s sweep of the others;
@@ -41,6 +45,8 @@
 //! unreadable.
 
 mod api;
+mod background;
+mod base_texts;
 mod build;
 pub(crate) mod cache;
 pub(crate) mod check;
@@ -98,7 +104,7 @@ pub(crate) struct DerivedData {
     fingerprint: Hash,
     cache: cache::DerivedCache,
     /// Derived values and bytes this handle has written (for reports and benchmarks).
-    stored: Mutex<(usize, u64)>,
+    stored: Arc<Mutex<(usize, u64)>>,
     /// Index parts this handle read from the store, and chunks it built from their
     /// objects (for [`IndexStats`]).
     parts_loaded: AtomicU64,
@@ -113,7 +119,8 @@ pub(crate) struct DerivedData {
     damaged_rows: rows::DamagedRows,
     /// Threads reading the rows of views that hold them once read (stopped and joined on
     /// drop).
-    row_fillers: rows::RowFillers,
+    background: background::Background,
+    text_bases: base_texts::QueuedBases,
     /// Each queried commit's graph base root (`graph_base.rs`; `None`: its own units).
     graph_bases: Mutex<HashMap<CommitId, Option<Hash>>>,
     /// Each such commit's ancestors at the base strides (`graph_base.rs`).
@@ -138,13 +145,14 @@ impl DerivedData {
             fingerprint: params.fingerprint(),
             params,
             cache: cache::DerivedCache::default(),
-            stored: Mutex::new((0, 0)),
+            stored: Default::default(),
             parts_loaded: AtomicU64::default(),
             chunks_built: AtomicU64::default(),
             graphs_built: AtomicU64::default(),
             store_failure: Mutex::new(None),
             damaged_rows: Default::default(),
-            row_fillers: Default::default(),
+            background: Default::default(),
+            text_bases: Default::default(),
             graph_bases: Default::default(),
             stride_ancestors: Default::default(),
         }

@@ -12,13 +12,12 @@
 //! segment store, or a memory store keeping derived data), each part keeps its int8 codes
 //! alone and rescoring reads the rows it needs from their objects each time, so a view
 //! never holds all the rows at once. Scores are the same bits either way. Node texts
-//! follow the same kind of rule ([`DerivedData::texts_in_memory`]). A background thread
-//! fills the rows a view keeps ([`RowFillers`]).
+//! follow the same kind of rule ([`DerivedData::texts_in_memory`]). The handle's
+//! background thread reads the rows a view keeps ([`DerivedData::fill_rows`]).
 
-use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Weak};
-use std::thread::JoinHandle;
 
 use cairn_core::Hash;
 use cairn_graph::Objects;
@@ -27,6 +26,7 @@ use cairn_store::Store;
 use parking_lot::Mutex;
 
 use crate::dense_dims::{dense_dim_model, DENSE_DIM_META};
+use crate::derived::background::{Job, Urgency};
 use crate::derived::DerivedData;
 
 /// The text bytes per node the rule for holding texts in memory assumes
@@ -130,6 +130,23 @@ impl DerivedData {
         })
     }
 
+    /// Queues those of `parts` that keep their rows once read and have not read them all
+    /// for the background thread (`background.rs`), one job a part: a view's first queries
+    /// read the rows they rescore (one positional read each) while it reads the rest, so
+    /// that loading parts reads no row and later queries find them in memory. Parts are
+    /// held weakly: one let go before its turn is skipped. Scores are the same bits
+    /// whoever reads a row first.
+    pub(super) fn fill_rows<'a>(&self, parts: impl IntoIterator<Item = &'a Arc<DenseChunk>>) {
+        self.background.run(Urgency::Soon, parts.into_iter().filter(|p| p.rows_unread()).map(|p| {
+            let part: Weak<DenseChunk> = Arc::downgrade(p);
+            Box::new(move |stop: &AtomicBool| {
+                if let Some(part) = part.upgrade() {
+                    part.read_held_rows(stop);
+                }
+            }) as Job
+        }));
+    }
+
     /// Deletes the stored parts whose rows could not be read since the last assembly and
     /// empties the cache, so they are rebuilt from the data: one note each, and their keys
     /// (whose absence the assembly then expects).
@@ -151,87 +168,6 @@ impl DerivedData {
             .map(|(k, why)| format!("the stored {} is damaged ({why}); rebuilt{deleted}", part_name(&k)))
             .collect();
         (notes, keys)
-    }
-}
-
-/// The thread that reads the rows of a handle's views that hold them once read and have
-/// not read them yet ([`RowFillers::fill`]): one at a time, taking parts from one queue,
-/// so that views assembled together (they share most parts) do not fill side by side.
-/// Dropped with the handle: the thread is stopped (between two rows) and joined, so that
-/// it never keeps the store open after the handle.
-#[derive(Default)]
-pub(crate) struct RowFillers {
-    shared: Arc<FillQueue>,
-    /// The thread, and any before it not yet seen to end (each ends once the queue is
-    /// empty; a new one starts with the next parts queued).
-    threads: Mutex<Vec<JoinHandle<()>>>,
-}
-
-/// What [`RowFillers`] and its thread share.
-#[derive(Default)]
-struct FillQueue {
-    stop: AtomicBool,
-    /// The parts to fill, and whether a thread is taking them.
-    parts: Mutex<(VecDeque<Weak<DenseChunk>>, bool)>,
-}
-
-impl RowFillers {
-    /// Queues those of `parts` that hold their rows once read and have not read them all, for the filling thread (started if none runs): a view's first queries read
-    /// the rows they rescore (one positional read each) while it fills the rest, so that
-    /// loading parts reads no row and later queries find them in memory. Parts are held
-    /// weakly: one let go before its turn is skipped. Scores are the same bits whoever
-    /// reads a row first.
-    pub(super) fn fill<'a>(&self, parts: impl IntoIterator<Item = &'a Arc<DenseChunk>>) {
-        let mut queue = self.shared.parts.lock();
-        queue
-            .0
-            .extend(parts.into_iter().filter(|p| p.rows_unread()).map(Arc::downgrade));
-        if queue.1 || queue.0.is_empty() {
-            return;
-        }
-        queue.1 = true;
-        drop(queue);
-        let shared = Arc::clone(&self.shared);
-        let spawned = std::thread::Builder::new()
-            .name("cairn-rows".into())
-            .spawn(move || loop {
-                let next = {
-                    let mut queue = shared.parts.lock();
-                    match queue.0.pop_front() {
-                        Some(p) if !shared.stop.load(Ordering::Relaxed) => p,
-                        _ => {
-                            queue.1 = false;
-                            return;
-                        }
-                    }
-                };
-                if let Some(part) = next.upgrade() {
-                    part.read_held_rows(&shared.stop);
-                }
-            });
-        match spawned {
-            Ok(t) => {
-                let mut threads = self.threads.lock();
-                threads.retain(|t| !t.is_finished());
-                threads.push(t);
-            }
-            // A thread that cannot be started leaves each row to be read when first rescored.
-            Err(_) => {
-                let mut queue = self.shared.parts.lock();
-                queue.0.clear();
-                queue.1 = false;
-            }
-        }
-    }
-}
-
-impl Drop for RowFillers {
-    fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Relaxed);
-        for t in self.threads.get_mut().drain(..) {
-            // A filler that panicked kept no row it did not check; nothing to undo.
-            let _ = t.join();
-        }
     }
 }
 

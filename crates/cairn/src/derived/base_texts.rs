@@ -1,0 +1,111 @@
+//! Storing the unit texts of a text base in the background.
+//!
+//! A view whose donor is served by unit texts derives its own from them (`build.rs`'s
+//! `derive_text`): a process that stays open never reads or stores the unit texts of the
+//! commit its text lane is based on ([`graph_base`](super::graph_base)), which moves on
+//! every 64 commits or so. A fresh process's first view of a later commit reads that base's
+//! units, and built every one it did not find from all their chunks' text parts: at 1M
+//! nodes, after ~450 one-node commits, 19 of 23 units and 3.1 s before its first answer
+//! (0.33 s once they are stored).
+//!
+//! So when a derived view's base is a commit not seen before, the handle queues one
+//! background job per unit of it (`background.rs`): a unit text not in the store is built
+//! from its chunks' stored text parts and stored, with the key and bytes an assembly would
+//! give it (`encode_unit_text` over the same parts, in the same order). A unit one of whose
+//! text parts is not stored (or cannot be read) is left to the assembly that needs it,
+//! which builds it as before. Nothing here changes a score: BM25 reads the same postings
+//! through any unit cut.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use cairn_core::Hash;
+use cairn_index::persist;
+use cairn_index::unit_text::encode_unit_text;
+use cairn_index::TextChunk;
+use cairn_store::Store;
+
+use crate::derived::background::{Job, Urgency};
+use crate::derived::build::{units_of, Ctx};
+use crate::derived::keys::{part_store_key, unit_key, unit_text_store_key, TAG_TEXT};
+use crate::derived::spans::ChunkList;
+use crate::derived::DerivedData;
+
+/// How many bases a handle remembers having queued (a base is queued once).
+const REMEMBERED: usize = 16;
+
+impl DerivedData {
+    /// Queues the storing of the unit texts of base `root` (node chunks `base`) that are not
+    /// stored yet (module docs); once per base and handle.
+    pub(super) fn store_base_texts(&self, ctx: &Ctx, root: Hash, base: &ChunkList) {
+        if !ctx.persistent {
+            return;
+        }
+        {
+            let mut seen = self.text_bases.lock();
+            if seen.contains(&root) {
+                return;
+            }
+            if seen.len() == REMEMBERED {
+                seen.pop_front();
+            }
+            seen.push_back(root);
+        }
+        let (chunks, ranges, _) = units_of(&base[..], None);
+        let fp = ctx.fp;
+        let jobs: Vec<Job> = ranges
+            .into_iter()
+            .map(|range| {
+                let keys: Vec<Hash> = chunks[range].iter().map(|c| c.key).collect();
+                let store = Arc::clone(&self.store);
+                let stored = Arc::clone(&self.stored);
+                let writes = self.background.soon();
+                Box::new(move |stop: &AtomicBool| {
+                    let Some((k, v)) = unit_text_from_parts(store.as_ref(), &fp, &keys, stop) else {
+                        return;
+                    };
+                    // Written at normal priority: this thread may wait long for a core.
+                    writes.run_soon(Box::new(move |_: &AtomicBool| {
+                        let bytes = (k.len() + v.len()) as u64;
+                        // A value that cannot be stored is built by the assembly that needs it.
+                        if store.put_derived(&[(k, v)]).and_then(|()| store.flush_derived()).is_ok() {
+                            let mut s = stored.lock();
+                            s.0 += 1;
+                            s.1 += bytes;
+                        }
+                    }));
+                }) as Job
+            })
+            .collect();
+        self.background.run(Urgency::Idle, jobs);
+    }
+}
+
+/// The store key and bytes of the unit text of the unit of chunks `keys`, if it is not
+/// stored and every chunk's text part is (`None` too if the handle is closing).
+fn unit_text_from_parts(
+    store: &dyn Store,
+    fp: &Hash,
+    keys: &[Hash],
+    stop: &AtomicBool,
+) -> Option<(Vec<u8>, Vec<u8>)> {
+    let key = unit_key(fp, keys);
+    let skey = unit_text_store_key(&key);
+    if !matches!(store.read_derived_at(&skey, 0, &mut [0u8; 1]), Ok(false)) {
+        return None;
+    }
+    let mut parts: Vec<TextChunk> = Vec::with_capacity(keys.len());
+    for chunk in keys {
+        if stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        let bytes = store.get_derived(&part_store_key(chunk, TAG_TEXT, None)).ok()??;
+        parts.push(persist::decode_text(&bytes, chunk).ok()?);
+    }
+    let refs: Vec<&TextChunk> = parts.iter().collect();
+    Some((skey, encode_unit_text(&key, &refs)))
+}
+
+/// The bases a handle has queued (most recent last).
+pub(super) type QueuedBases = parking_lot::Mutex<VecDeque<Hash>>;
