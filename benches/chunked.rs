@@ -15,7 +15,8 @@
 //! and ANN, 100 one-node edits each followed by a query, as-of HEAD~1 in the process that
 //! has HEAD's index; then, for the on-disk stores, a fresh process opens the repository and times the
 //! cold as-of query. `CAIRN_BENCH_ROUNDS` sets the warm queries per row (1,000; at least
-//! the 200 queries); `CAIRN_BENCH_CHILD_EDITS=N` has that fresh process also time N one-node
+//! the 200 queries); `CAIRN_BENCH_CHILD_EDITS=N` (and `CAIRN_BENCH_CHILD_SETTLE=1`: then the wait for its
+//! background threads) has that fresh process also time N one-node
 //! commits, each with its next query, `CAIRN_BENCH_CHILD_ANN=1` ANN queries without a gate,
 //! `CAIRN_BENCH_CHILD_SPARSE=1` sparse + label queries, and `CAIRN_BENCH_CHILD_TRACE=1` prints its RSS
 //! after the open and after the as-of query (with the index cache's bytes and parts loaded). For runs at 10M: `CAIRN_BENCH_QUERIES=Q` uses the
@@ -696,6 +697,19 @@ fn child_asof() {
                 p50(next)
             ),
         );
+        // `CAIRN_BENCH_CHILD_SETTLE=1`: then how long the handle's background threads take to
+        // finish what the edits queued (the unit texts of a base the views moved to,
+        // stored for a later fresh process).
+        if std::env::var("CAIRN_BENCH_CHILD_SETTLE").is_ok() {
+            let t = Instant::now();
+            while repo.index_stats().background_busy {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            row(
+                "that process: background work left after the edits",
+                format!("{:.0} ms", ms(t.elapsed())),
+            );
+        }
     }
 }
 

@@ -16,7 +16,13 @@ const WORDS: [&str; 12] = [
 
 fn node(i: usize, edit: usize) -> Node {
     let text: Vec<String> = (0..4)
-        .map(|k| format!("{}{}", WORDS[(i / (k + 1) + k * 5 + edit) % WORDS.len()], (i * 7 + k + edit) % 31))
+        .map(|k| {
+            format!(
+                "{}{}",
+                WORDS[(i / (k + 1) + k * 5 + edit) % WORDS.len()],
+                (i * 7 + k + edit) % 31
+            )
+        })
         .collect();
     Node::new(NodeId::new(format!("n{i:05}")).unwrap())
         .with_label("Doc")
@@ -24,13 +30,7 @@ fn node(i: usize, edit: usize) -> Node {
 }
 
 fn text_query(repo: &Repo, q: &str) -> String {
-    let r = repo
-        .retrieve()
-        .text(q)
-        .valid_at(T)
-        .limit(20)
-        .execute()
-        .unwrap();
+    let r = repo.retrieve().text(q).valid_at(T).limit(20).execute().unwrap();
     assert!(r.warnings.is_empty(), "{:?}", r.warnings);
     serde_json::to_string(&r.items).unwrap()
 }
@@ -39,7 +39,10 @@ fn text_query(repo: &Repo, q: &str) -> String {
 fn settle(repo: &Repo) {
     let start = Instant::now();
     while repo.index_stats().background_busy {
-        assert!(start.elapsed() < Duration::from_secs(600), "the background thread never ended");
+        assert!(
+            start.elapsed() < Duration::from_secs(600),
+            "the background thread never ended"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -83,6 +86,9 @@ fn a_fresh_process_finds_the_unit_texts_of_the_base_an_open_process_moved_to() {
     assert_eq!(again, warm);
     assert!(warm.iter().all(|a| a.contains("\"id\"")), "the queries find nodes");
     let stats = fresh.index_stats();
-    assert_eq!(stats.stored_values, 0, "the fresh process built derived values: {stats:?}");
+    assert_eq!(
+        stats.stored_values, 0,
+        "the fresh process built derived values: {stats:?}"
+    );
     assert!(stats.parts_loaded > 0);
 }

@@ -69,7 +69,11 @@ impl DerivedData {
                     writes.run_soon(Box::new(move |_: &AtomicBool| {
                         let bytes = (k.len() + v.len()) as u64;
                         // A value that cannot be stored is built by the assembly that needs it.
-                        if store.put_derived(&[(k, v)]).and_then(|()| store.flush_derived()).is_ok() {
+                        if store
+                            .put_derived(&[(k, v)])
+                            .and_then(|()| store.flush_derived())
+                            .is_ok()
+                        {
                             let mut s = stored.lock();
                             s.0 += 1;
                             s.1 += bytes;
@@ -84,12 +88,7 @@ impl DerivedData {
 
 /// The store key and bytes of the unit text of the unit of chunks `keys`, if it is not
 /// stored and every chunk's text part is (`None` too if the handle is closing).
-fn unit_text_from_parts(
-    store: &dyn Store,
-    fp: &Hash,
-    keys: &[Hash],
-    stop: &AtomicBool,
-) -> Option<(Vec<u8>, Vec<u8>)> {
+fn unit_text_from_parts(store: &dyn Store, fp: &Hash, keys: &[Hash], stop: &AtomicBool) -> Option<(Vec<u8>, Vec<u8>)> {
     let key = unit_key(fp, keys);
     let skey = unit_text_store_key(&key);
     if !matches!(store.read_derived_at(&skey, 0, &mut [0u8; 1]), Ok(false)) {

@@ -137,14 +137,17 @@ impl DerivedData {
     /// held weakly: one let go before its turn is skipped. Scores are the same bits
     /// whoever reads a row first.
     pub(super) fn fill_rows<'a>(&self, parts: impl IntoIterator<Item = &'a Arc<DenseChunk>>) {
-        self.background.run(Urgency::Soon, parts.into_iter().filter(|p| p.rows_unread()).map(|p| {
-            let part: Weak<DenseChunk> = Arc::downgrade(p);
-            Box::new(move |stop: &AtomicBool| {
-                if let Some(part) = part.upgrade() {
-                    part.read_held_rows(stop);
-                }
-            }) as Job
-        }));
+        self.background.run(
+            Urgency::Soon,
+            parts.into_iter().filter(|p| p.rows_unread()).map(|p| {
+                let part: Weak<DenseChunk> = Arc::downgrade(p);
+                Box::new(move |stop: &AtomicBool| {
+                    if let Some(part) = part.upgrade() {
+                        part.read_held_rows(stop);
+                    }
+                }) as Job
+            }),
+        );
     }
 
     /// Deletes the stored parts whose rows could not be read since the last assembly and
