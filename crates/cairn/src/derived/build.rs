@@ -108,11 +108,11 @@ pub struct IndexStats {
     pub chunks_built: u64,
     /// HNSW unit graphs this handle built (not loaded from the store or cache).
     pub graphs_built: u64,
-    /// Jobs waiting for the handle's background thread, which prepares for later queries
+    /// Jobs waiting for the handle's background threads, which prepare for later queries
     /// without changing an answer: reading the rows of loaded dense parts that keep them in
     /// memory, storing the unit texts a fresh process's view of a later commit reads.
     pub background_jobs: usize,
-    /// True while that thread has work (a job queued or running).
+    /// True while those threads have work (a job queued or running).
     pub background_busy: bool,
 }
 
