@@ -170,3 +170,65 @@ fn run_when_idle() {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A job that runs until the handle closes, then counts itself.
+    fn until_stopped(ran: &Arc<AtomicUsize>) -> Job {
+        let ran = Arc::clone(ran);
+        Box::new(move |stop: &AtomicBool| {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            ran.fetch_add(1, Ordering::SeqCst);
+        })
+    }
+
+    #[test]
+    fn dropping_stops_the_running_jobs_and_drops_the_queued_ones() {
+        let ran = Arc::new(AtomicUsize::new(0));
+        let never = Arc::new(AtomicUsize::new(0));
+        let bg = Background::default();
+        for urgency in [Urgency::Soon, Urgency::Idle] {
+            bg.run(urgency, [until_stopped(&ran), until_stopped(&never)]);
+        }
+        // Both threads hold their first job; the second of each waits behind it.
+        while bg.queued() > 2 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(bg.busy());
+        drop(bg);
+        // Dropping returned: both threads were joined, each after its running job saw
+        // the flag; the queued jobs never ran.
+        assert_eq!(ran.load(Ordering::SeqCst), 2);
+        assert_eq!(never.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn an_idle_job_hands_its_write_to_the_soon_thread() {
+        let bg = Background::default();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let soon = bg.soon();
+        bg.run(
+            Urgency::Idle,
+            [Box::new(move |_: &AtomicBool| {
+                let idle = std::thread::current().name().map(str::to_string);
+                soon.run_soon(Box::new(move |_: &AtomicBool| {
+                    let _ = tx.send((idle, std::thread::current().name().map(str::to_string)));
+                }));
+            }) as Job],
+        );
+        let (idle, soon) = rx.recv_timeout(Duration::from_secs(600)).unwrap();
+        assert_eq!(idle.as_deref(), Some("cairn-idle"));
+        assert_eq!(soon.as_deref(), Some("cairn-background"));
+        while bg.busy() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(bg.queued(), 0);
+    }
+}
