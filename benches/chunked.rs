@@ -17,7 +17,8 @@
 //! cold as-of query. `CAIRN_BENCH_ROUNDS` sets the warm queries per row (1,000; at least
 //! the 200 queries); `CAIRN_BENCH_CHILD_EDITS=N` (and `CAIRN_BENCH_CHILD_SETTLE=1`: then the wait for its
 //! background threads) has that fresh process also time N one-node
-//! commits, each with its next query, `CAIRN_BENCH_CHILD_ANN=1` ANN queries without a gate,
+//! commits, each with its next query, `CAIRN_BENCH_CHILD_ANN=1` ANN queries without a gate
+//! (`CAIRN_BENCH_CHILD_ANN_LOOP=N`: then N more, alone, for `perf record`),
 //! `CAIRN_BENCH_CHILD_SPARSE=1` sparse + label queries, and `CAIRN_BENCH_CHILD_TRACE=1` prints its RSS
 //! after the open and after the as-of query (with the index cache's bytes and parts loaded). For runs at 10M: `CAIRN_BENCH_QUERIES=Q` uses the
 //! first Q of the 200 queries in every row (recall included), `CAIRN_BENCH_EDITS=E` times E
@@ -629,6 +630,17 @@ fn child_asof() {
                 .expect("retrieve")
         };
         let (first, p50) = first_and_p50(&queries, ann);
+        // `CAIRN_BENCH_CHILD_ANN_LOOP=N`: then N more of them alone (for `perf record`).
+        if let Some(n) = std::env::var("CAIRN_BENCH_CHILD_ANN_LOOP")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+        {
+            let t = Instant::now();
+            for i in 0..n {
+                ann(&queries[i % queries_n()]);
+            }
+            eprintln!("{n} ANN queries: {:.2} ms each", ms(t.elapsed()) / n.max(1) as f64);
+        }
         // Recall@10 against the exact lane over the queries, after the timed rounds.
         let mut overlap = 0.0;
         for q in &queries[..queries_n()] {
