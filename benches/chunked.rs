@@ -621,8 +621,19 @@ fn child_asof() {
     // `CAIRN_BENCH_CHILD_ANN=1`: then the dense lane alone, no gate, limit 10, at the
     // default ANN depth (unit graphs loaded from the store on the first query).
     if std::env::var("CAIRN_BENCH_CHILD_ANN").is_ok() {
+        // `CAIRN_BENCH_CHILD_ANN_REV=REV` asks at REV (`root`: the first commit, whose units
+        // are its own: no overlay scanned exactly); the exact queries of the recall too.
+        let at = match std::env::var("CAIRN_BENCH_CHILD_ANN_REV").as_deref() {
+            Ok("root") => {
+                let log = repo.log(None, None).expect("log");
+                log.last().map(|(id, _)| id.to_string()).expect("a commit")
+            }
+            Ok(rev) => rev.to_string(),
+            Err(_) => "HEAD".to_string(),
+        };
         let ann = |q: &(Vec<f32>, String, String)| {
             repo.retrieve()
+                .at(&at)
                 .vector("minilm", &q.0)
                 .limit(10)
                 .approximate_default()
@@ -646,6 +657,7 @@ fn child_asof() {
         for q in &queries[..queries_n()] {
             let exact = repo
                 .retrieve()
+                .at(&at)
                 .vector("minilm", &q.0)
                 .limit(10)
                 .execute()
