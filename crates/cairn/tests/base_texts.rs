@@ -3,6 +3,7 @@
 //! thread stores them (`derived/base_texts.rs`), so that a fresh process's first text query
 //! of a later commit finds them instead of building them from every chunk's text part.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use cairn::{Node, NodeId, Repo};
@@ -91,4 +92,29 @@ fn a_fresh_process_finds_the_unit_texts_of_the_base_an_open_process_moved_to() {
         "the fresh process built derived values: {stats:?}"
     );
     assert!(stats.parts_loaded > 0);
+    let stored: BTreeMap<Vec<u8>, Vec<u8>> = fresh.store().scan_derived(b"ut/").unwrap().into_iter().collect();
+
+    // The unit texts the background stored are those an assembly stores: with every unit
+    // text deleted, a fresh process builds the ones it reads, each under a key the
+    // background used, with the same bytes.
+    fresh
+        .store()
+        .delete_derived(&stored.keys().cloned().collect::<Vec<_>>())
+        .unwrap();
+    drop(fresh);
+    let rebuilt = Repo::open(&path).unwrap();
+    let answers: Vec<String> = ["wing3 drag", "shock7 layer", "nozzle12 jet"]
+        .iter()
+        .map(|q| text_query(&rebuilt, q))
+        .collect();
+    assert_eq!(answers, warm);
+    let built: BTreeMap<Vec<u8>, Vec<u8>> = rebuilt.store().scan_derived(b"ut/").unwrap().into_iter().collect();
+    assert!(!built.is_empty(), "the fresh process read no unit text");
+    for (key, bytes) in &built {
+        assert_eq!(
+            stored.get(key),
+            Some(bytes),
+            "a unit text the background did not store alike"
+        );
+    }
 }
