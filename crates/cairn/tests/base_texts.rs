@@ -36,7 +36,15 @@ fn text_query(repo: &Repo, q: &str) -> String {
     serde_json::to_string(&r.items).unwrap()
 }
 
-/// Waits until the handle's background thread has no work (it always ends: a few jobs).
+/// The three text queries the test compares, as JSON.
+fn answers(repo: &Repo) -> Vec<String> {
+    ["wing3 drag", "shock7 layer", "nozzle12 jet"]
+        .iter()
+        .map(|q| text_query(repo, q))
+        .collect()
+}
+
+/// Waits until the handle's background threads have no work (they always end: a few jobs).
 fn settle(repo: &Repo) {
     let start = Instant::now();
     while repo.index_stats().background_busy {
@@ -70,20 +78,14 @@ fn a_fresh_process_finds_the_unit_texts_of_the_base_an_open_process_moved_to() {
         tx.commit_at(&format!("edit {e}"), T + e as i64).unwrap();
         text_query(&repo, "wing3 drag");
     }
-    let warm: Vec<String> = ["wing3 drag", "shock7 layer", "nozzle12 jet"]
-        .iter()
-        .map(|q| text_query(&repo, q))
-        .collect();
+    let warm = answers(&repo);
     settle(&repo);
     drop(repo);
 
     // A fresh process answers the same, and stores nothing: every unit text it reads is
     // stored (before, it built the base's and stored it).
     let fresh = Repo::open(&path).unwrap();
-    let again: Vec<String> = ["wing3 drag", "shock7 layer", "nozzle12 jet"]
-        .iter()
-        .map(|q| text_query(&fresh, q))
-        .collect();
+    let again = answers(&fresh);
     assert_eq!(again, warm);
     assert!(warm.iter().all(|a| a.contains("\"id\"")), "the queries find nodes");
     let stats = fresh.index_stats();
@@ -103,11 +105,8 @@ fn a_fresh_process_finds_the_unit_texts_of_the_base_an_open_process_moved_to() {
         .unwrap();
     drop(fresh);
     let rebuilt = Repo::open(&path).unwrap();
-    let answers: Vec<String> = ["wing3 drag", "shock7 layer", "nozzle12 jet"]
-        .iter()
-        .map(|q| text_query(&rebuilt, q))
-        .collect();
-    assert_eq!(answers, warm);
+    let rebuilt_answers = answers(&rebuilt);
+    assert_eq!(rebuilt_answers, warm);
     let built: BTreeMap<Vec<u8>, Vec<u8>> = rebuilt.store().scan_derived(b"ut/").unwrap().into_iter().collect();
     assert!(!built.is_empty(), "the fresh process read no unit text");
     for (key, bytes) in &built {

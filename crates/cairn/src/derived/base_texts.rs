@@ -27,7 +27,7 @@ use cairn_index::TextChunk;
 use cairn_store::Store;
 
 use crate::derived::background::{Job, Urgency};
-use crate::derived::build::{units_of, Ctx};
+use crate::derived::build::{put_values, units_of, Ctx};
 use crate::derived::keys::{part_store_key, unit_key, unit_text_store_key, TAG_TEXT};
 use crate::derived::spans::ChunkList;
 use crate::derived::DerivedData;
@@ -67,17 +67,8 @@ impl DerivedData {
                     };
                     // Written at normal priority: this thread may wait long for a core.
                     writes.run_soon(Box::new(move |_: &AtomicBool| {
-                        let bytes = (k.len() + v.len()) as u64;
                         // A value that cannot be stored is built by the assembly that needs it.
-                        if store
-                            .put_derived(&[(k, v)])
-                            .and_then(|()| store.flush_derived())
-                            .is_ok()
-                        {
-                            let mut s = stored.lock();
-                            s.0 += 1;
-                            s.1 += bytes;
-                        }
+                        let _ = put_values(store.as_ref(), &stored, &[(k, v)]);
                     }));
                 }) as Job
             })

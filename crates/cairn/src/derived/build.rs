@@ -33,6 +33,7 @@ use cairn_index::{
     BaseUnit, CommitIndexes, DenseChunk, IndexError, IndexNeeds, IndexParams, NodeChunk, SparseChunk, TextChunk,
     TextUnit, UnitGraph, UnitText,
 };
+use cairn_store::{Store, StoreError};
 use parking_lot::Mutex;
 use rayon::prelude::*;
 use serde::Serialize;
@@ -225,6 +226,24 @@ impl Drop for Tick<'_> {
     fn drop(&mut self) {
         self.0.add(1);
     }
+}
+
+/// Writes `batch` of derived values, and out of the store's memory
+/// (`Store::flush_derived`: so a large build does not pile up unwritten values there; not
+/// synced, a cache), and counts them in `stored` (a handle's
+/// [`IndexStats::stored_values`] and bytes): how many and their bytes.
+pub(super) fn put_values(
+    store: &dyn Store,
+    stored: &Mutex<(usize, u64)>,
+    batch: &[(Vec<u8>, Vec<u8>)],
+) -> std::result::Result<(usize, u64), StoreError> {
+    store.put_derived(batch)?;
+    store.flush_derived()?;
+    let bytes = batch.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
+    let mut s = stored.lock();
+    s.0 += batch.len();
+    s.1 += bytes;
+    Ok((batch.len(), bytes))
 }
 
 /// The units a view reads — its own (`base` `None`) or a base commit's — as the chunk list
@@ -1352,15 +1371,13 @@ impl DerivedData {
             if batch.is_empty() {
                 return;
             }
-            // Each batch is written out of the store's memory (`Store::flush_derived`), so a
-            // large build does not pile up unwritten values there; not synced (a cache).
             let values = batch.len() as u64;
-            let result = self.store.put_derived(batch).and_then(|()| self.store.flush_derived());
+            let result = put_values(self.store.as_ref(), &self.stored, batch);
             meter.add(values);
             match result {
-                Ok(()) => {
-                    written.0 += batch.len();
-                    written.1 += *size as u64;
+                Ok((n, bytes)) => {
+                    written.0 += n;
+                    written.1 += bytes;
                 }
                 Err(e) => {
                     ctx.note(format!(
@@ -1381,9 +1398,6 @@ impl DerivedData {
             }
         }
         flush(&mut batch, &mut size);
-        let mut stored = self.stored.lock();
-        stored.0 += written.0;
-        stored.1 += written.1;
         let mut s = ctx.stored_values.lock();
         s.0 += written.0;
         s.1 += written.1;
