@@ -15,6 +15,7 @@
 
 use std::collections::BTreeMap;
 
+use bytes::Bytes;
 use cairn_core::limits::{MAX_EMBEDDING_DIM, MAX_VALUE_DEPTH};
 use cairn_core::{Hash, NodeId, Value};
 use roaring::RoaringBitmap;
@@ -178,7 +179,7 @@ struct DenseFields<'a> {
     crcs: &'a [u32],
     nodes: &'a [Hash],
     offsets: &'a [u32],
-    codes: &'a [i8],
+    codes: &'a [u8],
 }
 
 /// Encodes a node chunk's dense part for `model` (storage-format §7.3.4: no vectors, each
@@ -237,7 +238,7 @@ fn write_dense(key: &Hash, model: &str, n: u32, d: DenseFields<'_>) -> Vec<u8> {
     d.crcs.iter().for_each(|&c| w.u32(c));
     d.nodes.iter().for_each(|h| w.0.extend_from_slice(h.as_bytes()));
     d.offsets.iter().for_each(|&o| w.u32(o));
-    w.0.extend(d.codes.iter().map(|&c| c as u8));
+    w.0.extend_from_slice(d.codes);
     let head_crc = crc32fast::hash(&w.0);
     w.u32(head_crc);
     w.0
@@ -592,6 +593,18 @@ pub fn sparse_node_count(bytes: &[u8]) -> Option<u32> {
 /// the part without its rows, which are read from their node objects
 /// ([`DenseHead::into_rows_held`], [`DenseHead::into_rows_stored`]).
 pub fn decode_dense(bytes: &[u8], key: &Hash) -> Result<(String, u32, DenseHead), IndexError> {
+    decode_dense_in(bytes, None, key)
+}
+
+/// [`decode_dense`] of a shared value, whose int8 codes the part keeps where they lie (a
+/// slice of `bytes`, which may be a stored value's mapping: `Store::get_derived_shared`)
+/// instead of copying them. The same checks: the value's checksum covers the codes.
+pub fn decode_dense_shared(bytes: &Bytes, key: &Hash) -> Result<(String, u32, DenseHead), IndexError> {
+    decode_dense_in(bytes, Some(bytes), key)
+}
+
+/// [`decode_dense`]; the codes are a slice of `owner` (the same bytes) if given.
+fn decode_dense_in(bytes: &[u8], owner: Option<&Bytes>, key: &Hash) -> Result<(String, u32, DenseHead), IndexError> {
     let mut r = open(bytes, TAG_DENSE, key)?;
     let model = r.string()?;
     let dim = r.u32()? as usize;
@@ -639,11 +652,15 @@ pub fn decode_dense(bytes: &[u8], key: &Hash) -> Result<(String, u32, DenseHead)
         .map(|c| Hash::from_bytes(c.try_into().expect("32 bytes")))
         .collect();
     let offsets = u32s(&mut r)?;
+    let codes_at = r.at;
     let raw = r.take(rows * dim)?;
     if has_code_min(raw) {
         return Err(bad("an int8 code of -128"));
     }
-    let codes: Vec<i8> = raw.iter().map(|&b| b as i8).collect();
+    let codes = match owner {
+        Some(b) => b.slice(codes_at..codes_at + raw.len()),
+        None => Bytes::copy_from_slice(raw),
+    };
     let covered = r.at;
     if crc32fast::hash(&bytes[..covered]) != r.u32()? {
         return Err(bad("the head fails its checksum"));
@@ -1063,6 +1080,13 @@ mod tests {
         let (m, n, head) = decode_dense(&bytes, &k).unwrap();
         assert_eq!((m.as_str(), n), ("d", 3));
         assert_eq!(encode_dense_head(&k, "d", 3, &head), bytes);
+        // Decoded from a shared value, the part is the same, and its codes are the value's
+        // own bytes (not a copy).
+        let shared = Bytes::from(bytes.clone());
+        let (m2, n2, head2) = decode_dense_shared(&shared, &k).unwrap();
+        assert_eq!((m2.as_str(), n2, &head2), ("d", 3, &head));
+        let within = shared.as_ptr_range();
+        assert!(within.contains(&head2.codes.as_ptr()) && head2.codes.len() == d.len() * d.dim());
         // No vector is stored: each row names its node object and where its vector is.
         assert_eq!(bytes.len(), 33 + 8 + 1 + 12 + d.len() * (DENSE_ROW_BYTES + d.dim()) + 4);
         let objects: Vec<(Hash, Vec<u8>)> = parts_nodes()

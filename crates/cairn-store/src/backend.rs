@@ -195,6 +195,17 @@ pub trait Store: Send + Sync + 'static {
         }
     }
 
+    /// Reads a derived-data value, checked as by [`Store::get_derived`], as a shared slice
+    /// that may lie where the value is stored rather than in fresh memory: for a caller
+    /// that keeps a large part of a value as it is (the int8 codes of a dense index part).
+    /// The default copies [`Store::get_derived`]'s bytes; the segment store maps a sealed
+    /// segment (immutable until compaction removes it, which a mapping outlives) and
+    /// checks the value there. A mapped value was checked when read: a byte the disk
+    /// changes under the page cache later is not seen by this check.
+    fn get_derived_shared(&self, key: &[u8]) -> Result<Option<bytes::Bytes>, StoreError> {
+        Ok(self.get_derived(key)?.map(bytes::Bytes::from))
+    }
+
     /// Reads `out.len()` bytes of derived value `key`, from byte `offset` of the value,
     /// **without checking the value's checksum**: for a caller that reads a few rows of a
     /// large value and checks each row against checksums of its own (index parts whose f32

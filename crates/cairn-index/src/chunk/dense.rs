@@ -8,6 +8,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use bytes::Bytes;
 use cairn_core::Hash;
 
 use crate::chunk::node::Local;
@@ -24,7 +25,9 @@ pub struct DenseChunk {
     pub(crate) vectors: Vec<f32>,
     /// The source rows are read from when they are not held in memory.
     pub(crate) stored: Option<StoredRows>,
-    pub(crate) codes: Vec<i8>,
+    /// `rows.len() · dim` int8 codes (as bytes: built here, or where the stored part lies,
+    /// [`crate::persist::decode_dense_shared`]).
+    pub(crate) codes: Bytes,
     pub(crate) scales: Vec<f32>,
     /// Bound terms per row (`dense/int8.rs`).
     pub(crate) bound_u: Vec<f32>,
@@ -58,7 +61,8 @@ impl PartialEq for DenseChunk {
 pub struct DenseHead {
     pub(crate) dim: usize,
     pub(crate) rows: Vec<Local>,
-    pub(crate) codes: Vec<i8>,
+    /// The int8 codes as bytes (a slice of the stored value where the store hands one out).
+    pub(crate) codes: Bytes,
     pub(crate) scales: Vec<f32>,
     pub(crate) bound_u: Vec<f32>,
     pub(crate) bound_v: Vec<f32>,
@@ -174,7 +178,8 @@ impl DenseChunk {
             rows,
             vectors,
             stored: None,
-            codes,
+            // Same size and alignment: the allocation is reused.
+            codes: Bytes::from(codes.into_iter().map(|c| c as u8).collect::<Vec<u8>>()),
             scales,
             bound_u,
             bound_v,
@@ -311,7 +316,7 @@ impl DenseChunk {
 
     /// Row `r`'s codes.
     pub(crate) fn codes(&self, r: usize) -> &[i8] {
-        &self.codes[r * self.dim..(r + 1) * self.dim]
+        bytemuck::cast_slice(&self.codes[r * self.dim..(r + 1) * self.dim])
     }
 
     /// The row of local ordinal `local`, if it has a vector.

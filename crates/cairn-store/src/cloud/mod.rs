@@ -493,6 +493,14 @@ impl Store for ObjectStoreBackend {
         }
     }
 
+    fn get_derived_shared(&self, key: &[u8]) -> Result<Option<bytes::Bytes>, StoreError> {
+        match self.local.get_derived_shared(key)? {
+            Some(v) => Ok(Some(v)),
+            None if self.remote_derived => Ok(self.fetch_derived(key)?.map(bytes::Bytes::from)),
+            None => Ok(None),
+        }
+    }
+
     fn with_derived(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool, StoreError> {
         if self.local.with_derived(key, f)? {
             return Ok(true);

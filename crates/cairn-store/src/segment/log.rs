@@ -154,6 +154,9 @@ pub(super) struct Log<K: LogKey> {
     segment_bytes: u64,
     /// Told of every change to the files (tests: see [`FileStep`]).
     hook: RwLock<Option<FileStepHook>>,
+    /// Sealed segments mapped by [`Log::get_shared`], made on first use (`None`: the
+    /// mapping failed, and values of that segment are read and copied).
+    maps: Mutex<BTreeMap<u32, Option<bytes::Bytes>>>,
 }
 
 /// Each key's last record among `records` (in log order; `None` a tombstone), in key
@@ -397,6 +400,7 @@ impl<K: LogKey> Log<K> {
             problems,
             segment_bytes,
             hook: RwLock::new(None),
+            maps: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -490,6 +494,63 @@ impl<K: LogKey> Log<K> {
             .map_err(|detail| corrupt(format!("segment {:08} byte {}: {detail}", loc.segment, loc.offset)))?;
         let start = HEADER + key.bytes().len();
         Ok(Some(start..start + value.len()))
+    }
+
+    /// The value stored under `key`, checked, as a slice of its sealed segment's mapping
+    /// (no copy, no fresh memory); a value in the active segment (still written to, and
+    /// cut back if a write fails) or in a segment that cannot be mapped is read and copied
+    /// as by [`Log::get`].
+    pub(super) fn get_shared(&self, key: &K) -> Result<Option<bytes::Bytes>, StoreError> {
+        let (loc, file, sealed) = {
+            let state = self.state.read();
+            let Some(loc) = state.index.get(key) else {
+                return Ok(None);
+            };
+            // The newest segment is the active one; an older one is never written again.
+            let sealed = state
+                .segments
+                .keys()
+                .next_back()
+                .is_some_and(|&last| loc.segment < last);
+            (loc, Arc::clone(&state.segments[&loc.segment].file), sealed)
+        };
+        let map = if sealed { self.map_of(loc.segment, &file) } else { None };
+        let Some(map) = map else {
+            return Ok(self.get(key)?.map(bytes::Bytes::from));
+        };
+        let corrupt = |detail: String| StoreError::Corrupt {
+            space: self.space,
+            key: hex(key.bytes()),
+            detail,
+        };
+        let start = loc.offset as usize;
+        let record = map
+            .get(start..start + loc.len as usize)
+            .ok_or_else(|| corrupt(format!("segment {:08} ends inside the record", loc.segment)))?;
+        let value = record::check(record, key.bytes())
+            .map_err(|detail| corrupt(format!("segment {:08} byte {}: {detail}", loc.segment, loc.offset)))?;
+        let at = start + HEADER + key.bytes().len();
+        Ok(Some(map.slice(at..at + value.len())))
+    }
+
+    /// Sealed segment `id`'s mapping, made on first use; `None` if it cannot be mapped.
+    fn map_of(&self, id: u32, file: &File) -> Option<bytes::Bytes> {
+        let mut maps = self.maps.lock();
+        maps.entry(id)
+            .or_insert_with(|| {
+                // SAFETY: a sealed segment's bytes never change while this store has it:
+                // records are only appended to the active (newest) segment, and only it is
+                // ever cut back; compaction removes a sealed file, which unlinks it while
+                // the mapping keeps its pages. Another program truncating the file under
+                // a running process would fault the process on access, as with any mapped
+                // store (`storage-format.md` §6.7).
+                let map = unsafe { memmap2::Mmap::map(file) }.ok()?;
+                // Values are read whole and far apart: no read-ahead, and (where the
+                // kernel honours it) no mapping of the neighbouring pages on a fault.
+                let _ = map.advise(memmap2::Advice::Random);
+                Some(bytes::Bytes::from_owner(map))
+            })
+            .clone()
     }
 
     /// Bytes `offset..offset + out.len()` of the value under `key`, not checked (the
@@ -872,6 +933,8 @@ impl<K: LogKey> Log<K> {
                 a.dirty = false;
             }
             self.state.write().segments.remove(&id);
+            // Values handed out keep the mapping (and the removed file's pages) alive.
+            self.maps.lock().remove(&id);
             let path = segment_path(&self.dir, id);
             fs::remove_file(&path).map_err(|e| io_error(&self.dir, &format!("removing {}", path.display()), e))?;
             self.step(|| path, FileChange::Removed);

@@ -396,6 +396,12 @@ impl Store for SegmentStore {
         self.derived.with_value(&Box::from(key), f)
     }
 
+    /// A value in a sealed segment is checked and handed out where it lies in the
+    /// segment's mapping; one in the segment being written to is read and copied.
+    fn get_derived_shared(&self, key: &[u8]) -> Result<Option<bytes::Bytes>, StoreError> {
+        self.derived.get_shared(&Box::from(key))
+    }
+
     fn read_derived_at(&self, key: &[u8], offset: u64, out: &mut [u8]) -> Result<bool, StoreError> {
         self.derived.read_at(&Box::from(key), offset, out)
     }

@@ -289,8 +289,16 @@ struct Sources<'a> {
     key: &'a [u8],
 }
 
-/// Decodes a stored part (`chunk`: its chunk key), with what it reads from `sources`.
-fn decode_part(tag: u8, bytes: &[u8], chunk: &Hash, sources: Sources<'_>) -> std::result::Result<Part, IndexError> {
+/// Decodes a stored part (`chunk`: its chunk key), with what it reads from `sources`;
+/// `shared`: the same bytes as a shared value, whose int8 codes a dense part keeps where
+/// they lie (`Store::get_derived_shared`).
+fn decode_part(
+    tag: u8,
+    bytes: &[u8],
+    shared: Option<&bytes::Bytes>,
+    chunk: &Hash,
+    sources: Sources<'_>,
+) -> std::result::Result<Part, IndexError> {
     Ok(match tag {
         TAG_NODE_CORE => {
             let mut core = persist::decode_node_core(bytes, chunk, Arc::clone(sources.source), sources.key)?;
@@ -304,7 +312,10 @@ fn decode_part(tag: u8, bytes: &[u8], chunk: &Hash, sources: Sources<'_>) -> std
         TAG_TEXT => Part::Text(Arc::new(persist::decode_text(bytes, chunk)?)),
         TAG_SPARSE => Part::Sparse(Arc::new(persist::decode_sparse(bytes, chunk)?.1)),
         TAG_DENSE => {
-            let head = persist::decode_dense(bytes, chunk)?.2;
+            let head = match shared {
+                Some(shared) => persist::decode_dense_shared(shared, chunk)?.2,
+                None => persist::decode_dense(bytes, chunk)?.2,
+            };
             let source = sources.source;
             Part::Dense(Arc::new(if sources.rows_stay {
                 head.into_rows_stored(Arc::clone(source), sources.key)
@@ -779,19 +790,26 @@ impl DerivedData {
         let what = || format!("{} part of chunk {}", tag_name(tag), ch.key.short());
         if ctx.persistent {
             let on_disk = model.and_then(|m| ctx.rows_on_disk.get(m));
-            let mut decoded = None;
-            let read = self
-                .store
-                .with_derived(&skey, &mut |bytes| {
-                    let sources = Sources {
-                        source: on_disk.unwrap_or(&ctx.rows_source),
-                        rows_stay: on_disk.is_some(),
-                        texts_in_memory: ctx.texts_in_memory,
-                        key: &skey,
-                    };
-                    decoded = Some(decode_part(tag, bytes, &ch.key, sources))
-                })
-                .map(|found| decoded.filter(|_| found));
+            let sources = || Sources {
+                source: on_disk.unwrap_or(&ctx.rows_source),
+                rows_stay: on_disk.is_some(),
+                texts_in_memory: ctx.texts_in_memory,
+                key: &skey,
+            };
+            let read = if tag == TAG_DENSE {
+                // The codes (most of a dense part) stay where the store keeps them: no
+                // copy into fresh memory.
+                self.store
+                    .get_derived_shared(&skey)
+                    .map(|v| v.map(|b| decode_part(tag, &b, Some(&b), &ch.key, sources())))
+            } else {
+                let mut decoded = None;
+                self.store
+                    .with_derived(&skey, &mut |bytes| {
+                        decoded = Some(decode_part(tag, bytes, None, &ch.key, sources()))
+                    })
+                    .map(|found| decoded.filter(|_| found))
+            };
             match read {
                 Ok(Some(decoded)) => match decoded {
                     Ok(p) => {
@@ -1357,10 +1375,11 @@ impl DerivedData {
     /// Writes and releases `pending` (values taken from `ctx`'s queue), counting them on
     /// `meter`.
     pub(super) fn write_values(&self, ctx: &Ctx, mut pending: Vec<(Vec<u8>, Vec<u8>)>, meter: &Meter) {
-        // Parts are built in parallel and collected as they finish: write them in key
-        // order, so the derived log's layout (where segments end, what a compaction copies)
-        // is a function of what was built, not of thread scheduling.
-        pending.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        // Parts are built in parallel and collected as they finish: write them in one
+        // fixed order (`keys::write_order`: each kind of part together, by key), so the
+        // derived log's layout (where segments end, what a compaction copies) is a
+        // function of what was built, not of thread scheduling.
+        pending.sort_unstable_by(|a, b| super::keys::write_order(&a.0, &b.0));
         if pending.is_empty() {
             return;
         }

@@ -138,6 +138,18 @@ pub(crate) fn part_store_key(chunk: &Hash, tag: u8, model: Option<&str>) -> Vec<
     k
 }
 
+/// The order a build writes its values in: by space, chunk parts by part tag, then by
+/// key. Dense parts (whose int8 codes a reader keeps where the store lies,
+/// `Store::get_derived_shared`) then lie together in the derived log, so that mapping
+/// their pages maps few pages of other values beside them.
+pub(crate) fn write_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let tag = |k: &[u8]| match k.strip_prefix(Space::Chunk.prefix()) {
+        Some(rest) => rest.get(32).copied().unwrap_or(0),
+        None => 0,
+    };
+    (a.get(..3), tag(a), a).cmp(&(b.get(..3), tag(b), b))
+}
+
 /// The store key of a unit's graph of one model: `ug/ ‖ unit key ‖ model`.
 pub(crate) fn graph_store_key(unit: &Hash, model: &str) -> Vec<u8> {
     let mut k = Space::Graph.prefix().to_vec();
