@@ -213,6 +213,86 @@ fn rows_on_disk_in_a_segment_store_survive_reopening() {
     assert!(rows_in_memory(&repo).iter().all(|&m| !m));
 }
 
+/// The derived log's segment files of a segment store at `dir`, in number order.
+fn derived_segments(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut s: Vec<_> = std::fs::read_dir(dir.join("derived"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "seg"))
+        .collect();
+    s.sort();
+    s
+}
+
+/// With rows on disk, a handle loading dense parts from sealed segments keeps their codes
+/// in the segments' mappings (`Store::get_derived_shared`, storage-format §7.3.4): the same
+/// bytes as rows in memory; and a code flipped in a sealed segment is found by the
+/// record's checksum, the part rebuilt and said so, never scored. (Small segments, so that
+/// the parts lie in sealed ones. Linux: the mappings are seen in `/proc/self/maps`.)
+#[test]
+fn codes_read_where_they_lie_give_the_same_bytes_and_damage_is_rebuilt() {
+    use cairn_store::SegmentStore;
+    let dir = tempfile::tempdir().unwrap();
+    let (memory, _) = repo(false);
+    let expected = json(&queries(&memory));
+    let open = || {
+        let store = Arc::new(SegmentStore::open_with_segment_bytes(dir.path(), 64 << 10).unwrap());
+        let repo = Repo::with_store(store as Arc<dyn Store>).unwrap();
+        repo.set_memory_budget(64 << 10);
+        repo
+    };
+    {
+        let repo = open();
+        fill(&repo);
+        same(&json(&queries(&repo)), &expected);
+    }
+    let sealed = derived_segments(dir.path());
+    assert!(sealed.len() > 4, "the parts fill several segments");
+    let repo = open();
+    same(&json(&queries(&repo)), &expected);
+    assert!(rows_in_memory(&repo).iter().all(|&m| !m));
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let mapped = sealed.iter().filter(|s| maps.contains(s.to_str().unwrap())).count();
+    assert!(mapped > 0, "dense parts were read through their segments' mappings");
+    drop(repo);
+    // Flip the last byte of a dense part's value (an int8 code) where it lies, in a sealed
+    // segment: find the part's record by its key.
+    let key_of = |bytes: &[u8]| {
+        let mut at = None;
+        for i in 0..bytes.len().saturating_sub(40) {
+            if bytes[i..].starts_with(b"ck/") && bytes.get(i + 35) == Some(&TAG_DENSE) && bytes[i + 36] == b'm' {
+                at = Some(i);
+                break;
+            }
+        }
+        at
+    };
+    let (file, key_at) = sealed[..sealed.len() - 1]
+        .iter()
+        .find_map(|f| Some((f.clone(), key_of(&std::fs::read(f).unwrap())?)))
+        .expect("a dense part in a sealed segment");
+    let mut bytes = std::fs::read(&file).unwrap();
+    // The record: 15-byte header (value_len at bytes 7..11), the key, the value, its crc.
+    let head = key_at - 15;
+    let value_len = u32::from_le_bytes(bytes[head + 7..head + 11].try_into().unwrap()) as usize;
+    let key_len = u16::from_le_bytes(bytes[head + 5..head + 7].try_into().unwrap()) as usize;
+    let code = key_at + key_len + value_len - 5;
+    bytes[code] ^= 0x01;
+    std::fs::write(&file, &bytes).unwrap();
+    let repo = open();
+    let results = queries(&repo);
+    for (got, want) in results.iter().zip(&expected) {
+        same_items(got, want);
+    }
+    let notes: Vec<&str> = results.iter().flat_map(rebuilt_notes).collect();
+    assert!(
+        notes.iter().any(|n| n.contains("stored dense part of chunk")
+            && n.contains("unreadable")
+            && n.contains("value crc32 mismatch")),
+        "{notes:?}"
+    );
+}
+
 /// A handle whose views hold their rows reads none as its parts load: a thread fills them
 /// after. Dropping the handle stops and joins that thread, so the store can be opened again
 /// at once (a segment store is locked while open), however far the filling got; and the
