@@ -32,13 +32,7 @@ fn filled(dir: &Path, n: usize) -> SegmentStore {
 
 /// The derived log's segment files, in number order.
 fn segments(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut s: Vec<_> = fs::read_dir(dir.join("derived"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "seg"))
-        .collect();
-    s.sort();
-    s
+    cairn_testkit::segment_files(dir, "derived")
 }
 
 #[test]

@@ -173,6 +173,16 @@ pub fn files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The segment files (`*.seg`) of a segment store's `log` (`objects` or `derived`) under
+/// `store`, in number order (storage-format §6.7).
+pub fn segment_files(store: &Path, log: &str) -> Vec<PathBuf> {
+    files(&store.join(log))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "seg"))
+        .map(|p| store.join(log).join(p))
+        .collect()
+}
+
 /// Copies the directory tree `from` to `to` (created if absent): every directory, empty
 /// ones included, and every regular file. Crash tests copy a store's directory as a kill
 /// would leave it.

@@ -213,17 +213,6 @@ fn rows_on_disk_in_a_segment_store_survive_reopening() {
     assert!(rows_in_memory(&repo).iter().all(|&m| !m));
 }
 
-/// The derived log's segment files of a segment store at `dir`, in number order.
-fn derived_segments(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut s: Vec<_> = std::fs::read_dir(dir.join("derived"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "seg"))
-        .collect();
-    s.sort();
-    s
-}
-
 /// With rows on disk, a handle loading dense parts from sealed segments keeps their codes
 /// in the segments' mappings (`Store::get_derived_shared`, storage-format §7.3.4): the same
 /// bytes as rows in memory; and a code flipped in a sealed segment is found by the
@@ -246,7 +235,7 @@ fn codes_read_where_they_lie_give_the_same_bytes_and_damage_is_rebuilt() {
         fill(&repo);
         same(&json(&queries(&repo)), &expected);
     }
-    let sealed = derived_segments(dir.path());
+    let sealed = cairn_testkit::segment_files(dir.path(), "derived");
     assert!(sealed.len() > 4, "the parts fill several segments");
     let repo = open();
     same(&json(&queries(&repo)), &expected);

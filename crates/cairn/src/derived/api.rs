@@ -25,7 +25,9 @@ impl Repo {
     /// the store again when needed). A quarter of it bounds each dense model's exact `f32`
     /// rows held in memory: beyond that, on a store that reads value ranges (the segment
     /// store), a view keeps the rows' int8 codes and reads each row rescoring needs from
-    /// the store. A view's other parts stay in memory while the view is used. Results are
+    /// the store; on the segment store those codes stay where the store holds them, read
+    /// through a mapping of the file and the page cache, not copied into the process
+    /// (storage-format §7.3.4). A view's other parts stay in memory while the view is used. Results are
     /// the same bytes under every budget; shrinking it evicts at once.
     ///
     /// ```
