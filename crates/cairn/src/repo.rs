@@ -26,6 +26,12 @@ pub(crate) const FORMAT_VALUE: &[u8] = b"cairn/1";
 /// [`Repo::transaction`]; of two transactions committing to one branch from the same
 /// head, one gets [`Error::Conflict`].
 ///
+/// Dropping the last clone closes the repository. Background work that only warms this
+/// handle is dropped; derived data owed to later processes (the unit texts of the commit
+/// the text lane moved its base to, stored by an idle background thread) is finished
+/// first, so closing a handle that has just committed past such a move can take a moment
+/// (up to ~3 s at 1M nodes, once per move) that the next process's first query saves.
+///
 /// ```
 /// use cairn::{Node, NodeId, Repo};
 ///

@@ -56,20 +56,18 @@ fn settle(repo: &Repo) {
     }
 }
 
-#[test]
-fn a_fresh_process_finds_the_unit_texts_of_the_base_an_open_process_moved_to() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("repo");
-    let repo = Repo::init(&path).unwrap();
+/// A repository at `path` of the import and 70 ten-node commits, each followed by a text
+/// query in the returned handle: past generation 64, its views read their text through the
+/// commit at 64 (`graph_base.rs`: the import's chunks differ too much by then), whose units
+/// this process never builds. Also its answers to [`answers`].
+fn moved_base(path: &std::path::Path) -> (Repo, Vec<String>) {
+    let repo = Repo::init(path).unwrap();
     let mut tx = repo.transaction().unwrap();
     for i in 0..N {
         tx.put_node(node(i, 0)).unwrap();
     }
     tx.commit_at("import", T).unwrap();
     text_query(&repo, "wing3 drag");
-    // 70 ten-node commits, each followed by a text query in this process: past generation
-    // 64, views read their text through the commit at 64 (`graph_base.rs`: the import's
-    // chunks differ too much by then), whose units this process never builds.
     for e in 1..=70 {
         let mut tx = repo.transaction().unwrap();
         for k in 0..10 {
@@ -79,6 +77,14 @@ fn a_fresh_process_finds_the_unit_texts_of_the_base_an_open_process_moved_to() {
         text_query(&repo, "wing3 drag");
     }
     let warm = answers(&repo);
+    (repo, warm)
+}
+
+#[test]
+fn a_fresh_process_finds_the_unit_texts_of_the_base_an_open_process_moved_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("repo");
+    let (repo, warm) = moved_base(&path);
     settle(&repo);
     drop(repo);
 
@@ -116,4 +122,32 @@ fn a_fresh_process_finds_the_unit_texts_of_the_base_an_open_process_moved_to() {
             "a unit text the background did not store alike"
         );
     }
+}
+
+/// The unit texts are owed to later processes: a handle closed before its background thread
+/// stored them (here: they are deleted under it after it did) stores them as it closes,
+/// and a fresh process again builds nothing.
+#[test]
+fn a_closing_handle_stores_the_unit_texts_it_owes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("repo");
+    let (repo, warm) = moved_base(&path);
+    settle(&repo);
+    let owed: Vec<Vec<u8>> = repo
+        .store()
+        .scan_derived(b"ut/")
+        .unwrap()
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    assert!(!owed.is_empty());
+    repo.store().delete_derived(&owed).unwrap();
+    drop(repo);
+    let fresh = Repo::open(&path).unwrap();
+    assert_eq!(answers(&fresh), warm);
+    let stats = fresh.index_stats();
+    assert_eq!(
+        stats.stored_values, 0,
+        "the fresh process built derived values: {stats:?}"
+    );
 }

@@ -14,7 +14,9 @@
 //! again: an unprivileged one may not, so each kind has its own.) Dropped with the handle:
 //! the threads are stopped (between two jobs, or inside one that checks the flag) and
 //! joined, so that none keeps the store open after the handle; queued jobs are dropped. A
-//! job that does not run leaves its work to the query that needs it.
+//! job that does not run leaves its work to the query that needs it — except the unit
+//! texts owed to later processes, which the closing handle finishes itself
+//! (`base_texts.rs`).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -149,11 +151,19 @@ impl Queue {
     }
 }
 
-impl Drop for Background {
-    fn drop(&mut self) {
+impl Background {
+    /// Stops both threads and waits for them; queued jobs are dropped and later ones
+    /// refused. Idempotent (the handle's close calls it, then drop).
+    pub(crate) fn close(&self) {
         // The idle thread first: it may queue writes on the other until it stops.
         self.idle.close();
         self.soon.close();
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.close();
     }
 }
 

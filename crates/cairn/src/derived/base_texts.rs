@@ -15,6 +15,12 @@
 //! text parts is not stored (or cannot be read) is left to the assembly that needs it,
 //! which builds it as before. Nothing here changes a score: BM25 reads the same postings
 //! through any unit cut.
+//!
+//! The work is owed to later processes, so closing the handle does not drop it: the idle
+//! thread is stopped, and the units of the latest base still not stored are built and
+//! stored on the closing thread ([`DerivedData::finish_base_texts`]; seconds at 1M nodes,
+//! once a base move, in the process whose commits moved it, instead of in the next
+//! process's first query).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,6 +31,7 @@ use cairn_index::persist;
 use cairn_index::unit_text::encode_unit_text;
 use cairn_index::TextChunk;
 use cairn_store::Store;
+use rayon::prelude::*;
 
 use crate::derived::background::{Job, Urgency};
 use crate::derived::build::{put_values, units_of, Ctx};
@@ -42,22 +49,25 @@ impl DerivedData {
         if !ctx.persistent {
             return;
         }
+        if self.text_bases.lock().iter().any(|(r, _)| *r == root) {
+            return;
+        }
+        let (chunks, ranges, _) = units_of(&base[..], None);
+        let units: Vec<Arc<[Hash]>> = ranges
+            .into_iter()
+            .map(|range| chunks[range].iter().map(|c| c.key).collect())
+            .collect();
         {
             let mut seen = self.text_bases.lock();
-            if seen.contains(&root) {
-                return;
-            }
             if seen.len() == REMEMBERED {
                 seen.pop_front();
             }
-            seen.push_back(root);
+            seen.push_back((root, units.clone()));
         }
-        let (chunks, ranges, _) = units_of(&base[..], None);
         let fp = ctx.fp;
-        let jobs: Vec<Job> = ranges
+        let jobs: Vec<Job> = units
             .into_iter()
-            .map(|range| {
-                let keys: Vec<Hash> = chunks[range].iter().map(|c| c.key).collect();
+            .map(|keys| {
                 let store = Arc::clone(&self.store);
                 let stored = Arc::clone(&self.stored);
                 let writes = self.background.soon();
@@ -74,6 +84,31 @@ impl DerivedData {
             })
             .collect();
         self.background.run(Urgency::Idle, jobs);
+    }
+
+    /// Stops the background threads and stores, on the calling thread (its units in
+    /// parallel), the unit texts of the latest base queued that are still not stored
+    /// (module docs). Called when the handle closes; a value that cannot be stored is left
+    /// to the assembly that needs it.
+    pub(super) fn finish_base_texts(&self) {
+        self.background.close();
+        let Some((_, units)) = self.text_bases.lock().back().cloned() else {
+            return;
+        };
+        let open = AtomicBool::new(false);
+        let values: Vec<(Vec<u8>, Vec<u8>)> = units
+            .par_iter()
+            .filter_map(|keys| unit_text_from_parts(self.store.as_ref(), &self.fingerprint, keys, &open))
+            .collect();
+        if !values.is_empty() {
+            let _ = put_values(self.store.as_ref(), &self.stored, &values);
+        }
+    }
+}
+
+impl Drop for DerivedData {
+    fn drop(&mut self) {
+        self.finish_base_texts();
     }
 }
 
@@ -97,5 +132,5 @@ fn unit_text_from_parts(store: &dyn Store, fp: &Hash, keys: &[Hash], stop: &Atom
     Some((skey, encode_unit_text(&key, &refs)))
 }
 
-/// The bases a handle has queued (most recent last).
-pub(super) type QueuedBases = parking_lot::Mutex<VecDeque<Hash>>;
+/// The bases a handle has queued (most recent last), each with its units' chunk keys.
+pub(super) type QueuedBases = parking_lot::Mutex<VecDeque<(Hash, Vec<Arc<[Hash]>>)>>;
