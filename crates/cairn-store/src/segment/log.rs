@@ -545,9 +545,6 @@ impl<K: LogKey> Log<K> {
                 // a running process would fault the process on access, as with any mapped
                 // store (`storage-format.md` §6.7).
                 let map = unsafe { memmap2::Mmap::map(file) }.ok()?;
-                // Values are read whole and far apart: no read-ahead, and (where the
-                // kernel honours it) no mapping of the neighbouring pages on a fault.
-                let _ = map.advise(memmap2::Advice::Random);
                 Some(bytes::Bytes::from_owner(map))
             })
             .clone()

@@ -27,8 +27,8 @@ impl Repo {
     /// store), a view keeps the rows' int8 codes and reads each row rescoring needs from
     /// the store; on the segment store those codes stay where the store holds them, read
     /// through a mapping of the file and the page cache, not copied into the process
-    /// (storage-format §7.3.4). A view's other parts stay in memory while the view is used. Results are
-    /// the same bytes under every budget; shrinking it evicts at once.
+    /// (storage-format §7.3.4). A view's other parts stay in memory while the view is
+    /// used. Results are the same bytes under every budget; shrinking it evicts at once.
     ///
     /// ```
     /// let repo = cairn::Repo::in_memory()?;

@@ -59,6 +59,10 @@ impl DerivedData {
             .collect();
         {
             let mut seen = self.text_bases.lock();
+            // Another view may have queued the base meanwhile.
+            if seen.iter().any(|(r, _)| *r == root) {
+                return;
+            }
             if seen.len() == REMEMBERED {
                 seen.pop_front();
             }
