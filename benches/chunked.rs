@@ -12,15 +12,17 @@
 //! Each store (memory, segment, then sled; `CAIRN_BENCH_STORE` for one) runs in a child process of its own, so its peak RSS is
 //! its own: import (one commit), first query (index build included), 1,000 queries exact
 //! (hybrid; vector + label and sparse + label, limit 10)
-//! and ANN, 100 one-node edits each followed by a query, as-of HEAD~1 in the process that
+//! and ANN (the dense lane alone: exact and ANN each in a pass of its own, recall from the
+//! two passes' answers), 100 one-node edits each followed by a query, as-of HEAD~1 in the process that
 //! has HEAD's index; then, for the on-disk stores, a fresh process opens the repository and times the
 //! cold as-of query. `CAIRN_BENCH_ROUNDS` sets the warm queries per row (1,000; at least
 //! the 200 queries); `CAIRN_BENCH_CHILD_EDITS=N` (and `CAIRN_BENCH_CHILD_SETTLE=1`: then the wait for its
 //! background threads) has that fresh process also time N one-node
-//! commits, each with its next query, `CAIRN_BENCH_CHILD_ANN=1` ANN queries without a gate
+//! commits, each with its next query, and its close (which stores the unit texts it owes
+//! later processes), `CAIRN_BENCH_CHILD_ANN=1` ANN queries without a gate
 //! (`CAIRN_BENCH_CHILD_ANN_LOOP=N`: then N more, alone, for `perf record`),
 //! `CAIRN_BENCH_CHILD_SPARSE=1` sparse + label queries, and `CAIRN_BENCH_CHILD_TRACE=1` prints its RSS
-//! after the open and after the as-of query (with the index cache's bytes and parts loaded). For runs at 10M: `CAIRN_BENCH_QUERIES=Q` uses the
+//! after the open and after the as-of query (anonymous and file-backed, with the index cache's bytes and parts loaded). For runs at 10M: `CAIRN_BENCH_QUERIES=Q` uses the
 //! first Q of the 200 queries in every row (recall included), `CAIRN_BENCH_EDITS=E` times E
 //! one-node edits instead of 100, and `CAIRN_BENCH_DIR=PATH` makes the repository under
 //! PATH instead of the system's temporary directory (a file system with room for it).
