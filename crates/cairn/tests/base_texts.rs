@@ -59,7 +59,8 @@ fn settle(repo: &Repo) {
 /// A repository at `path` of the import and 70 ten-node commits, each followed by a text
 /// query in the returned handle: past generation 64, its views read their text through the
 /// commit at 64 (`graph_base.rs`: the import's chunks differ too much by then), whose units
-/// this process never builds. Also its answers to [`answers`].
+/// this process never builds. Also its answers to [`answers`]; returned once its background
+/// threads have no work left.
 fn moved_base(path: &std::path::Path) -> (Repo, Vec<String>) {
     let repo = Repo::init(path).unwrap();
     let mut tx = repo.transaction().unwrap();
@@ -77,6 +78,7 @@ fn moved_base(path: &std::path::Path) -> (Repo, Vec<String>) {
         text_query(&repo, "wing3 drag");
     }
     let warm = answers(&repo);
+    settle(&repo);
     (repo, warm)
 }
 
@@ -85,7 +87,6 @@ fn a_fresh_process_finds_the_unit_texts_of_the_base_an_open_process_moved_to() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("repo");
     let (repo, warm) = moved_base(&path);
-    settle(&repo);
     drop(repo);
 
     // A fresh process answers the same, and stores nothing: every unit text it reads is
@@ -132,7 +133,6 @@ fn a_closing_handle_stores_the_unit_texts_it_owes() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("repo");
     let (repo, warm) = moved_base(&path);
-    settle(&repo);
     let owed: Vec<Vec<u8>> = repo
         .store()
         .scan_derived(b"ut/")

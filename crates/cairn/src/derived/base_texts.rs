@@ -90,12 +90,11 @@ impl DerivedData {
         self.background.run(Urgency::Idle, jobs);
     }
 
-    /// Stops the background threads and stores, on the calling thread (its units in
-    /// parallel), the unit texts of the latest base queued that are still not stored
-    /// (module docs). Called when the handle closes; a value that cannot be stored is left
-    /// to the assembly that needs it.
+    /// Stores, on the calling thread (its units in parallel), the unit texts of the latest
+    /// base queued that are still not stored (module docs). Called when the handle closes,
+    /// after its background threads stopped; a value that cannot be stored is left to the
+    /// assembly that needs it.
     pub(super) fn finish_base_texts(&self) {
-        self.background.close();
         let Some((_, units)) = self.text_bases.lock().back().cloned() else {
             return;
         };
@@ -107,12 +106,6 @@ impl DerivedData {
         if !values.is_empty() {
             let _ = put_values(self.store.as_ref(), &self.stored, &values);
         }
-    }
-}
-
-impl Drop for DerivedData {
-    fn drop(&mut self) {
-        self.finish_base_texts();
     }
 }
 

@@ -27,8 +27,9 @@
 //!   which dense rows a view leaves there;
 //! * `background` — the handle's background threads (reading the rows loaded parts keep,
 //!   storing unit texts), stopped and joined with it;
-//! * `base_texts` — storing, in the background, the unit texts of the commit a derived
-//!   view's text lane is based on, which a fresh process reads;
+//! * `base_texts` — storing, in the background and at the latest when the handle closes,
+//!   the unit texts of the commit a derived view's text lane is based on, which a fresh
+//!   process reads;
 //! * `graph_base` — which commit's unit graphs (and unit texts) a view reads;
 //! * `hashed` — maps and sets keyed by chunk keys, hashed by their own bytes;
 //! * `live` — which derived entries live commits use, and `gc`'s sweep of the others;
@@ -117,14 +118,24 @@ pub(crate) struct DerivedData {
     /// Stored dense parts whose rows could not be read at query time (key, why): deleted
     /// and rebuilt by the next view assembly ([`rows`]).
     damaged_rows: rows::DamagedRows,
-    /// Threads reading the rows of views that hold them once read (stopped and joined on
-    /// drop).
+    /// The handle's background threads: reading the rows of views that hold them once
+    /// read, storing the unit texts of bases views moved to (stopped and joined on drop).
     background: background::Background,
+    /// The bases whose unit texts the background was given (`base_texts.rs`).
     text_bases: base_texts::QueuedBases,
     /// Each queried commit's graph base root (`graph_base.rs`; `None`: its own units).
     graph_bases: Mutex<HashMap<CommitId, Option<Hash>>>,
     /// Each such commit's ancestors at the base strides (`graph_base.rs`).
     stride_ancestors: Mutex<HashMap<CommitId, graph_base::StrideAncestors>>,
+}
+
+/// Closing: the background threads stop (queued warm-up work is dropped), then the unit
+/// texts owed to later processes are finished on the closing thread (`base_texts.rs`).
+impl Drop for DerivedData {
+    fn drop(&mut self) {
+        self.background.close();
+        self.finish_base_texts();
+    }
 }
 
 impl DerivedData {
