@@ -20,6 +20,7 @@ use cairn_core::limits::{MAX_EMBEDDING_DIM, MAX_VALUE_DEPTH};
 use cairn_core::{Hash, NodeId, Value};
 use roaring::RoaringBitmap;
 
+use crate::chunk::row_fields::{RowFields, ROW_FIELD_BYTES};
 use crate::chunk::{
     DenseChunk, DenseHead, EdgeChunk, EdgeDirection, EdgeRec, Ids, Local, NodeChunk, Posting, SparseChunk, TextChunk,
 };
@@ -173,12 +174,8 @@ pub fn encode_sparse(key: &Hash, model: &str, n: u32, s: &SparseChunk) -> Vec<u8
 struct DenseFields<'a> {
     dim: usize,
     rows: &'a [Local],
-    scales: &'a [f32],
-    bound_u: &'a [f32],
-    bound_v: &'a [f32],
-    crcs: &'a [u32],
-    nodes: &'a [Hash],
-    offsets: &'a [u32],
+    /// The per-row fields in their stored layout.
+    fields: &'a [u8],
     codes: &'a [u8],
 }
 
@@ -193,12 +190,7 @@ pub fn encode_dense(key: &Hash, model: &str, n: u32, d: &DenseChunk) -> Vec<u8> 
         DenseFields {
             dim: d.dim,
             rows: &d.rows,
-            scales: &d.scales,
-            bound_u: &d.bound_u,
-            bound_v: &d.bound_v,
-            crcs: &d.crcs,
-            nodes: &d.nodes,
-            offsets: &d.offsets,
+            fields: d.fields.as_bytes(),
             codes: &d.codes,
         },
     )
@@ -213,12 +205,7 @@ pub fn encode_dense_head(key: &Hash, model: &str, n: u32, h: &DenseHead) -> Vec<
         DenseFields {
             dim: h.dim,
             rows: &h.rows,
-            scales: &h.scales,
-            bound_u: &h.bound_u,
-            bound_v: &h.bound_v,
-            crcs: &h.crcs,
-            nodes: &h.nodes,
-            offsets: &h.offsets,
+            fields: h.fields.as_bytes(),
             codes: &h.codes,
         },
     )
@@ -232,12 +219,7 @@ fn write_dense(key: &Hash, model: &str, n: u32, d: DenseFields<'_>) -> Vec<u8> {
     w.u32(n);
     w.u32(rows as u32);
     d.rows.iter().for_each(|&r| w.u32(r));
-    d.scales.iter().for_each(|x| w.u32(x.to_bits()));
-    d.bound_u.iter().for_each(|x| w.u32(x.to_bits()));
-    d.bound_v.iter().for_each(|x| w.u32(x.to_bits()));
-    d.crcs.iter().for_each(|&c| w.u32(c));
-    d.nodes.iter().for_each(|h| w.0.extend_from_slice(h.as_bytes()));
-    d.offsets.iter().for_each(|&o| w.u32(o));
+    w.0.extend_from_slice(d.fields);
     w.0.extend_from_slice(d.codes);
     let head_crc = crc32fast::hash(&w.0);
     w.u32(head_crc);
@@ -246,7 +228,7 @@ fn write_dense(key: &Hash, model: &str, n: u32, d: DenseFields<'_>) -> Vec<u8> {
 
 /// Bytes per row of a dense part besides its codes: local, scale, two bound terms, crc32,
 /// node object hash and offset.
-const DENSE_ROW_BYTES: usize = 4 + 4 + 4 + 4 + 4 + 32 + 4;
+const DENSE_ROW_BYTES: usize = 4 + ROW_FIELD_BYTES;
 
 /// Encodes an edge chunk.
 pub fn encode_edges(key: &Hash, direction: EdgeDirection, c: &EdgeChunk) -> Vec<u8> {
@@ -624,34 +606,11 @@ fn decode_dense_in(bytes: &[u8], owner: Option<&Bytes>, key: &Hash) -> Result<(S
         }
         locals.push(l);
     }
-    let f32s = |r: &mut Reader<'_>| -> Result<Vec<f32>, IndexError> {
-        let raw = r.take(rows * 4)?;
-        let v: Vec<f32> = raw
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        // Bounds are rounded up, so a vector of huge components may have an infinite one.
-        if v.iter().any(|x| x.is_nan() || *x < 0.0) {
-            return Err(bad("a row's scale or bound is negative or not a number"));
-        }
-        Ok(v)
-    };
-    let scales = f32s(&mut r)?;
-    let bound_u = f32s(&mut r)?;
-    let bound_v = f32s(&mut r)?;
-    let u32s = |r: &mut Reader<'_>| -> Result<Vec<u32>, IndexError> {
-        Ok(r.take(rows * 4)?
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect())
-    };
-    let crcs = u32s(&mut r)?;
-    let nodes: Vec<Hash> = r
-        .take(rows * 32)?
-        .chunks_exact(32)
-        .map(|c| Hash::from_bytes(c.try_into().expect("32 bytes")))
-        .collect();
-    let offsets = u32s(&mut r)?;
+    // The per-row fields and the codes lie together: kept as one slice of `owner`, or
+    // one copy of the value's bytes.
+    let fields_at = r.at;
+    let fields_len = rows * ROW_FIELD_BYTES;
+    r.take(fields_len)?;
     let codes_at = r.at;
     let raw = r.take(rows * dim)?;
     // One pass over the codes (most of the part) for both checks: each block is hashed
@@ -666,24 +625,21 @@ fn decode_dense_in(bytes: &[u8], owner: Option<&Bytes>, key: &Hash) -> Result<(S
     if code_min {
         return Err(bad("an int8 code of -128"));
     }
-    let codes = match owner {
-        Some(b) => b.slice(codes_at..codes_at + raw.len()),
-        None => Bytes::copy_from_slice(raw),
+    let held = match owner {
+        Some(b) => b.slice(fields_at..codes_at + raw.len()),
+        None => Bytes::copy_from_slice(&bytes[fields_at..codes_at + raw.len()]),
     };
     if crc.finalize() != r.u32()? {
         return Err(bad("the head fails its checksum"));
     }
     r.done()?;
+    let fields = RowFields::from_bytes(rows, held.slice(..fields_len)).ok_or_else(|| bad("dense row fields"))?;
+    fields.check().map_err(bad)?;
     let head = DenseHead {
         dim,
         rows: locals,
-        codes,
-        scales,
-        bound_u,
-        bound_v,
-        crcs,
-        nodes,
-        offsets,
+        codes: held.slice(fields_len..),
+        fields,
     };
     Ok((model, n, head))
 }
@@ -1131,7 +1087,11 @@ mod tests {
         // A row whose object does not hold it (a wrong offset, no object) is refused and
         // not kept; the others are read and kept.
         let mut moved = head.clone();
-        moved.offsets[0] += 4;
+        let mut fields = moved.fields.as_bytes().to_vec();
+        let at = 48 * moved.len();
+        let offset = u32::from_le_bytes(fields[at..at + 4].try_into().unwrap()) + 4;
+        fields[at..at + 4].copy_from_slice(&offset.to_le_bytes());
+        moved.fields = RowFields::from_bytes(moved.len(), fields.into()).unwrap();
         let moved = moved.into_rows_held(std::sync::Arc::clone(&source), b"ck");
         moved.read_held_rows(&std::sync::atomic::AtomicBool::new(false));
         assert!(moved.rows_unread() && moved.vector(0).is_none());

@@ -71,7 +71,7 @@ pub fn build_unit_graph(parts: &[&DenseChunk], params: &GraphParams, seed: u64) 
         let (pa, ra) = rows[a as usize];
         let (pb, rb) = rows[b as usize];
         let dot = crate::dense::int8::dot_i8(pa.codes(ra), pb.codes(rb));
-        -(dot as f32 * (pa.scales[ra] * pb.scales[rb]))
+        -(dot as f32 * (pa.scale(ra) * pb.scale(rb)))
     };
     let mut g = UnitGraph::build(rows.len() as u32, &p, dist);
     g.set_reach(crate::hnsw::reach::measure(&g, dist));

@@ -113,7 +113,7 @@ fn dense_part_bytes_are_pinned() {
     let crcs_at = 1 + 32 + 9 + 12 + 16 * rows;
     for r in 0..rows {
         let (node, offset) = head.row_place(r).unwrap();
-        let (_, n) = nodes.iter().find(|(h, _)| h == node).unwrap();
+        let (_, n) = nodes.iter().find(|(h, _)| *h == node).unwrap();
         let object = cairn_core::codec::encode_node(n);
         let vector = &object[offset as usize..offset as usize + 3 * 4];
         let crc = u32::from_le_bytes(bytes[crcs_at + 4 * r..crcs_at + 4 * r + 4].try_into().unwrap());

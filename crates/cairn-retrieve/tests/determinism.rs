@@ -116,7 +116,7 @@ fn through_storage(view: &CommitIndexes) -> CommitIndexes {
             for r in 0..p.len() {
                 let (node, offset) = p.row_place(r).unwrap();
                 let bytes = p.vector(r).unwrap().iter().flat_map(|x| x.to_le_bytes()).collect();
-                rows.0.insert((*node, offset), bytes);
+                rows.0.insert((node, offset), bytes);
             }
         }
         let rows: Arc<dyn cairn_index::RowSource> = Arc::new(rows);

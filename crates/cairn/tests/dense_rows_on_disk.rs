@@ -339,7 +339,7 @@ fn a_row_that_fails_its_checksum_is_scored_from_its_node_and_its_part_rebuilt() 
         let chunk = Hash::from_bytes(k[3..35].try_into().unwrap());
         let (model, _, part) = decode_dense(v, &chunk).unwrap();
         assert_eq!(model, "m");
-        if let Some(r) = (0..part.len()).find(|&r| part.row_place(r).unwrap().0 == &top) {
+        if let Some(r) = (0..part.len()).find(|&r| part.row_place(r).unwrap().0 == top) {
             let mut v = v.clone();
             let at = offset_at(part.len(), r);
             let moved = u32::from_le_bytes(v[at..at + 4].try_into().unwrap()) + 4;
@@ -379,7 +379,7 @@ fn a_row_its_node_does_not_hold_is_never_kept_in_memory_and_its_part_is_rebuilt(
         .find_map(|(k, v)| {
             let chunk = Hash::from_bytes(k[3..35].try_into().unwrap());
             let part = decode_dense(v, &chunk).unwrap().2;
-            let r = (0..part.len()).find(|&r| part.row_place(r).unwrap().0 == &top)?;
+            let r = (0..part.len()).find(|&r| part.row_place(r).unwrap().0 == top)?;
             Some((k.clone(), v.clone(), offset_at(part.len(), r)))
         })
         .expect("the top hit's part");

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use cairn_core::Hash;
 
 use crate::chunk::node::Local;
+use crate::chunk::row_fields::RowFields;
 use crate::dense::int8::{kernel_gamma, quantize_row, row_terms};
 use crate::dense::kernel;
 use crate::dense::rows::{row_crc, with_row, HeldRows, RowAt, RowSource, StoredRows};
@@ -28,16 +29,10 @@ pub struct DenseChunk {
     /// `rows.len() · dim` int8 codes (as bytes: built here, or where the stored part lies,
     /// [`crate::persist::decode_dense_shared`]).
     pub(crate) codes: Bytes,
-    pub(crate) scales: Vec<f32>,
-    /// Bound terms per row (`dense/int8.rs`).
-    pub(crate) bound_u: Vec<f32>,
-    pub(crate) bound_v: Vec<f32>,
-    /// crc32 of each row's little-endian bytes.
-    pub(crate) crcs: Vec<u32>,
-    /// Each row's node object.
-    pub(crate) nodes: Vec<Hash>,
-    /// Where each row's vector starts in its node object's encoding.
-    pub(crate) offsets: Vec<u32>,
+    /// Each row's scale and bound terms (`dense/int8.rs`), crc32 of its little-endian
+    /// bytes, node object and where its vector starts in the object's encoding: read where
+    /// they lie, as the codes.
+    pub(crate) fields: RowFields,
     /// True if row `r` is local ordinal `r` for every row (every node of the chunk has a
     /// vector up to the last row): rows are then found without a search.
     pub(crate) identity: bool,
@@ -63,12 +58,8 @@ pub struct DenseHead {
     pub(crate) rows: Vec<Local>,
     /// The int8 codes as bytes (a slice of the stored value where the store hands one out).
     pub(crate) codes: Bytes,
-    pub(crate) scales: Vec<f32>,
-    pub(crate) bound_u: Vec<f32>,
-    pub(crate) bound_v: Vec<f32>,
-    pub(crate) crcs: Vec<u32>,
-    pub(crate) nodes: Vec<Hash>,
-    pub(crate) offsets: Vec<u32>,
+    /// The per-row fields, as stored (a slice of the stored value where the codes are).
+    pub(crate) fields: RowFields,
 }
 
 impl DenseHead {
@@ -83,8 +74,8 @@ impl DenseHead {
     }
 
     /// Row `r`'s node object and the offset of its vector in the object's encoding.
-    pub fn row_place(&self, r: usize) -> Option<(&Hash, u32)> {
-        Some((self.nodes.get(r)?, *self.offsets.get(r)?))
+    pub fn row_place(&self, r: usize) -> Option<(Hash, u32)> {
+        (r < self.rows.len()).then(|| (self.fields.node(r), self.fields.offset(r)))
     }
 
     /// The part, with its rows left in their node objects and read through `source`, one
@@ -121,12 +112,7 @@ impl DenseHead {
             vectors,
             stored: None,
             codes: self.codes,
-            scales: self.scales,
-            bound_u: self.bound_u,
-            bound_v: self.bound_v,
-            crcs: self.crcs,
-            nodes: self.nodes,
-            offsets: self.offsets,
+            fields: self.fields,
             identity,
         }
     }
@@ -180,27 +166,14 @@ impl DenseChunk {
             stored: None,
             // Same size and alignment: the allocation is reused.
             codes: Bytes::from(codes.into_iter().map(|c| c as u8).collect::<Vec<u8>>()),
-            scales,
-            bound_u,
-            bound_v,
-            crcs,
-            nodes,
-            offsets,
+            fields: RowFields::build(&scales, &bound_u, &bound_v, &crcs, &nodes, &offsets),
             identity,
         }
     }
 
     /// True if the two parts store the same bytes (everything but the vectors).
     fn head_eq(&self, other: &Self) -> bool {
-        self.dim == other.dim
-            && self.rows == other.rows
-            && self.crcs == other.crcs
-            && self.nodes == other.nodes
-            && self.offsets == other.offsets
-            && self.codes == other.codes
-            && same_bits(&self.scales, &other.scales)
-            && same_bits(&self.bound_u, &other.bound_u)
-            && same_bits(&self.bound_v, &other.bound_v)
+        self.dim == other.dim && self.rows == other.rows && self.fields == other.fields && self.codes == other.codes
     }
 
     /// The dimension.
@@ -274,18 +247,39 @@ impl DenseChunk {
     }
 
     /// Where row `r` is.
-    fn row_at(&self, r: usize) -> RowAt<'_> {
+    fn row_at(&self, r: usize) -> RowAt {
         RowAt {
-            node: &self.nodes[r],
-            offset: self.offsets[r],
+            node: self.fields.node(r),
+            offset: self.fields.offset(r),
             dim: self.dim,
-            crc: self.crcs[r],
+            crc: self.fields.crc(r),
         }
     }
 
     /// Row `r`'s node object and the offset of its vector in the object's encoding.
-    pub fn row_place(&self, r: usize) -> Option<(&Hash, u32)> {
-        Some((self.nodes.get(r)?, *self.offsets.get(r)?))
+    pub fn row_place(&self, r: usize) -> Option<(Hash, u32)> {
+        (r < self.rows.len()).then(|| (self.fields.node(r), self.fields.offset(r)))
+    }
+
+    /// Row `r`'s int8 scale.
+    #[inline(always)]
+    pub(crate) fn scale(&self, r: usize) -> f32 {
+        self.fields.scale(r)
+    }
+
+    /// Row `r`'s scale and bound terms `u` and `v` (`dense/int8.rs`).
+    #[inline(always)]
+    pub(crate) fn bound_terms(&self, r: usize) -> (f32, f32, f32) {
+        (self.fields.scale(r), self.fields.bound_u(r), self.fields.bound_v(r))
+    }
+
+    /// Prefetches row `r`'s codes, scale and bound terms.
+    #[inline(always)]
+    pub(crate) fn prefetch_bounds(&self, r: usize) {
+        crate::dense::prefetch::prefetch(self.codes(r));
+        for b in self.fields.bound_bytes(r) {
+            crate::dense::prefetch::prefetch(b);
+        }
     }
 
     /// True if the exact rows are held in memory (or will be, each once first rescored:
@@ -351,9 +345,9 @@ impl DenseChunk {
             return Err(why);
         };
         s.source.damaged(&s.key, why);
-        let node = &self.nodes[r];
+        let node = &self.fields.node(r);
         let v = s.source.node_vector(node, model)?;
-        if v.len() != self.dim || row_crc(&v) != self.crcs[r] {
+        if v.len() != self.dim || row_crc(&v) != self.fields.crc(r) {
             return Err(format!(
                 "node {} does not hold the vector its index part was built from",
                 node.short()
@@ -376,7 +370,7 @@ impl DenseChunk {
         let stored = self.stored.as_ref().map_or(0, |s| {
             s.key.len() + 64 + s.held.as_ref().map_or(0, |h| h.len() * (self.dim * 4 + 32))
         });
-        self.rows.len() * (4 + 4 + 4 + 4 + 4 + 32 + 4) + self.vectors.len() * 4 + self.codes.len() + stored + 128
+        self.rows.len() * 4 + self.fields.as_bytes().len() + self.vectors.len() * 4 + self.codes.len() + stored + 128
     }
 }
 

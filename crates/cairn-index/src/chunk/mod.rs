@@ -11,6 +11,7 @@ pub mod edges;
 mod ids;
 pub mod node;
 mod offsets;
+pub(crate) mod row_fields;
 pub mod sparse;
 pub mod text;
 

@@ -97,8 +97,8 @@ thread_local! {
 /// Where one row is: its node object, the vector's offset in the object's encoding, its
 /// dimension and its crc32.
 #[derive(Clone, Copy)]
-pub(crate) struct RowAt<'a> {
-    pub(crate) node: &'a Hash,
+pub(crate) struct RowAt {
+    pub(crate) node: Hash,
     pub(crate) offset: u32,
     pub(crate) dim: usize,
     pub(crate) crc: u32,
@@ -106,11 +106,11 @@ pub(crate) struct RowAt<'a> {
 
 /// Row `at`, read from its node object through `source` and checked against its crc32
 /// (finite components too), passed to `f`; `Err` says why it could not be read.
-pub(crate) fn with_row<T>(source: &dyn RowSource, at: RowAt<'_>, f: impl FnOnce(&[f32]) -> T) -> Result<T, String> {
+pub(crate) fn with_row<T>(source: &dyn RowSource, at: RowAt, f: impl FnOnce(&[f32]) -> T) -> Result<T, String> {
     BUF.with(|b| {
         let (bytes, row) = &mut *b.borrow_mut();
         bytes.resize(at.dim * 4, 0);
-        match source.read_object_at(at.node, u64::from(at.offset), bytes) {
+        match source.read_object_at(&at.node, u64::from(at.offset), bytes) {
             Ok(true) => {}
             Ok(false) => return Err(format!("node {} does not hold the row", at.node.short())),
             Err(e) => return Err(format!("the row could not be read ({e})")),
@@ -178,7 +178,7 @@ mod tests {
             with_row(
                 &source,
                 RowAt {
-                    node,
+                    node: *node,
                     offset,
                     dim: 3,
                     crc,

@@ -492,10 +492,7 @@ fn prefetch_bounds_ahead(view: &DenseView, rows: &[Row], i: usize) {
     if let Some(&(c, r)) = rows.get(i + prefetch::AHEAD) {
         if let Some(part) = view.part(c as usize) {
             let r = r as usize;
-            prefetch::prefetch(part.codes(r));
-            prefetch::prefetch(std::slice::from_ref(&part.scales[r]));
-            prefetch::prefetch(std::slice::from_ref(&part.bound_u[r]));
-            prefetch::prefetch(std::slice::from_ref(&part.bound_v[r]));
+            part.prefetch_bounds(r);
         }
     }
 }
@@ -644,7 +641,8 @@ impl CommitIndexes {
             match view.part(c as usize) {
                 Some(part) => {
                     let i = r as usize;
-                    q.bounds(part.codes(i), part.scales[i], part.bound_u[i], part.bound_v[i])
+                    let (s, u, v) = part.bound_terms(i);
+                    q.bounds(part.codes(i), s, u, v)
                 }
                 None => (f64::NEG_INFINITY, f64::NEG_INFINITY),
             }
@@ -818,7 +816,7 @@ impl CommitIndexes {
             let dist = |g: u32| {
                 let (i, r) = own(g);
                 match &u.parts[i] {
-                    Some(p) => -(crate::dense::int8::dot_i16_i8(&q.codes, p.codes(r)) as f32 * p.scales[r]),
+                    Some(p) => -(crate::dense::int8::dot_i16_i8(&q.codes, p.codes(r)) as f32 * p.scale(r)),
                     None => f32::INFINITY,
                 }
             };
