@@ -20,6 +20,7 @@ use cairn_core::limits::{MAX_EMBEDDING_DIM, MAX_VALUE_DEPTH};
 use cairn_core::{Hash, NodeId, Value};
 use roaring::RoaringBitmap;
 
+use crate::chunk::node::InPlace;
 use crate::chunk::row_fields::{RowFields, ROW_FIELD_BYTES};
 use crate::chunk::{
     DenseChunk, DenseHead, EdgeChunk, EdgeDirection, EdgeRec, Ids, Local, NodeChunk, Posting, SparseChunk, TextChunk,
@@ -78,7 +79,8 @@ pub fn encode_node_core(key: &Hash, c: &NodeChunk) -> Vec<u8> {
     w.u32(0);
     let head = w.0.len();
     w.u32(c.ids.len() as u32);
-    for (id, h) in c.ids.iter().zip(&c.hashes) {
+    for (l, id) in c.ids.iter().enumerate() {
+        let h = c.hash(l as Local);
         w.str(id);
         w.bytes(h.as_bytes());
     }
@@ -101,13 +103,12 @@ pub fn encode_node_core(key: &Hash, c: &NodeChunk) -> Vec<u8> {
             w.value(v);
         }
     }
-    let mut start = 0u32;
     for l in 0..c.len() {
-        w.u32(c.text_end[l] - start);
-        w.u32(c.text_chars[l]);
-        w.u32(c.text_crcs[l]);
-        w.u32(c.text_offsets[l]);
-        start = c.text_end[l];
+        let (len, chars, crc, offset) = c.text_entry(l as Local);
+        w.u32(len);
+        w.u32(chars);
+        w.u32(crc);
+        w.u32(offset);
     }
     w.u64(c.dense_models.len() as u64);
     for (m, (dim, rows)) in &c.dense_models {
@@ -311,7 +312,22 @@ pub fn decode_node_core(
     source: std::sync::Arc<dyn crate::RowSource>,
     skey: &[u8],
 ) -> Result<NodeChunk, IndexError> {
-    let mut c = decode_core(bytes, key)?;
+    let mut c = decode_core(bytes, None, key)?;
+    c.leave_texts_stored(source, skey);
+    Ok(c)
+}
+
+/// [`decode_node_core`] of a shared value, whose head the part keeps (a slice of `bytes`,
+/// which may be a stored value's mapping: `Store::get_derived_shared`) and reads the
+/// object hashes and text table from where they lie instead of copying them. The same
+/// checks, and a part equal to the one [`decode_node_core`] gives.
+pub fn decode_node_core_shared(
+    bytes: &Bytes,
+    key: &Hash,
+    source: std::sync::Arc<dyn crate::RowSource>,
+    skey: &[u8],
+) -> Result<NodeChunk, IndexError> {
+    let mut c = decode_core(bytes, Some(bytes), key)?;
     c.leave_texts_stored(source, skey);
     Ok(c)
 }
@@ -319,7 +335,7 @@ pub fn decode_node_core(
 /// Checks a node chunk's core part stored under `key` as [`decode_node_core`] does,
 /// without keeping it (an integrity check reads no text).
 pub fn check_node_core(bytes: &[u8], key: &Hash) -> Result<(), IndexError> {
-    decode_core(bytes, key).map(drop)
+    decode_core(bytes, None, key).map(drop)
 }
 
 /// Bytes before a core part's head: the tag, the chunk key, the head's length and its
@@ -327,11 +343,13 @@ pub fn check_node_core(bytes: &[u8], key: &Hash) -> Result<(), IndexError> {
 pub const CORE_PREFIX: usize = 1 + 32 + 4 + 4;
 
 /// The core part, its texts neither in memory nor attached to a source: the caller
-/// attaches one.
-fn decode_core(bytes: &[u8], key: &Hash) -> Result<NodeChunk, IndexError> {
+/// attaches one. With `owner` (the same bytes, shared) the head is kept and the hashes
+/// and text table read where they lie.
+fn decode_core(bytes: &[u8], owner: Option<&Bytes>, key: &Hash) -> Result<NodeChunk, IndexError> {
     let mut whole = open(bytes, TAG_NODE_CORE, key)?;
     let head_len = whole.u32()? as usize;
     let crc = whole.u32()?;
+    let head_at = whole.at;
     let head = whole.take(head_len)?;
     if crc32fast::hash(head) != crc {
         return Err(bad("the head fails its checksum"));
@@ -345,10 +363,14 @@ fn decode_core(bytes: &[u8], key: &Hash) -> Result<NodeChunk, IndexError> {
         always_valid: true,
         ..NodeChunk::default()
     };
+    let in_place = owner.is_some();
     c.ids = Ids::with_capacity(n, n * 16);
-    c.hashes.reserve_exact(n);
-    c.text_end.reserve_exact(n);
-    c.text_chars.reserve_exact(n);
+    if !in_place {
+        c.hashes.reserve_exact(n);
+        c.text_end.reserve_exact(n);
+        c.text_chars.reserve_exact(n);
+    }
+    let nodes_at = r.at;
     for _ in 0..n {
         let id = r.str_ref()?;
         NodeId::check(id).map_err(|e| bad(format!("node id: {e}")))?;
@@ -356,7 +378,10 @@ fn decode_core(bytes: &[u8], key: &Hash) -> Result<NodeChunk, IndexError> {
             return Err(bad("node ids out of order"));
         }
         c.ids.push(id);
-        c.hashes.push(Hash::from_bytes(r.array()?));
+        let hash: [u8; 32] = r.array()?;
+        if !in_place {
+            c.hashes.push(Hash::from_bytes(hash));
+        }
     }
     let labels = r.count64(8 + 4)?;
     for _ in 0..labels {
@@ -392,8 +417,11 @@ fn decode_core(bytes: &[u8], key: &Hash) -> Result<NodeChunk, IndexError> {
         c.props.insert(k, col);
     }
     // The text table: each text's bytes, characters, crc32 and place in its node object.
-    c.text_crcs.reserve_exact(n);
-    c.text_offsets.reserve_exact(n);
+    let table_at = r.at;
+    if !in_place {
+        c.text_crcs.reserve_exact(n);
+        c.text_offsets.reserve_exact(n);
+    }
     let mut end = 0u32;
     for _ in 0..n {
         let (len, chars, crc, offset) = (r.u32()?, r.u32()?, r.u32()?, r.u32()?);
@@ -401,10 +429,12 @@ fn decode_core(bytes: &[u8], key: &Hash) -> Result<NodeChunk, IndexError> {
             return Err(bad(format!("a text of {len} bytes and {chars} characters")));
         }
         end = end.checked_add(len).ok_or_else(|| bad("chunk text over 4 GiB"))?;
-        c.text_end.push(end);
-        c.text_chars.push(chars);
-        c.text_crcs.push(crc);
-        c.text_offsets.push(offset);
+        if !in_place {
+            c.text_end.push(end);
+            c.text_chars.push(chars);
+            c.text_crcs.push(crc);
+            c.text_offsets.push(offset);
+        }
     }
     let models = r.count64(8 + 8)?;
     for _ in 0..models {
@@ -449,6 +479,13 @@ fn decode_core(bytes: &[u8], key: &Hash) -> Result<NodeChunk, IndexError> {
     }
     r.done()?;
     whole.done()?;
+    if let Some(owner) = owner {
+        c.in_place = Some(InPlace {
+            head: owner.slice(head_at..head_at + head_len),
+            nodes_at,
+            table_at,
+        });
+    }
     Ok(c)
 }
 

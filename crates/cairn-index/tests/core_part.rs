@@ -78,7 +78,7 @@ fn core_part_bytes_are_pinned() {
     assert_eq!(crc, crc32fast::hash(&bytes[CORE_PREFIX..]));
     for (l, (h, n)) in nodes().iter().enumerate() {
         let (node, offset) = core.text_place(l as u32);
-        assert_eq!(node, h);
+        assert_eq!(node, *h);
         let object = cairn_core::codec::encode_node(n);
         let at = offset as usize;
         assert_eq!(&object[at..at + n.text.len()], n.text.as_bytes());
@@ -164,6 +164,42 @@ fn texts_are_read_from_their_nodes_and_checked() {
         damaged[0].contains("c1") && damaged[0].contains("fails its checksum"),
         "{damaged:?}"
     );
+}
+
+/// A part decoded from a shared value (`decode_node_core_shared`) reads its object hashes
+/// and text table where the value lies: it equals the part decoded by copy, reads the same
+/// texts and places, re-encodes to the same bytes, refuses what the copy refuses, and its
+/// charge is not smaller than the bytes it keeps.
+#[test]
+fn a_shared_core_part_reads_hashes_and_texts_in_place() {
+    let key = Hash::of(b"core");
+    let built = core();
+    let bytes = persist::encode_node_core(&key, &built);
+    let source = source();
+    let copied = persist::decode_node_core(&bytes, &key, source.clone(), b"k").unwrap();
+    let shared = bytes::Bytes::from(bytes.clone());
+    let in_place = persist::decode_node_core_shared(&shared, &key, source.clone(), b"k").unwrap();
+    assert_eq!(in_place, copied);
+    for (l, (h, _)) in nodes().iter().enumerate() {
+        let l = l as u32;
+        assert_eq!(in_place.hash(l), *h);
+        assert_eq!(in_place.text_place(l), copied.text_place(l));
+        assert_eq!(in_place.text(l).unwrap(), built.text(l).unwrap());
+        assert_eq!(in_place.text_chars(l), built.text_chars(l));
+    }
+    assert_eq!(persist::encode_node_core(&key, &in_place), bytes);
+    assert!(in_place.heap_bytes() >= bytes.len() - CORE_PREFIX);
+    assert!(source.damaged.lock().is_empty());
+    let src: Arc<dyn RowSource> = Arc::new(OneValue::default());
+    for i in 33..bytes.len() {
+        let mut b = bytes.clone();
+        b[i] ^= 0x08;
+        let b = bytes::Bytes::from(b);
+        assert!(
+            persist::decode_node_core_shared(&b, &key, Arc::clone(&src), b"k").is_err(),
+            "byte {i}"
+        );
+    }
 }
 
 /// Every truncation and every bit flip of a core part is refused, or decodes to what

@@ -72,7 +72,7 @@ fn through_storage(view: &CommitIndexes) -> CommitIndexes {
     for c in view.chunks() {
         for l in 0..c.len() as u32 {
             let (node, offset) = c.text_place(l);
-            texts.0.insert((*node, offset), c.text(l).unwrap().as_bytes().to_vec());
+            texts.0.insert((node, offset), c.text(l).unwrap().as_bytes().to_vec());
         }
     }
     let texts: Arc<dyn cairn_index::RowSource> = Arc::new(texts);

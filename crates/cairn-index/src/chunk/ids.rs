@@ -62,6 +62,11 @@ impl Ids {
         start..self.ends[i] as usize
     }
 
+    /// Where id `i` ends: the bytes of ids `0..=i` (panics if `i >= len`).
+    pub(crate) fn end(&self, i: usize) -> usize {
+        self.ends[i] as usize
+    }
+
     /// Id `i` (panics if `i >= len`).
     pub fn get(&self, i: usize) -> &str {
         &self.bytes[self.range(i)]

@@ -22,10 +22,13 @@ const OPEN: (i64, i64) = (i64::MIN, i64::MAX);
 pub type Local = u32;
 
 /// The core columns of one chunk's nodes, by local ordinal (id order).
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct NodeChunk {
     /// Where the texts are read from when they are not held in `text` (then empty).
     pub(crate) stored_text: Option<StoredTexts>,
+    /// The stored head, when the object hashes and the text table are read where it lies
+    /// (then `hashes` and the four text columns are empty).
+    pub(crate) in_place: Option<InPlace>,
     pub(crate) ids: Ids,
     pub(crate) hashes: Vec<Hash>,
     /// Label → local ordinals.
@@ -56,6 +59,37 @@ pub struct NodeChunk {
     pub(crate) dense_models: BTreeMap<String, (u32, u32)>,
     /// Sparse models with vectors in this chunk: model → rows.
     pub(crate) sparse_models: BTreeMap<String, u32>,
+}
+
+/// A core part's stored head (storage-format §7.3.1), kept — a slice of the stored value,
+/// mapped where the store maps it (`Store::get_derived_shared`) — so that the object
+/// hashes and the text table are read where they lie instead of copied into memory:
+/// node `l`'s hash follows its id (`u64le(length) ‖ bytes`) in the nodes field, at
+/// `nodes_at + 40·l + end(l) + 8` (`end(l)`: the id bytes through node `l`), its text
+/// entry at `table_at + 16·l`.
+#[derive(Debug, Clone)]
+pub(crate) struct InPlace {
+    pub(crate) head: bytes::Bytes,
+    pub(crate) nodes_at: usize,
+    pub(crate) table_at: usize,
+}
+
+/// Equality of the columns (a part read in place equals the same part decoded).
+impl PartialEq for NodeChunk {
+    fn eq(&self, o: &Self) -> bool {
+        self.stored_text == o.stored_text
+            && self.ids == o.ids
+            && self.labels == o.labels
+            && self.validity == o.validity
+            && self.always_valid == o.always_valid
+            && self.props == o.props
+            && self.text == o.text
+            && self.dates == o.dates
+            && self.date_end == o.date_end
+            && self.dense_models == o.dense_models
+            && self.sparse_models == o.sparse_models
+            && (0..self.len() as Local).all(|l| self.hash(l) == o.hash(l) && self.text_entry(l) == o.text_entry(l))
+    }
 }
 
 /// The texts of a core part left in their node objects (storage-format §7.3.1: the part
@@ -182,7 +216,52 @@ impl NodeChunk {
 
     /// The length of node `local`'s text in characters.
     pub fn text_chars(&self, local: Local) -> usize {
-        self.text_chars[local as usize] as usize
+        self.text_entry(local).1 as usize
+    }
+
+    /// Node `local`'s text table entry (storage-format §7.3.1): its length in bytes and in
+    /// characters, its crc32, and where it starts in its node object's encoding.
+    pub(crate) fn text_entry(&self, local: Local) -> (u32, u32, u32, u32) {
+        let l = local as usize;
+        match &self.in_place {
+            Some(p) => {
+                let at = p.table_at + 16 * l;
+                let u = |i: usize| u32::from_le_bytes(p.head[at + 4 * i..at + 4 * i + 4].try_into().expect("4 bytes"));
+                (u(0), u(1), u(2), u(3))
+            }
+            None => {
+                let start = match l {
+                    0 => 0,
+                    l => self.text_end[l - 1],
+                };
+                (
+                    self.text_end[l] - start,
+                    self.text_chars[l],
+                    self.text_crcs[l],
+                    self.text_offsets[l],
+                )
+            }
+        }
+    }
+
+    /// The bytes of every text of the chunk.
+    fn text_bytes(&self) -> usize {
+        match &self.in_place {
+            Some(_) => (0..self.len() as Local).map(|l| self.text_entry(l).0 as usize).sum(),
+            None => self.text_end.last().map_or(0, |&e| e as usize),
+        }
+    }
+
+    /// Node `local`'s object hash.
+    pub fn hash(&self, local: Local) -> Hash {
+        let l = local as usize;
+        match &self.in_place {
+            Some(p) => {
+                let at = p.nodes_at + 40 * l + self.ids.end(l) + 8;
+                Hash::from_bytes(p.head[at..at + 32].try_into().expect("32 bytes"))
+            }
+            None => self.hashes[l],
+        }
     }
 
     /// Number of nodes.
@@ -200,11 +279,6 @@ impl NodeChunk {
         &self.ids
     }
 
-    /// The object hashes, in local order.
-    pub fn hashes(&self) -> &[Hash] {
-        &self.hashes
-    }
-
     /// The local ordinal of `id`, if the chunk holds it.
     pub fn local(&self, id: &NodeId) -> Option<Local> {
         self.ids.binary_search(id.as_str()).ok().map(|i| i as Local)
@@ -215,23 +289,24 @@ impl NodeChunk {
     /// source told of the damaged part. `Err` says why neither could be read.
     pub fn text(&self, local: Local) -> Result<Cow<'_, str>, String> {
         let l = local as usize;
-        let end = self.text_end[l] as usize;
-        let start = match l {
-            0 => 0,
-            l => self.text_end[l - 1] as usize,
-        };
         let Some(st) = &self.stored_text else {
+            let end = self.text_end[l] as usize;
+            let start = match l {
+                0 => 0,
+                l => self.text_end[l - 1] as usize,
+            };
             return Ok(Cow::Borrowed(&self.text[start..end]));
         };
-        if start == end {
+        let (len, _, crc, _) = self.text_entry(local);
+        if len == 0 {
             return Ok(Cow::Borrowed(""));
         }
         let held = st.held.as_ref().map(|h| &h[l]);
         if let Some(t) = held.and_then(OnceLock::get) {
             return Ok(Cow::Borrowed(t));
         }
-        let hash = &self.hashes[l];
-        let mut bytes = vec![0u8; end - start];
+        let hash = self.hash(local);
+        let mut bytes = vec![0u8; len as usize];
         let why = match self.read_text_at(st, l, &mut bytes) {
             Ok(()) => match String::from_utf8(bytes) {
                 Ok(t) => {
@@ -248,9 +323,9 @@ impl NodeChunk {
             .damaged(&st.key, format!("the text of node {} {why}", self.ids.get(l)));
         let text = st
             .source
-            .node_text(hash)
+            .node_text(&hash)
             .map_err(|e| format!("node {}: {e}", self.ids.get(l)))?;
-        if text.len() != end - start || crc32fast::hash(text.as_bytes()) != self.text_crcs[l] {
+        if text.len() != len as usize || crc32fast::hash(text.as_bytes()) != crc {
             return Err(format!(
                 "node {} does not hold the text its index part was built from",
                 self.ids.get(l)
@@ -262,11 +337,9 @@ impl NodeChunk {
     /// Reads node `l`'s text bytes (`out.len()` of them) from its node object through `st`,
     /// checked against its crc32; `Err` says why not, to follow "the text of node …".
     fn read_text_at(&self, st: &StoredTexts, l: usize, out: &mut [u8]) -> Result<(), String> {
-        match st
-            .source
-            .read_object_at(&self.hashes[l], u64::from(self.text_offsets[l]), out)
-        {
-            Ok(true) if crc32fast::hash(out) == self.text_crcs[l] => Ok(()),
+        let (_, _, crc, offset) = self.text_entry(l as Local);
+        match st.source.read_object_at(&self.hash(l as Local), u64::from(offset), out) {
+            Ok(true) if crc32fast::hash(out) == crc => Ok(()),
             Ok(true) => Err("fails its checksum".to_string()),
             Ok(false) => Err("is not where the part says".to_string()),
             Err(e) => Err(format!("could not be read ({e})")),
@@ -274,8 +347,8 @@ impl NodeChunk {
     }
 
     /// Node `local`'s object and where its text starts in the object's encoding.
-    pub fn text_place(&self, local: Local) -> (&Hash, u32) {
-        (&self.hashes[local as usize], self.text_offsets[local as usize])
+    pub fn text_place(&self, local: Local) -> (Hash, u32) {
+        (self.hash(local), self.text_entry(local).3)
     }
 
     /// Leaves the texts in their node objects, read through `source` (`key`: the part's
@@ -399,7 +472,10 @@ impl NodeChunk {
             .map(|(l, b)| l.len() + 64 + b.serialized_size())
             .sum();
         let props: usize = self.props.iter().map(|(k, c)| k.len() + 48 + c.len() * 40).sum();
-        ids + self.hashes.len() * 32
+        // A head read in place counts as held: a part's charge does not depend on where
+        // its bytes lie.
+        ids + self.in_place.as_ref().map_or(0, |p| p.head.len())
+            + self.hashes.len() * 32
             + labels
             + self.validity.len() * 16
             + self.dates.len() * 8
@@ -412,7 +488,7 @@ impl NodeChunk {
                 t.key.len()
                     + t.held
                         .as_ref()
-                        .map_or(0, |h| h.len() * 24 + self.text_end.last().map_or(0, |&e| e as usize))
+                        .map_or(0, |h| h.len() * 24 + self.text_bytes())
             })
             + 256
     }

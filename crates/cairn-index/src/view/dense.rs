@@ -561,7 +561,7 @@ impl CommitIndexes {
             let (c, r) = (c as usize, r as usize);
             let local = part.rows()[r];
             let score = part.score(query, r).or_else(|why| {
-                let node = self.chunks()[c].hashes[local as usize];
+                let node = self.chunks()[c].hash(local);
                 part.score_from_data(query, r, &view.model, why)
                     .map_err(|e| IndexError::UnreadableRow(format!("dense:{} node {}: {e}", view.model, node.short())))
             })?;

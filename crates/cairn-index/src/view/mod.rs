@@ -438,9 +438,9 @@ impl CommitIndexes {
     }
 
     /// The object hash of the node at `ordinal`.
-    pub fn hash(&self, ordinal: Ordinal) -> &Hash {
+    pub fn hash(&self, ordinal: Ordinal) -> Hash {
         let (c, l) = self.locate(ordinal);
-        &self.chunks[c].hashes()[l as usize]
+        self.chunks[c].hash(l)
     }
 
     /// The ordinal of `id`, if the commit has that node.

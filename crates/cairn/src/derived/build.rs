@@ -301,7 +301,11 @@ fn decode_part(
 ) -> std::result::Result<Part, IndexError> {
     Ok(match tag {
         TAG_NODE_CORE => {
-            let mut core = persist::decode_node_core(bytes, chunk, Arc::clone(sources.source), sources.key)?;
+            let source = Arc::clone(sources.source);
+            let mut core = match shared {
+                Some(shared) => persist::decode_node_core_shared(shared, chunk, source, sources.key)?,
+                None => persist::decode_node_core(bytes, chunk, source, sources.key)?,
+            };
             if sources.texts_in_memory {
                 // Read when one is first rendered; a text its node object does not hold
                 // then has the part rebuilt, as a dense row.
@@ -796,12 +800,19 @@ impl DerivedData {
                 texts_in_memory: ctx.texts_in_memory,
                 key: &skey,
             };
-            let read = if tag == TAG_DENSE && on_disk.is_some() {
-                // Rows left on disk (a commit large for the memory budget): the codes, most
-                // of the part, stay where the store keeps them too, read through the page
-                // cache instead of copied into fresh memory. (Held rows keep their codes in
-                // memory: scattered rows of a label read from a mapping's small pages cost
-                // the warm scans ~15 % at 100k nodes.)
+            // Rows left on disk (a commit large for the memory budget): a dense part's codes
+            // and row fields, most of it, stay where the store keeps them too, read through
+            // the page cache instead of copied into fresh memory. So do a core part's
+            // object hashes and text table where texts stay on disk too, in a store that
+            // reads values where they lie (one that copies would hold the whole head).
+            // (Held rows keep their codes in memory: scattered rows of a label read from a
+            // mapping's small pages cost the warm scans ~15 % at 100k nodes.)
+            let in_place = match tag {
+                TAG_DENSE => on_disk.is_some(),
+                TAG_NODE_CORE => !ctx.texts_in_memory && self.store.reads_derived_ranges(),
+                _ => false,
+            };
+            let read = if in_place {
                 self.store
                     .get_derived_shared(&skey)
                     .map(|v| v.map(|b| decode_part(tag, &b, Some(&b), &ch.key, sources())))
