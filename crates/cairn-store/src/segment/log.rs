@@ -477,23 +477,49 @@ impl<K: LogKey> Log<K> {
         let Some((loc, file)) = self.locate(key) else {
             return Ok(None);
         };
+        self.read_record_at(key, loc, &file, bytes).map(Some)
+    }
+
+    /// Reads `key`'s record, at `loc` in `file`, into `bytes` (resized to the record) and
+    /// checks it: the value's range in it.
+    fn read_record_at(
+        &self,
+        key: &K,
+        loc: Loc,
+        file: &File,
+        bytes: &mut Vec<u8>,
+    ) -> Result<std::ops::Range<usize>, StoreError> {
         bytes.resize(loc.len as usize, 0);
-        let corrupt = |detail: String| StoreError::Corrupt {
-            space: self.space,
-            key: hex(key.bytes()),
-            detail,
-        };
         file.read_exact_at(bytes, loc.offset).map_err(|e| {
             if e.kind() == io::ErrorKind::UnexpectedEof {
-                corrupt(format!("segment {:08} ends inside the record", loc.segment))
+                self.cut_short(key, loc)
             } else {
                 io_error(&self.dir, "reading a record", e)
             }
         })?;
-        let value = record::check(bytes, key.bytes())
-            .map_err(|detail| corrupt(format!("segment {:08} byte {}: {detail}", loc.segment, loc.offset)))?;
+        self.check_record(key, loc, bytes)
+    }
+
+    /// Checks `record`, `key`'s record at `loc` (header crc, key, value crc): the value's
+    /// range in it.
+    fn check_record(&self, key: &K, loc: Loc, record: &[u8]) -> Result<std::ops::Range<usize>, StoreError> {
+        let value = record::check(record, key.bytes())
+            .map_err(|detail| self.corrupt(key, format!("segment {:08} byte {}: {detail}", loc.segment, loc.offset)))?;
         let start = HEADER + key.bytes().len();
-        Ok(Some(start..start + value.len()))
+        Ok(start..start + value.len())
+    }
+
+    /// `key`'s record at `loc` runs past the end of its segment.
+    fn cut_short(&self, key: &K, loc: Loc) -> StoreError {
+        self.corrupt(key, format!("segment {:08} ends inside the record", loc.segment))
+    }
+
+    fn corrupt(&self, key: &K, detail: String) -> StoreError {
+        StoreError::Corrupt {
+            space: self.space,
+            key: hex(key.bytes()),
+            detail,
+        }
     }
 
     /// The value stored under `key`, checked, as a slice of its sealed segment's mapping
@@ -516,21 +542,16 @@ impl<K: LogKey> Log<K> {
         };
         let map = if sealed { self.map_of(loc.segment, &file) } else { None };
         let Some(map) = map else {
-            return Ok(self.get(key)?.map(bytes::Bytes::from));
-        };
-        let corrupt = |detail: String| StoreError::Corrupt {
-            space: self.space,
-            key: hex(key.bytes()),
-            detail,
+            let mut bytes = Vec::new();
+            let value = self.read_record_at(key, loc, &file, &mut bytes)?;
+            return Ok(Some(bytes::Bytes::from(bytes).slice(value)));
         };
         let start = loc.offset as usize;
         let record = map
             .get(start..start + loc.len as usize)
-            .ok_or_else(|| corrupt(format!("segment {:08} ends inside the record", loc.segment)))?;
-        let value = record::check(record, key.bytes())
-            .map_err(|detail| corrupt(format!("segment {:08} byte {}: {detail}", loc.segment, loc.offset)))?;
-        let at = start + HEADER + key.bytes().len();
-        Ok(Some(map.slice(at..at + value.len())))
+            .ok_or_else(|| self.cut_short(key, loc))?;
+        let value = self.check_record(key, loc, record)?;
+        Ok(Some(map.slice(start + value.start..start + value.end)))
     }
 
     /// Sealed segment `id`'s mapping, made on first use; `None` if it cannot be mapped.
