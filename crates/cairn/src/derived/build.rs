@@ -289,22 +289,32 @@ struct Sources<'a> {
     key: &'a [u8],
 }
 
-/// Decodes a stored part (`chunk`: its chunk key), with what it reads from `sources`;
-/// `shared`: the same bytes as a shared value, whose int8 codes a dense part keeps where
-/// they lie (`Store::get_derived_shared`).
+/// A stored value as the store handed it out: lent for the decode, or shared
+/// (`Store::get_derived_shared`: maybe a slice of the store's mapping), which a part may
+/// keep and read where it lies.
+enum Stored<'a> {
+    Lent(&'a [u8]),
+    Shared(&'a bytes::Bytes),
+}
+
+/// Decodes a stored part (`chunk`: its chunk key), with what it reads from `sources`. Of a
+/// shared value, a dense part keeps its codes and row fields, a core part its head.
 fn decode_part(
     tag: u8,
-    bytes: &[u8],
-    shared: Option<&bytes::Bytes>,
+    value: Stored<'_>,
     chunk: &Hash,
     sources: Sources<'_>,
 ) -> std::result::Result<Part, IndexError> {
+    let bytes: &[u8] = match value {
+        Stored::Lent(b) => b,
+        Stored::Shared(b) => b,
+    };
     Ok(match tag {
         TAG_NODE_CORE => {
             let source = Arc::clone(sources.source);
-            let mut core = match shared {
-                Some(shared) => persist::decode_node_core_shared(shared, chunk, source, sources.key)?,
-                None => persist::decode_node_core(bytes, chunk, source, sources.key)?,
+            let mut core = match value {
+                Stored::Shared(shared) => persist::decode_node_core_shared(shared, chunk, source, sources.key)?,
+                Stored::Lent(bytes) => persist::decode_node_core(bytes, chunk, source, sources.key)?,
             };
             if sources.texts_in_memory {
                 // Read when one is first rendered; a text its node object does not hold
@@ -316,9 +326,9 @@ fn decode_part(
         TAG_TEXT => Part::Text(Arc::new(persist::decode_text(bytes, chunk)?)),
         TAG_SPARSE => Part::Sparse(Arc::new(persist::decode_sparse(bytes, chunk)?.1)),
         TAG_DENSE => {
-            let head = match shared {
-                Some(shared) => persist::decode_dense_shared(shared, chunk)?.2,
-                None => persist::decode_dense(bytes, chunk)?.2,
+            let head = match value {
+                Stored::Shared(shared) => persist::decode_dense_shared(shared, chunk)?.2,
+                Stored::Lent(bytes) => persist::decode_dense(bytes, chunk)?.2,
             };
             let source = sources.source;
             Part::Dense(Arc::new(if sources.rows_stay {
@@ -815,12 +825,12 @@ impl DerivedData {
             let read = if in_place {
                 self.store
                     .get_derived_shared(&skey)
-                    .map(|v| v.map(|b| decode_part(tag, &b, Some(&b), &ch.key, sources())))
+                    .map(|v| v.map(|b| decode_part(tag, Stored::Shared(&b), &ch.key, sources())))
             } else {
                 let mut decoded = None;
                 self.store
                     .with_derived(&skey, &mut |bytes| {
-                        decoded = Some(decode_part(tag, bytes, None, &ch.key, sources()))
+                        decoded = Some(decode_part(tag, Stored::Lent(bytes), &ch.key, sources()))
                     })
                     .map(|found| decoded.filter(|_| found))
             };
