@@ -662,14 +662,14 @@ fn decode_dense_in(bytes: &[u8], owner: Option<&Bytes>, key: &Hash) -> Result<(S
     if code_min {
         return Err(bad("an int8 code of -128"));
     }
-    let held = match owner {
-        Some(b) => b.slice(fields_at..codes_at + raw.len()),
-        None => Bytes::copy_from_slice(&bytes[fields_at..codes_at + raw.len()]),
-    };
     if crc.finalize() != r.u32()? {
         return Err(bad("the head fails its checksum"));
     }
     r.done()?;
+    let held = match owner {
+        Some(b) => b.slice(fields_at..codes_at + raw.len()),
+        None => Bytes::copy_from_slice(&bytes[fields_at..codes_at + raw.len()]),
+    };
     let fields = RowFields::from_bytes(rows, held.slice(..fields_len)).ok_or_else(|| bad("dense row fields"))?;
     fields.check().map_err(bad)?;
     let head = DenseHead {

@@ -75,7 +75,7 @@ impl DenseHead {
 
     /// Row `r`'s node object and the offset of its vector in the object's encoding.
     pub fn row_place(&self, r: usize) -> Option<(Hash, u32)> {
-        (r < self.rows.len()).then(|| (self.fields.node(r), self.fields.offset(r)))
+        self.fields.place(r)
     }
 
     /// The part, with its rows left in their node objects and read through `source`, one
@@ -258,7 +258,7 @@ impl DenseChunk {
 
     /// Row `r`'s node object and the offset of its vector in the object's encoding.
     pub fn row_place(&self, r: usize) -> Option<(Hash, u32)> {
-        (r < self.rows.len()).then(|| (self.fields.node(r), self.fields.offset(r)))
+        self.fields.place(r)
     }
 
     /// Row `r`'s int8 scale.

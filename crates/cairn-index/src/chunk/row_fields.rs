@@ -61,16 +61,20 @@ impl RowFields {
         &self.bytes
     }
 
-    /// Where row `r`'s entry of 4-byte column `column` starts.
+    /// Where row `r`'s entry of a column of `width` bytes a row starts; `column`: the bytes
+    /// a row has in the columns before it (0, 4, 8, 12 for the scales, bound terms and
+    /// crcs, 16 for the node hashes, 48 for the offsets), so the column starts at byte
+    /// `column · rows`.
     #[inline(always)]
-    fn at(&self, column: usize, r: usize) -> usize {
+    fn at(&self, column: usize, width: usize, r: usize) -> usize {
         debug_assert!(r < self.rows);
-        column * 4 * self.rows + 4 * r
+        column * self.rows + width * r
     }
 
+    /// Row `r`'s entry of a 4-byte column ([`RowFields::at`]'s `column`).
     #[inline(always)]
     fn u32_at(&self, column: usize, r: usize) -> u32 {
-        let at = self.at(column, r);
+        let at = self.at(column, 4, r);
         u32::from_le_bytes(self.bytes[at..at + 4].try_into().expect("4 bytes"))
     }
 
@@ -83,37 +87,42 @@ impl RowFields {
     /// Row `r`'s bound term `u` (`dense/int8.rs`).
     #[inline(always)]
     pub(crate) fn bound_u(&self, r: usize) -> f32 {
-        f32::from_bits(self.u32_at(1, r))
+        f32::from_bits(self.u32_at(4, r))
     }
 
     /// Row `r`'s bound term `v`.
     #[inline(always)]
     pub(crate) fn bound_v(&self, r: usize) -> f32 {
-        f32::from_bits(self.u32_at(2, r))
+        f32::from_bits(self.u32_at(8, r))
     }
 
     /// The crc32 of row `r`'s little-endian bytes.
     pub(crate) fn crc(&self, r: usize) -> u32 {
-        self.u32_at(3, r)
+        self.u32_at(12, r)
     }
 
     /// Row `r`'s node object.
     pub(crate) fn node(&self, r: usize) -> Hash {
-        let at = 16 * self.rows + 32 * r;
+        let at = self.at(16, 32, r);
         Hash::from_bytes(self.bytes[at..at + 32].try_into().expect("32 bytes"))
     }
 
     /// Where row `r`'s vector starts in its node object's encoding.
     pub(crate) fn offset(&self, r: usize) -> u32 {
-        let at = 48 * self.rows + 4 * r;
-        u32::from_le_bytes(self.bytes[at..at + 4].try_into().expect("4 bytes"))
+        self.u32_at(48, r)
+    }
+
+    /// Row `r`'s node object and the offset of its vector in the object's encoding, if
+    /// there is such a row.
+    pub(crate) fn place(&self, r: usize) -> Option<(Hash, u32)> {
+        (r < self.rows).then(|| (self.node(r), self.offset(r)))
     }
 
     /// The bytes of row `r`'s scale and bound terms, for a prefetch (three cache lines).
     #[inline(always)]
     pub(crate) fn bound_bytes(&self, r: usize) -> [&[u8]; 3] {
-        [0, 1, 2].map(|c| {
-            let at = self.at(c, r);
+        [0, 4, 8].map(|c| {
+            let at = self.at(c, 4, r);
             &self.bytes[at..at + 4]
         })
     }
