@@ -370,7 +370,6 @@ fn decode_core(bytes: &[u8], owner: Option<&Bytes>, key: &Hash) -> Result<NodeCh
         c.text_end.reserve_exact(n);
         c.text_chars.reserve_exact(n);
     }
-    let nodes_at = r.at;
     for _ in 0..n {
         let id = r.str_ref()?;
         NodeId::check(id).map_err(|e| bad(format!("node id: {e}")))?;
@@ -482,7 +481,6 @@ fn decode_core(bytes: &[u8], owner: Option<&Bytes>, key: &Hash) -> Result<NodeCh
     if let Some(owner) = owner {
         c.in_place = Some(InPlace {
             head: owner.slice(head_at..head_at + head_len),
-            nodes_at,
             table_at,
         });
     }

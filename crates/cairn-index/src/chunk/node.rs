@@ -64,13 +64,12 @@ pub struct NodeChunk {
 /// A core part's stored head (storage-format §7.3.1), kept — a slice of the stored value,
 /// mapped where the store maps it (`Store::get_derived_shared`) — so that the object
 /// hashes and the text table are read where they lie instead of copied into memory:
-/// node `l`'s hash follows its id (`u64le(length) ‖ bytes`) in the nodes field, at
-/// `nodes_at + 40·l + end(l) + 8` (`end(l)`: the id bytes through node `l`), its text
-/// entry at `table_at + 16·l`.
+/// node `l`'s hash follows its id (`u64le(length) ‖ bytes`) in the nodes field, which
+/// starts after `n`: at `4 + 40·l + end(l) + 8` (`end(l)`: the id bytes through node `l`);
+/// its text entry at `table_at + 16·l`.
 #[derive(Debug, Clone)]
 pub(crate) struct InPlace {
     pub(crate) head: bytes::Bytes,
-    pub(crate) nodes_at: usize,
     pub(crate) table_at: usize,
 }
 
@@ -257,7 +256,7 @@ impl NodeChunk {
         let l = local as usize;
         match &self.in_place {
             Some(p) => {
-                let at = p.nodes_at + 40 * l + self.ids.end(l) + 8;
+                let at = 4 + 40 * l + self.ids.end(l) + 8;
                 Hash::from_bytes(p.head[at..at + 32].try_into().expect("32 bytes"))
             }
             None => self.hashes[l],
