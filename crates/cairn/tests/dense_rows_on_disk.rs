@@ -247,14 +247,8 @@ fn codes_read_where_they_lie_give_the_same_bytes_and_damage_is_rebuilt() {
     // Flip the last byte of a dense part's value (an int8 code) where it lies, in a sealed
     // segment: find the part's record by its key.
     let key_of = |bytes: &[u8]| {
-        let mut at = None;
-        for i in 0..bytes.len().saturating_sub(40) {
-            if bytes[i..].starts_with(b"ck/") && bytes.get(i + 35) == Some(&TAG_DENSE) && bytes[i + 36] == b'm' {
-                at = Some(i);
-                break;
-            }
-        }
-        at
+        (0..bytes.len().saturating_sub(40))
+            .find(|&i| bytes[i..].starts_with(b"ck/") && bytes[i + 35] == TAG_DENSE && bytes[i + 36] == b'm')
     };
     let (file, key_at) = sealed[..sealed.len() - 1]
         .iter()
