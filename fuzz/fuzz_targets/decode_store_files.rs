@@ -1,6 +1,8 @@
 //! Arbitrary bytes into the segment store's decoders of its own files: a segment's hint
-//! and the index snapshot (`index.crx`). The input is the body; its checksum is appended
-//! here, so the fuzzer reaches the parsers (a damaged file fails its checksum first). A
+//! and the index snapshot (`index.crx`). For the hint the input is the body and its
+//! checksum is appended here; for the snapshot it is the whole file, whose checksums the
+//! entry point does not check — so the fuzzer reaches the parsers (a damaged file fails
+//! its checksum first). A
 //! decoder may refuse anything, must not panic or allocate beyond what the input
 //! describes, and what it accepts must encode back to the same bytes (hint) or find its
 //! own keys (snapshot).

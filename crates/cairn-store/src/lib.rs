@@ -44,8 +44,9 @@ pub mod fuzzing {
         crate::segment::fuzz_hint(body, segment_len)
     }
 
-    /// The index snapshot (`index.crx`): `body` with its checksum appended, decoded, and
-    /// an accepted snapshot's keys looked up. True if accepted.
+    /// The index snapshot (`index.crx`): `body` as a whole file, its checksums not
+    /// checked, decoded, and keys of an accepted snapshot's blocks looked up. True if its
+    /// head is accepted.
     pub fn snapshot(body: &[u8]) -> bool {
         crate::segment::fuzz_snapshot(body)
     }

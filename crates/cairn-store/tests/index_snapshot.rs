@@ -239,15 +239,17 @@ fn records_appended_after_the_snapshot_are_read_without_a_clean_close() {
 }
 
 /// The fuzz target's entry points (`cairn_store::fuzzing`, `fuzz/fuzz_targets/
-/// decode_store_files.rs`) reach the decoders: a real hint's and a real snapshot's bodies
-/// (checksum cut off; the entry point appends it again) are accepted, and one flipped byte
-/// in a hint's count is refused.
+/// decode_store_files.rs`) reach the decoders: a real hint's body (checksum cut off; the
+/// entry point appends it again) and a real snapshot (whole; its checksums are not
+/// checked there) are accepted, one flipped byte in a hint's count is refused, and so is a
+/// snapshot one byte short.
 #[test]
 fn the_fuzz_entry_points_accept_real_files_and_refuse_a_changed_one() {
     let dir = tempfile::tempdir().unwrap();
     filled(dir.path());
     let snapshot = fs::read(dir.path().join("objects/index.crx")).unwrap();
-    assert!(cairn_store::fuzzing::snapshot(&snapshot[..snapshot.len() - 4]));
+    assert!(cairn_store::fuzzing::snapshot(&snapshot));
+    assert!(!cairn_store::fuzzing::snapshot(&snapshot[..snapshot.len() - 1]));
     let hint = fs::read(dir.path().join("objects/00000001.hint")).unwrap();
     let segment_len = fs::metadata(dir.path().join("objects/00000001.seg")).unwrap().len();
     let body = &hint[..hint.len() - 4];
@@ -327,5 +329,44 @@ fn many_small_records_get_a_first_snapshot() {
     let store = SegmentStore::open(dir.path()).unwrap();
     for (h, bytes) in &all {
         assert_eq!(store.get(h).unwrap().as_deref(), Some(&bytes[..]), "{h}");
+    }
+}
+
+/// A flipped byte in a block of the snapshot (entries or key area) is found by the first
+/// lookup that reads the block, not by the open (which reads only the head): the log then
+/// rebuilds its index from the hints and segments, removes the damaged file, and answers
+/// exactly as before — whether the first thing asked is a read or a write (a put of
+/// present objects looks them up first) — and the next close writes a sound snapshot.
+#[test]
+fn a_damaged_snapshot_block_is_found_by_a_lookup_and_the_index_rebuilt() {
+    let pristine = tempfile::tempdir().unwrap();
+    let objects = filled(pristine.path());
+    let expected = seen(&open(pristine.path()));
+    let crx = |dir: &Path| dir.join("objects/index.crx");
+    let len = fs::metadata(crx(pristine.path())).unwrap().len() as usize;
+    for (n, at) in [len * 3 / 10, len / 2, len * 7 / 10, len * 9 / 10, len - 3]
+        .into_iter()
+        .enumerate()
+    {
+        let work = tempfile::tempdir().unwrap();
+        for rel in files(pristine.path()) {
+            let dest = work.path().join(&rel);
+            fs::create_dir_all(dest.parent().unwrap()).unwrap();
+            fs::copy(pristine.path().join(&rel), dest).unwrap();
+        }
+        let mut bytes = fs::read(crx(work.path())).unwrap();
+        bytes[at] ^= 0x10;
+        fs::write(crx(work.path()), &bytes).unwrap();
+        let store = open(work.path());
+        assert!(crx(work.path()).exists(), "byte {at}: the open read no block");
+        if n % 2 == 1 {
+            store.put_batch(&objects[..40]).unwrap();
+        }
+        assert_eq!(seen(&store), expected, "byte {at}");
+        assert!(!crx(work.path()).exists(), "byte {at}: the damaged snapshot is removed");
+        drop(store);
+        let again = fs::read(crx(work.path())).unwrap();
+        assert_ne!(again, bytes, "byte {at}: a new snapshot at the close");
+        assert_eq!(seen(&open(work.path())), expected, "byte {at}: reopened");
     }
 }

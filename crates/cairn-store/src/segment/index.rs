@@ -8,12 +8,15 @@
 //! A snapshot entry naming a segment that compaction has removed is always hidden: a
 //! compaction copies every live record of a segment before removing it, and the copy's
 //! location goes into the map.
+//!
+//! Whatever reads the snapshot may find one of its blocks damaged ([`Damaged`]): it then
+//! changes nothing, and the log rebuilds the index without the snapshot.
 
 use std::collections::BTreeMap;
 use std::ops::{Bound, RangeBounds};
 
 use super::log::LogKey;
-use super::snapshot::Snapshot;
+use super::snapshot::{Damaged, Snapshot};
 
 /// Where a live record is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,10 +47,10 @@ impl<K: LogKey> Index<K> {
         base: Option<Snapshot>,
         map: BTreeMap<K, Option<Loc>>,
         mut superseded: impl FnMut(Loc),
-    ) -> Index<K> {
+    ) -> Result<Index<K>, Damaged> {
         let (mut count, mut value_bytes) = base.as_ref().map_or((0, 0), Snapshot::count);
         for (k, loc) in &map {
-            if let Some(old) = base.as_ref().and_then(|b| b.get(k.bytes())) {
+            if let Some(old) = base.as_ref().map(|b| b.get(k.bytes())).transpose()?.flatten() {
                 count -= 1;
                 value_bytes -= u64::from(old.value_len);
                 superseded(old);
@@ -57,12 +60,12 @@ impl<K: LogKey> Index<K> {
                 value_bytes += u64::from(l.value_len);
             }
         }
-        Index {
+        Ok(Index {
             base,
             map,
             count,
             value_bytes,
-        }
+        })
     }
 
     /// The keys the map decides — each an entry an open reads beyond the snapshot, or
@@ -77,39 +80,41 @@ impl<K: LogKey> Index<K> {
     }
 
     /// Where `key`'s record is.
-    pub(super) fn get(&self, key: &K) -> Option<Loc> {
-        match self.map.get(key) {
-            Some(loc) => *loc,
-            None => self.base.as_ref()?.get(key.bytes()),
+    pub(super) fn get(&self, key: &K) -> Result<Option<Loc>, Damaged> {
+        match (self.map.get(key), &self.base) {
+            (Some(loc), _) => Ok(*loc),
+            (None, Some(b)) => b.get(key.bytes()),
+            (None, None) => Ok(None),
         }
     }
 
     /// True if `key` has a record.
-    pub(super) fn contains(&self, key: &K) -> bool {
-        self.get(key).is_some()
+    pub(super) fn contains(&self, key: &K) -> Result<bool, Damaged> {
+        Ok(self.get(key)?.is_some())
     }
 
     /// Points `key` at `loc`; the location it had, if any.
-    pub(super) fn insert(&mut self, key: K, loc: Loc) -> Option<Loc> {
-        let old = self.get(&key);
+    pub(super) fn insert(&mut self, key: K, loc: Loc) -> Result<Option<Loc>, Damaged> {
+        let old = self.get(&key)?;
         self.account(old, Some(loc));
         self.map.insert(key, Some(loc));
-        old
+        Ok(old)
     }
 
     /// Removes `key`; the location it had, if any.
-    pub(super) fn remove(&mut self, key: &K) -> Option<Loc> {
-        let old = self.get(key);
+    pub(super) fn remove(&mut self, key: &K) -> Result<Option<Loc>, Damaged> {
+        let old = self.get(key)?;
+        let in_base = match &self.base {
+            Some(b) => b.get(key.bytes())?.is_some(),
+            None => false,
+        };
         self.account(old, None);
-        match &self.base {
-            Some(b) if b.get(key.bytes()).is_some() => {
-                self.map.insert(key.clone(), None);
-            }
-            _ => {
-                self.map.remove(key);
-            }
+        if in_base {
+            self.map.insert(key.clone(), None);
+        } else {
+            self.map.remove(key);
         }
-        old
+        Ok(old)
     }
 
     fn account(&mut self, old: Option<Loc>, new: Option<Loc>) {
@@ -129,57 +134,68 @@ impl<K: LogKey> Index<K> {
     }
 
     /// Every live key in `range` with its location, in key order.
-    pub(super) fn entries(&self, range: impl RangeBounds<K>) -> Vec<(K, Loc)> {
+    pub(super) fn entries(&self, range: impl RangeBounds<K>) -> Result<Vec<(K, Loc)>, Damaged> {
         let mut out = Vec::new();
-        self.merge(&range, |k, l| out.push((k, l)));
-        out
+        self.merge(&range, |k, l| out.push((k, l)))?;
+        Ok(out)
     }
 
     /// Every live key in `range`, in order.
-    pub(super) fn keys(&self, range: impl RangeBounds<K>) -> Vec<K> {
+    pub(super) fn keys(&self, range: impl RangeBounds<K>) -> Result<Vec<K>, Damaged> {
         let mut out = Vec::new();
-        self.merge(&range, |k, _| out.push(k));
-        out
+        self.merge(&range, |k, _| out.push(k))?;
+        Ok(out)
     }
 
     /// The last live key in `range`.
-    pub(super) fn last_key(&self, range: impl RangeBounds<K>) -> Option<K> {
+    pub(super) fn last_key(&self, range: impl RangeBounds<K>) -> Result<Option<K>, Damaged> {
         let from_map = self
             .map
             .range((range.start_bound(), range.end_bound()))
             .rev()
             .find(|(_, l)| l.is_some())
             .map(|(k, _)| k.clone());
-        let from_base = self.base.as_ref().and_then(|b| {
-            let r = b.range(bytes_bound(range.start_bound()), bytes_bound(range.end_bound()));
-            r.rev()
-                .filter_map(|i| K::from_bytes(b.key(i)))
-                .find(|k| !self.map.contains_key(k))
-        });
-        from_map.max(from_base)
+        let mut from_base = None;
+        if let Some(b) = &self.base {
+            for i in b
+                .range(bytes_bound(range.start_bound()), bytes_bound(range.end_bound()))?
+                .rev()
+            {
+                let Some(k) = K::from_bytes(b.entry(i)?.0) else {
+                    continue;
+                };
+                if !self.map.contains_key(&k) {
+                    from_base = Some(k);
+                    break;
+                }
+            }
+        }
+        Ok(from_map.max(from_base))
     }
 
     /// Calls `f` with every live key in `range` and its location, in key order.
-    fn merge(&self, range: &impl RangeBounds<K>, mut f: impl FnMut(K, Loc)) {
+    fn merge(&self, range: &impl RangeBounds<K>, mut f: impl FnMut(K, Loc)) -> Result<(), Damaged> {
         let mut map = self
             .map
             .range((range.start_bound(), range.end_bound()))
             .filter_map(|(k, l)| l.map(|l| (k, l)))
             .peekable();
         if let Some(b) = &self.base {
-            for i in b.range(bytes_bound(range.start_bound()), bytes_bound(range.end_bound())) {
-                let Some(key) = K::from_bytes(b.key(i)) else { continue };
+            for i in b.range(bytes_bound(range.start_bound()), bytes_bound(range.end_bound()))? {
+                let (key, loc) = b.entry(i)?;
+                let Some(key) = K::from_bytes(key) else { continue };
                 while let Some((k, l)) = map.next_if(|(k, _)| **k < key) {
                     f(k.clone(), l);
                 }
                 if !self.map.contains_key(&key) {
-                    f(key, b.loc(i));
+                    f(key, loc);
                 }
             }
         }
         for (k, l) in map {
             f(k.clone(), l);
         }
+        Ok(())
     }
 }
 
@@ -212,24 +228,35 @@ mod tests {
         snapshot::write(dir.path(), &[(1, 100, 60)], base.into_iter()).unwrap();
         let snap = Snapshot::read(dir.path()).unwrap();
         let k = |s: &str| -> Box<[u8]> { s.as_bytes().into() };
-        let mut index: Index<Box<[u8]>> = Index::new(Some(snap), BTreeMap::from([(k("b"), Some(loc(2, 0)))]), |_| {});
+        let mut index: Index<Box<[u8]>> =
+            Index::new(Some(snap), BTreeMap::from([(k("b"), Some(loc(2, 0)))]), |_| {}).unwrap();
         assert_eq!(index.count(), (4, 20));
-        assert_eq!(index.remove(&k("c")), Some(loc(1, 20)));
-        assert_eq!(index.remove(&k("zz")), None);
-        assert_eq!(index.insert(k("e"), loc(2, 20)), Some(loc(1, 40)));
-        assert_eq!(index.insert(k("d"), loc(2, 40)), None);
-        assert_eq!(index.get(&k("c")), None);
-        assert_eq!(index.get(&k("a")), Some(loc(1, 0)));
+        assert_eq!(index.remove(&k("c")), Ok(Some(loc(1, 20))));
+        assert_eq!(index.remove(&k("zz")), Ok(None));
+        assert_eq!(index.insert(k("e"), loc(2, 20)), Ok(Some(loc(1, 40))));
+        assert_eq!(index.insert(k("d"), loc(2, 40)), Ok(None));
+        assert_eq!(index.get(&k("c")), Ok(None));
+        assert_eq!(index.get(&k("a")), Ok(Some(loc(1, 0))));
         assert_eq!(index.count(), (4, 20));
-        let all: Vec<_> = index.entries(..).into_iter().map(|(k, l)| (k, l.segment)).collect();
+        let all: Vec<_> = index
+            .entries(..)
+            .unwrap()
+            .into_iter()
+            .map(|(k, l)| (k, l.segment))
+            .collect();
         assert_eq!(all, vec![(k("a"), 1), (k("b"), 2), (k("d"), 2), (k("e"), 2)]);
-        let some: Vec<_> = index.entries(k("b")..k("e")).into_iter().map(|e| e.0).collect();
+        let some: Vec<_> = index
+            .entries(k("b")..k("e"))
+            .unwrap()
+            .into_iter()
+            .map(|e| e.0)
+            .collect();
         assert_eq!(some, vec![k("b"), k("d")]);
-        assert_eq!(index.last_key(..k("d")), Some(k("b")));
-        assert_eq!(index.last_key(..), Some(k("e")));
-        assert_eq!(index.remove(&k("e")), Some(loc(2, 20)));
-        assert_eq!(index.last_key(..), Some(k("d")));
-        assert_eq!(index.remove(&k("b")), Some(loc(2, 0)));
-        assert_eq!(index.get(&k("b")), None, "a key only the map had is gone");
+        assert_eq!(index.last_key(..k("d")), Ok(Some(k("b"))));
+        assert_eq!(index.last_key(..), Ok(Some(k("e"))));
+        assert_eq!(index.remove(&k("e")), Ok(Some(loc(2, 20))));
+        assert_eq!(index.last_key(..), Ok(Some(k("d"))));
+        assert_eq!(index.remove(&k("b")), Ok(Some(loc(2, 0))));
+        assert_eq!(index.get(&k("b")), Ok(None), "a key only the map had is gone");
     }
 }

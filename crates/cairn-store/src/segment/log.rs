@@ -35,7 +35,7 @@ use super::hint;
 use super::index::{Index, Loc};
 use super::reader::read_range;
 use super::record::{self, Found, Kind, HEADER};
-use super::snapshot::{self, Snapshot};
+use super::snapshot::{self, Damaged, Snapshot};
 use super::{FileChange, FileStep, FileStepHook};
 use crate::error::{hex, StoreError};
 
@@ -121,6 +121,9 @@ impl Segment {
 struct State<K> {
     index: Index<K>,
     segments: BTreeMap<u32, Segment>,
+    /// Bytes of the newest segment whose records the index has (a write under way may
+    /// have put more in the file): where a rebuild of the index stops reading it.
+    applied: u64,
 }
 
 /// The segment being appended to.
@@ -197,7 +200,7 @@ fn open_index<K: LogKey>(
     base: Option<Snapshot>,
     records: Vec<(K, Option<Loc>)>,
     segments: &mut BTreeMap<u32, Segment>,
-) -> Index<K> {
+) -> Result<Index<K>, Damaged> {
     let mut map = latest_records(records);
     match &base {
         Some(b) => {
@@ -221,6 +224,138 @@ fn open_index<K: LogKey>(
             s.live -= u64::from(old.len);
         }
     })
+}
+
+/// What reading a log's segments gives ([`read_index`]).
+struct Read<K> {
+    index: Index<K>,
+    /// Every segment, with its records' total and live bytes.
+    segments: BTreeMap<u32, Segment>,
+    /// Where the newest segment's last sound record ends (0 without a segment).
+    end: u64,
+    /// The newest segment has no hint that holds (it was scanned, in part or whole).
+    needs_hint: bool,
+}
+
+/// The index of the segments in `files` (id → the file and the bytes of it to read): the
+/// snapshot `base`, which must match them, under every record it does not cover — read
+/// from each segment's hint when that holds, otherwise by a scan whose damage goes to
+/// `problems`. `Ok(Err(Damaged))`: a block of `base` that the merge read is damaged (an
+/// open then reads again without it).
+fn read_index<K: LogKey>(
+    dir: &Path,
+    space: &'static str,
+    files: &BTreeMap<u32, (Arc<File>, u64)>,
+    base: Option<Snapshot>,
+    problems: &mut Vec<String>,
+) -> Result<Result<Read<K>, Damaged>, StoreError> {
+    let err = |what: &str, e: io::Error| io_error(dir, what, e);
+    let last = files.keys().next_back().copied();
+    // Every record in log order (segments, then offsets): `None` for a tombstone.
+    let mut records: Vec<(K, Option<Loc>)> = Vec::new();
+    let mut segments: BTreeMap<u32, Segment> = BTreeMap::new();
+    let (mut end, mut needs_hint) = (0, false);
+    for (&id, (file, len)) in files {
+        let (file, len) = (file, *len);
+        let path = segment_path(dir, id);
+        let is_last = Some(id) == last;
+        let mut segment = Segment::new(Arc::clone(file));
+        // The bytes the snapshot covers (their totals come from it: `open_index`).
+        let from = base.as_ref().and_then(|b| b.covered().get(&id)).map_or(0, |c| c.len);
+        if from > 0 && from == len {
+            if is_last {
+                end = len;
+            }
+            segments.insert(id, segment);
+            continue;
+        }
+        // A hint is used only if its length matches the segment's: for the active
+        // segment that means nothing was appended since the hint was written (at the
+        // last clean close).
+        let entries = hint::read(dir, id, file);
+        let hinted = entries.is_some();
+        let (entries, good_end) = match entries {
+            Some(mut entries) => {
+                entries.retain(|e| e.offset >= from);
+                (
+                    entries,
+                    file.metadata().map_err(|e| err("reading a segment's length", e))?.len(),
+                )
+            }
+            None => {
+                let mut entries = Vec::new();
+                let problems_before = problems.len();
+                let scanned = record::scan_from(file, from, |found| match found {
+                    Found::Record {
+                        offset,
+                        kind,
+                        key,
+                        value_len,
+                    } => entries.push(hint::Entry {
+                        kind,
+                        key,
+                        offset,
+                        value_len: value_len as u32,
+                    }),
+                    Found::Damaged { start, end } => problems.push(format!(
+                        "{space} segment {}: bytes {start}..{end} hold no readable record (skipped; \
+                         whatever they held is lost)",
+                        path.display()
+                    )),
+                })
+                .map_err(|e| err(&format!("reading {}", path.display()), e))?;
+                if scanned.good_end < scanned.file_len && !is_last {
+                    problems.push(format!(
+                        "{space} segment {}: bytes {}..{} at its end hold no readable record (skipped)",
+                        path.display(),
+                        scanned.good_end,
+                        scanned.file_len
+                    ));
+                }
+                if !is_last && from == 0 && problems.len() == problems_before {
+                    // A sound sealed segment: remember its records for next time.
+                    let _ = hint::write(dir, id, scanned.file_len, &entries);
+                }
+                (entries, scanned.good_end)
+            }
+        };
+        // Only the records within the bytes asked for (a rebuild reads the newest
+        // segment up to where the index had it: a write may be under way after that).
+        for e in entries {
+            let rec_len = record::record_len(e.key.len(), e.value_len as usize);
+            if e.offset + rec_len > len {
+                continue;
+            }
+            segment.total += rec_len;
+            let Some(key) = K::from_bytes(&e.key) else {
+                problems.push(format!(
+                    "{space} segment {}: a record at byte {} has key {}, which is not a {space} key",
+                    path.display(),
+                    e.offset,
+                    hex(&e.key)
+                ));
+                continue;
+            };
+            let loc = (e.kind == Kind::Put).then_some(Loc {
+                segment: id,
+                offset: e.offset,
+                len: rec_len as u32,
+                value_len: e.value_len,
+            });
+            records.push((key, loc));
+        }
+        if is_last {
+            end = good_end.min(len);
+            needs_hint = !hinted;
+        }
+        segments.insert(id, segment);
+    }
+    Ok(open_index(base, records, &mut segments).map(|index| Read {
+        index,
+        segments,
+        end,
+        needs_hint,
+    }))
 }
 
 /// A key's first 8 bytes as a big-endian number (zero-padded): ordered as the keys are
@@ -286,115 +421,34 @@ impl<K: LogKey> Log<K> {
             let len = file.metadata().map_err(|e| err("reading a segment's length", e))?.len();
             files.insert(id, (Arc::new(file), len));
         }
-        // The snapshot, if it describes these files: its segments are not read.
-        let base = Snapshot::read(dir).filter(|s| s.matches(&files.iter().map(|(id, f)| (*id, f.1)).collect()));
-        // Every record in log order (segments, then offsets): `None` for a tombstone.
-        let mut records: Vec<(K, Option<Loc>)> = Vec::new();
-        let mut segments: BTreeMap<u32, Segment> = BTreeMap::new();
+        let on_disk: BTreeMap<u32, u64> = files.iter().map(|(id, f)| (*id, f.1)).collect();
+        // The snapshot, if it describes these files: its segments are not read. Should a
+        // block of it that the open reads be damaged, the open starts over without it.
+        let base = Snapshot::read(dir).filter(|s| s.matches(&on_disk));
         let mut problems = Vec::new();
-        let mut active = None;
-        for (id, (file, len)) in files {
-            let path = segment_path(dir, id);
-            let is_last = Some(id) == last;
-            let mut segment = Segment::new(Arc::clone(&file));
-            // The bytes the snapshot covers (their totals come from it: `open_index`).
-            let from = base.as_ref().and_then(|b| b.covered().get(&id)).map_or(0, |c| c.len);
-            if from > 0 && from == len {
-                if is_last {
-                    active = Some(Active {
-                        id,
-                        file: Arc::clone(&file),
-                        len,
-                        dirty: false,
-                        needs_hint: false,
-                    });
-                }
-                segments.insert(id, segment);
-                continue;
+        let read = match read_index(dir, space, &files, base, &mut problems)? {
+            Ok(read) => read,
+            Err(Damaged) => {
+                snapshot::remove(dir);
+                problems.clear();
+                read_index(dir, space, &files, None, &mut problems)?.expect("no snapshot, no damage to it")
             }
-            // A hint is used only if its length matches the segment's: for the active
-            // segment that means nothing was appended since the hint was written (at the
-            // last clean close).
-            let entries = hint::read(dir, id, &file);
-            let hinted = entries.is_some();
-            let (entries, end) = match entries {
-                Some(mut entries) => {
-                    entries.retain(|e| e.offset >= from);
-                    (entries, len)
-                }
-                None => {
-                    let mut entries = Vec::new();
-                    let problems_before = problems.len();
-                    let scanned = record::scan_from(&file, from, |found| match found {
-                        Found::Record {
-                            offset,
-                            kind,
-                            key,
-                            value_len,
-                        } => entries.push(hint::Entry {
-                            kind,
-                            key,
-                            offset,
-                            value_len: value_len as u32,
-                        }),
-                        Found::Damaged { start, end } => problems.push(format!(
-                            "{space} segment {}: bytes {start}..{end} hold no readable record (skipped; \
-                             whatever they held is lost)",
-                            path.display()
-                        )),
-                    })
-                    .map_err(|e| err(&format!("reading {}", path.display()), e))?;
-                    if scanned.good_end < scanned.file_len && !is_last {
-                        problems.push(format!(
-                            "{space} segment {}: bytes {}..{} at its end hold no readable record (skipped)",
-                            path.display(),
-                            scanned.good_end,
-                            scanned.file_len
-                        ));
-                    }
-                    if !is_last && from == 0 && problems.len() == problems_before {
-                        // A sound sealed segment: remember its records for next time.
-                        let _ = hint::write(dir, id, scanned.file_len, &entries);
-                    }
-                    (entries, scanned.good_end)
-                }
-            };
-            for e in entries {
-                let len = record::record_len(e.key.len(), e.value_len as usize);
-                segment.total += len;
-                let Some(key) = K::from_bytes(&e.key) else {
-                    problems.push(format!(
-                        "{space} segment {}: a record at byte {} has key {}, which is not a {space} key",
-                        path.display(),
-                        e.offset,
-                        hex(&e.key)
-                    ));
-                    continue;
-                };
-                let loc = (e.kind == Kind::Put).then_some(Loc {
-                    segment: id,
-                    offset: e.offset,
-                    len: len as u32,
-                    value_len: e.value_len,
-                });
-                records.push((key, loc));
-            }
-            if is_last {
-                active = Some(Active {
-                    id,
-                    file: Arc::clone(&file),
-                    len: end,
-                    dirty: false,
-                    needs_hint: !hinted,
-                });
-            }
-            segments.insert(id, segment);
-        }
-        let index = open_index(base, records, &mut segments);
+        };
+        let active = last.map(|id| Active {
+            id,
+            file: Arc::clone(&files[&id].0),
+            len: read.end,
+            dirty: false,
+            needs_hint: read.needs_hint,
+        });
         Ok(Log {
             dir: dir.to_path_buf(),
             space,
-            state: RwLock::new(State { index, segments }),
+            state: RwLock::new(State {
+                index: read.index,
+                segments: read.segments,
+                applied: read.end,
+            }),
             active: Mutex::new(active),
             put_bytes: Mutex::new(Vec::new()),
             problems,
@@ -428,11 +482,65 @@ impl<K: LogKey> Log<K> {
         &self.problems
     }
 
+    /// `f` of the index and segments; if the index snapshot turns out damaged, the index
+    /// is rebuilt without it ([`Log::recover`]) and `f` runs again (it then cannot meet
+    /// damage: no snapshot is left to read).
+    fn indexed<T>(&self, f: impl Fn(&State<K>) -> Result<T, Damaged>) -> Result<T, StoreError> {
+        loop {
+            let found = f(&self.state.read());
+            match found {
+                Ok(t) => return Ok(t),
+                Err(Damaged) => self.recover()?,
+            }
+        }
+    }
+
+    /// Rebuilds the index if its snapshot is damaged (unless another thread just did).
+    fn recover(&self) -> Result<(), StoreError> {
+        let mut state = self.state.write();
+        if state.index.base().is_some_and(Snapshot::is_damaged) {
+            self.rebuild(&mut state)?;
+        }
+        Ok(())
+    }
+
+    /// The index rebuilt from every segment's records (hints where they hold, else scans)
+    /// without the snapshot, which is removed (the next close writes another): what an
+    /// open without a snapshot reads, the newest segment up to the bytes the index had.
+    /// Each segment's totals are recounted with it.
+    fn rebuild(&self, state: &mut State<K>) -> Result<(), StoreError> {
+        let newest = state.segments.keys().next_back().copied();
+        let mut files = BTreeMap::new();
+        for (&id, s) in &state.segments {
+            let len = match Some(id) == newest {
+                true => state.applied,
+                false => s
+                    .file
+                    .metadata()
+                    .map_err(|e| io_error(&self.dir, "reading a segment's length", e))?
+                    .len(),
+            };
+            files.insert(id, (Arc::clone(&s.file), len));
+        }
+        // Damage found in a segment here was there at open too (the snapshot spared it
+        // the read); the next open, which has no snapshot, reports it.
+        let mut problems = Vec::new();
+        let read =
+            read_index(&self.dir, self.space, &files, None, &mut problems)?.expect("no snapshot, no damage to it");
+        state.index = read.index;
+        state.segments = read.segments;
+        snapshot::remove(&self.dir);
+        Ok(())
+    }
+
     /// Where `key`'s record is, and its segment's file (read outside the lock).
-    fn locate(&self, key: &K) -> Option<(Loc, Arc<File>)> {
-        let state = self.state.read();
-        let loc = state.index.get(key)?;
-        Some((loc, Arc::clone(&state.segments[&loc.segment].file)))
+    fn locate(&self, key: &K) -> Result<Option<(Loc, Arc<File>)>, StoreError> {
+        self.indexed(|state| {
+            Ok(state
+                .index
+                .get(key)?
+                .map(|loc| (loc, Arc::clone(&state.segments[&loc.segment].file))))
+        })
     }
 
     /// The value stored under `key`, checked.
@@ -474,7 +582,7 @@ impl<K: LogKey> Log<K> {
     /// Reads and checks the record of `key` into `bytes` (resized to the record); the
     /// value's range in it, `None` if there is no value.
     fn read_record(&self, key: &K, bytes: &mut Vec<u8>) -> Result<Option<std::ops::Range<usize>>, StoreError> {
-        let Some((loc, file)) = self.locate(key) else {
+        let Some((loc, file)) = self.locate(key)? else {
             return Ok(None);
         };
         self.read_record_at(key, loc, &file, bytes).map(Some)
@@ -527,9 +635,8 @@ impl<K: LogKey> Log<K> {
     /// cut back if a write fails) or in a segment that cannot be mapped is read and copied
     /// as by [`Log::get`].
     pub(super) fn get_shared(&self, key: &K) -> Result<Option<bytes::Bytes>, StoreError> {
-        let (loc, file, sealed) = {
-            let state = self.state.read();
-            let Some(loc) = state.index.get(key) else {
+        let found = self.indexed(|state| {
+            let Some(loc) = state.index.get(key)? else {
                 return Ok(None);
             };
             // The newest segment is the active one; an older one is never written again.
@@ -538,7 +645,10 @@ impl<K: LogKey> Log<K> {
                 .keys()
                 .next_back()
                 .is_some_and(|&last| loc.segment < last);
-            (loc, Arc::clone(&state.segments[&loc.segment].file), sealed)
+            Ok(Some((loc, Arc::clone(&state.segments[&loc.segment].file), sealed)))
+        })?;
+        let Some((loc, file, sealed)) = found else {
+            return Ok(None);
         };
         let map = if sealed { self.map_of(loc.segment, &file) } else { None };
         let Some(map) = map else {
@@ -575,7 +685,7 @@ impl<K: LogKey> Log<K> {
     /// caller checks them: [`crate::Store::read_derived_at`]). `Ok(false)` if there is no
     /// value or it is shorter.
     pub(super) fn read_at(&self, key: &K, offset: u64, out: &mut [u8]) -> Result<bool, StoreError> {
-        let Some((loc, file)) = self.locate(key) else {
+        let Some((loc, file)) = self.locate(key)? else {
             return Ok(false);
         };
         let start = loc.offset + (HEADER + key.bytes().len()) as u64;
@@ -583,18 +693,18 @@ impl<K: LogKey> Log<K> {
     }
 
     /// True if `key` has a value (not checked).
-    pub(super) fn contains(&self, key: &K) -> bool {
-        self.state.read().index.contains(key)
+    pub(super) fn contains(&self, key: &K) -> Result<bool, StoreError> {
+        self.indexed(|state| state.index.contains(key))
     }
 
     /// Keys in `range`, in order.
-    pub(super) fn keys(&self, range: impl RangeBounds<K>) -> Vec<K> {
-        self.state.read().index.keys(range)
+    pub(super) fn keys(&self, range: impl RangeBounds<K>) -> Result<Vec<K>, StoreError> {
+        self.indexed(|state| state.index.keys((range.start_bound(), range.end_bound())))
     }
 
     /// The last key in `range`.
-    pub(super) fn last_key(&self, range: impl RangeBounds<K>) -> Option<K> {
-        self.state.read().index.last_key(range)
+    pub(super) fn last_key(&self, range: impl RangeBounds<K>) -> Result<Option<K>, StoreError> {
+        self.indexed(|state| state.index.last_key((range.start_bound(), range.end_bound())))
     }
 
     /// Number of keys and the sum of their value lengths.
@@ -618,7 +728,7 @@ impl<K: LogKey> Log<K> {
         };
         let written = || {
             for (key, value) in entries {
-                if skip_present && (self.contains(&key) || batch.has(&key)) {
+                if skip_present && (batch.has(&key) || self.contains(&key)?) {
                     continue;
                 }
                 if value.len() > record::MAX_VALUE {
@@ -648,7 +758,7 @@ impl<K: LogKey> Log<K> {
         let mut active = self.active.lock();
         let mut batch = Batch::default();
         for key in keys {
-            if self.contains(&key) || batch.has(&key) {
+            if batch.has(&key) || self.contains(&key)? {
                 self.append(&mut active, &mut batch, Kind::Delete, key, &[])?;
             }
         }
@@ -762,7 +872,13 @@ impl<K: LogKey> Log<K> {
         a.needs_hint = true;
         let to = a.len;
         let mut state = self.state.write();
-        let State { index, segments } = &mut *state;
+        let State {
+            index,
+            segments,
+            applied,
+        } = &mut *state;
+        *applied = to;
+        let mut damaged = false;
         for (key, kind, loc) in batch.records.drain(..) {
             let segment = segments.get_mut(&loc.segment).expect("the active segment is listed");
             segment.total += u64::from(loc.len);
@@ -773,16 +889,26 @@ impl<K: LogKey> Log<K> {
                 }
                 Kind::Delete => index.remove(&key),
             };
-            if let Some(old) = old {
-                if let Some(s) = segments.get_mut(&old.segment) {
-                    s.live -= u64::from(old.len);
+            match old {
+                Ok(Some(old)) => {
+                    if let Some(s) = segments.get_mut(&old.segment) {
+                        s.live -= u64::from(old.len);
+                    }
+                }
+                Ok(None) => {}
+                Err(Damaged) => {
+                    damaged = true;
+                    break;
                 }
             }
         }
+        // The snapshot under the index is damaged: the index is rebuilt from the files,
+        // these records (written) included.
+        let rebuilt = if damaged { self.rebuild(&mut state) } else { Ok(()) };
         drop(state);
         batch.clear();
         self.step(|| segment_path(&self.dir, id), FileChange::Appended { from, to });
-        Ok(())
+        rebuilt
     }
 
     /// Seals the active segment (synced, with a hint) and starts the next one.
@@ -808,10 +934,10 @@ impl<K: LogKey> Log<K> {
         sync_dir(&self.dir).map_err(|e| io_error(&self.dir, "syncing the segment directory", e))?;
         self.step(|| path.clone(), FileChange::Created);
         let file = Arc::new(file);
-        self.state
-            .write()
-            .segments
-            .insert(next, Segment::new(Arc::clone(&file)));
+        let mut state = self.state.write();
+        state.segments.insert(next, Segment::new(Arc::clone(&file)));
+        state.applied = 0;
+        drop(state);
         *active = Some(Active {
             id: next,
             file,
@@ -889,14 +1015,16 @@ impl<K: LogKey> Log<K> {
         // segment, unless the key has been put again since (then the newer put counts).
         let hides = |key: &[u8], id: u32| tombstones.get(key).copied().flatten().is_some_and(|s| s < id);
         if let Some((id, total, live)) = active_dead {
-            let kept_tombstones: u64 = active_records
-                .as_ref()
-                .map_or(&[][..], |(_, r)| r)
-                .iter()
-                .filter(|(_, kind, key)| *kind == Kind::Delete && hides(key, id))
-                .filter(|(_, _, key)| K::from_bytes(key).is_some_and(|k| !self.contains(&k)))
-                .map(|(_, _, key)| record::record_len(key.len(), 0))
-                .sum();
+            let mut kept_tombstones = 0u64;
+            for (_, kind, key) in active_records.as_ref().map_or(&[][..], |(_, r)| r) {
+                if *kind == Kind::Delete && hides(key, id) {
+                    if let Some(k) = K::from_bytes(key) {
+                        if !self.contains(&k)? {
+                            kept_tombstones += record::record_len(key.len(), 0);
+                        }
+                    }
+                }
+            }
             // Worth it only if the copy drops more than it keeps; so a copy is never
             // compacted again until new dead records fill half of it.
             if (live + kept_tombstones) * 2 < total {
@@ -909,16 +1037,16 @@ impl<K: LogKey> Log<K> {
                 Some((_, records)) => records,
                 None => self.records(id)?,
             };
-            let is_live = |k: &K, offset: u64| {
-                let live = self.state.read().index.get(k);
-                live.is_some_and(|l| l.segment == id && l.offset == offset)
+            let is_live = |k: &K, offset: u64| -> Result<bool, StoreError> {
+                let live = self.indexed(|state| state.index.get(k))?;
+                Ok(live.is_some_and(|l| l.segment == id && l.offset == offset))
             };
             // A damaged live record stops the compaction before anything of its segment is
             // copied: that segment and the newer ones stay as they are (their tombstones
             // may hide puts in it), and no later run copies its records over and over.
             for (offset, kind, key) in &keep {
                 let Some(k) = K::from_bytes(key) else { continue };
-                if *kind == Kind::Put && is_live(&k, *offset) {
+                if *kind == Kind::Put && is_live(&k, *offset)? {
                     match self.get(&k) {
                         Ok(_) => {}
                         Err(StoreError::Corrupt { .. }) => return Ok(()),
@@ -931,13 +1059,13 @@ impl<K: LogKey> Log<K> {
                 let Some(k) = K::from_bytes(&key) else { continue };
                 match kind {
                     Kind::Put => {
-                        if is_live(&k, offset) {
+                        if is_live(&k, offset)? {
                             let value = self.get(&k)?.expect("a live key has a value");
                             self.append(active, &mut batch, Kind::Put, k, &value)?;
                         }
                     }
                     Kind::Delete => {
-                        if hides(&key, id) && !self.contains(&k) && !batch.has(&k) {
+                        if hides(&key, id) && !batch.has(&k) && !self.contains(&k)? {
                             self.append(active, &mut batch, Kind::Delete, k, &[])?;
                         }
                     }
@@ -1064,41 +1192,56 @@ impl<K: LogKey> Log<K> {
     /// an open reads at most a 64th of the entries beyond it. A cache: the caller ignores
     /// a failure.
     fn write_snapshot(&self, active: u32, active_len: u64) -> io::Result<()> {
-        let state = self.state.read();
-        let covered = state.index.base().map(Snapshot::covered);
-        let stale = covered.is_some_and(|c| c.keys().any(|id| !state.segments.contains_key(id)));
-        let inside: u64 = covered.map_or(0, |c| c.values().map(|c| c.total).sum());
-        let outside = state
-            .segments
-            .values()
-            .map(|s| s.total)
-            .sum::<u64>()
-            .saturating_sub(inside);
-        let many_bytes = outside > 0 && outside >= self.segment_bytes / 4 && outside.saturating_mul(8) >= inside;
-        // Small records (one-node commits) add little to the bytes but as much to an open
-        // as large ones: one record to read and one entry to merge each.
-        let (changed, entries) = state.index.beyond_snapshot();
-        let many_keys = changed >= SNAPSHOT_MIN_KEYS && changed.saturating_mul(64) >= entries;
-        if !(stale || many_bytes || many_keys) {
-            return Ok(());
-        }
-        let segments: Vec<(u32, u64, u64)> = state
-            .segments
-            .iter()
-            .map(|(&id, s)| {
-                let len = if id == active {
-                    active_len
-                } else {
-                    s.file.metadata()?.len()
+        // The decision, the covered segments and the entries, from one view of the index
+        // (rebuilt first if its snapshot turns out damaged: then there is no snapshot and
+        // every key counts as changed).
+        let planned = self
+            .indexed(|state| {
+                let covered = state.index.base().map(Snapshot::covered);
+                let stale = covered.is_some_and(|c| c.keys().any(|id| !state.segments.contains_key(id)));
+                let inside: u64 = covered.map_or(0, |c| c.values().map(|c| c.total).sum());
+                let outside = state
+                    .segments
+                    .values()
+                    .map(|s| s.total)
+                    .sum::<u64>()
+                    .saturating_sub(inside);
+                let many_bytes =
+                    outside > 0 && outside >= self.segment_bytes / 4 && outside.saturating_mul(8) >= inside;
+                // Small records (one-node commits) add little to the bytes but as much to an
+                // open as large ones: one record to read and one entry to merge each.
+                let (changed, entries) = state.index.beyond_snapshot();
+                let many_keys = changed >= SNAPSHOT_MIN_KEYS && changed.saturating_mul(64) >= entries;
+                if !(stale || many_bytes || many_keys) {
+                    return Ok(None);
+                }
+                let segments: io::Result<Vec<(u32, u64, u64)>> = state
+                    .segments
+                    .iter()
+                    .map(|(&id, s)| {
+                        let len = if id == active {
+                            active_len
+                        } else {
+                            s.file.metadata()?.len()
+                        };
+                        Ok((id, len, s.total))
+                    })
+                    .collect();
+                let entries = match segments {
+                    Ok(ref s) if !s.is_empty() => state.index.entries(..)?,
+                    _ => Vec::new(),
                 };
-                Ok((id, len, s.total))
+                Ok(Some((segments, entries)))
             })
-            .collect::<io::Result<_>>()?;
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        let Some((segments, entries)) = planned else {
+            return Ok(());
+        };
+        let segments = segments?;
         if segments.is_empty() {
             snapshot::remove(&self.dir);
             return Ok(());
         }
-        let entries = state.index.entries(..);
         snapshot::write(&self.dir, &segments, entries.iter().map(|(k, l)| (k.bytes(), *l)))
     }
 
@@ -1170,8 +1313,8 @@ mod tests {
             (k("d"), None),
             (k("d"), put(2, 7, 3)), // put again after its tombstone
         ];
-        let index: Index<Box<[u8]>> = open_index(None, records, &mut segments);
-        let entries = index.entries(..);
+        let index: Index<Box<[u8]>> = open_index(None, records, &mut segments).unwrap();
+        let entries = index.entries(..).unwrap();
         let got: Vec<(&[u8], u32, u64)> = entries.iter().map(|(k, l)| (&k[..], l.segment, l.offset)).collect();
         assert_eq!(
             got,

@@ -352,7 +352,7 @@ impl Store for SegmentStore {
     }
 
     fn contains(&self, hash: &Hash) -> Result<bool, StoreError> {
-        Ok(self.objects.contains(hash))
+        self.objects.contains(hash)
     }
 
     fn put_batch(&self, objects: &[(Hash, Vec<u8>)]) -> Result<(), StoreError> {
@@ -360,7 +360,7 @@ impl Store for SegmentStore {
     }
 
     fn object_hashes(&self) -> Result<Vec<Hash>, StoreError> {
-        Ok(self.objects.keys(..))
+        self.objects.keys(..)
     }
 
     fn delete_objects(&self, hashes: &[Hash]) -> Result<(), StoreError> {
@@ -422,7 +422,7 @@ impl Store for SegmentStore {
 
     fn scan_derived(&self, prefix: &[u8]) -> Result<Vec<DerivedEntry>, StoreError> {
         let mut out = Vec::new();
-        for key in self.derived.keys(prefix_range(prefix)) {
+        for key in self.derived.keys(prefix_range(prefix))? {
             // A key deleted since the listing is skipped.
             if let Some(value) = self.derived.get(&key)? {
                 out.push((key.into_vec(), value));
@@ -434,7 +434,7 @@ impl Store for SegmentStore {
     fn derived_keys(&self, prefix: &[u8]) -> Result<Vec<Vec<u8>>, StoreError> {
         Ok(self
             .derived
-            .keys(prefix_range(prefix))
+            .keys(prefix_range(prefix))?
             .into_iter()
             .map(<[u8]>::into_vec)
             .collect())
@@ -445,7 +445,7 @@ impl Store for SegmentStore {
             return Ok(None);
         };
         let end = end.map(Vec::into_boxed_slice);
-        let Some(key) = self.derived.last_key((Bound::Included(Box::from(prefix)), end)) else {
+        let Some(key) = self.derived.last_key((Bound::Included(Box::from(prefix)), end))? else {
             return Ok(None);
         };
         Ok(self.derived.get(&key)?.map(|value| (key.into_vec(), value)))
