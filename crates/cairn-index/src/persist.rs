@@ -312,22 +312,36 @@ pub fn decode_node_core(
     source: std::sync::Arc<dyn crate::RowSource>,
     skey: &[u8],
 ) -> Result<NodeChunk, IndexError> {
-    let mut c = decode_core(bytes, None, key)?;
+    let mut c = decode_core(bytes, None, key, Checked::No)?;
     c.leave_texts_stored(source, skey);
     Ok(c)
+}
+
+/// Whether a stored value's bytes were already checked, end to end, against a checksum
+/// the store keeps over exactly those bytes (`Store::checks_derived_values`: the segment
+/// store's record `value_crc`). Then a part's own checksum over the same bytes is not
+/// computed again, and a dense part's codes are not read at load (storage-format §7.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checked {
+    /// Only the part's own checksums vouch for the bytes: every one is computed.
+    No,
+    /// The store checked the whole value as it read it.
+    ByStore,
 }
 
 /// [`decode_node_core`] of a shared value, whose head the part keeps (a slice of `bytes`,
 /// which may be a stored value's mapping: `Store::get_derived_shared`) and reads the
 /// object hashes and text table from where they lie instead of copying them. The same
-/// checks, and a part equal to the one [`decode_node_core`] gives.
+/// checks — but the head's checksum when `checked` says the store checked the value — and
+/// a part equal to the one [`decode_node_core`] gives.
 pub fn decode_node_core_shared(
     bytes: &Bytes,
     key: &Hash,
     source: std::sync::Arc<dyn crate::RowSource>,
     skey: &[u8],
+    checked: Checked,
 ) -> Result<NodeChunk, IndexError> {
-    let mut c = decode_core(bytes, Some(bytes), key)?;
+    let mut c = decode_core(bytes, Some(bytes), key, checked)?;
     c.leave_texts_stored(source, skey);
     Ok(c)
 }
@@ -335,7 +349,7 @@ pub fn decode_node_core_shared(
 /// Checks a node chunk's core part stored under `key` as [`decode_node_core`] does,
 /// without keeping it (an integrity check reads no text).
 pub fn check_node_core(bytes: &[u8], key: &Hash) -> Result<(), IndexError> {
-    decode_core(bytes, None, key).map(drop)
+    decode_core(bytes, None, key, Checked::No).map(drop)
 }
 
 /// Bytes before a core part's head: the tag, the chunk key, the head's length and its
@@ -345,13 +359,13 @@ pub const CORE_PREFIX: usize = 1 + 32 + 4 + 4;
 /// The core part, its texts neither in memory nor attached to a source: the caller
 /// attaches one. With `owner` (the same bytes, shared) the head is kept and the hashes
 /// and text table read where they lie.
-fn decode_core(bytes: &[u8], owner: Option<&Bytes>, key: &Hash) -> Result<NodeChunk, IndexError> {
+fn decode_core(bytes: &[u8], owner: Option<&Bytes>, key: &Hash, checked: Checked) -> Result<NodeChunk, IndexError> {
     let mut whole = open(bytes, TAG_NODE_CORE, key)?;
     let head_len = whole.u32()? as usize;
     let crc = whole.u32()?;
     let head_at = whole.at;
     let head = whole.take(head_len)?;
-    if crc32fast::hash(head) != crc {
+    if checked == Checked::No && crc32fast::hash(head) != crc {
         return Err(bad("the head fails its checksum"));
     }
     let mut r = Reader { bytes: head, at: 0 };
@@ -610,18 +624,30 @@ pub fn sparse_node_count(bytes: &[u8]) -> Option<u32> {
 /// the part without its rows, which are read from their node objects
 /// ([`DenseHead::into_rows_held`], [`DenseHead::into_rows_stored`]).
 pub fn decode_dense(bytes: &[u8], key: &Hash) -> Result<(String, u32, DenseHead), IndexError> {
-    decode_dense_in(bytes, None, key)
+    decode_dense_in(bytes, None, key, Checked::No)
 }
 
 /// [`decode_dense`] of a shared value, whose int8 codes the part keeps where they lie (a
 /// slice of `bytes`, which may be a stored value's mapping: `Store::get_derived_shared`)
-/// instead of copying them. The same checks: the value's checksum covers the codes.
-pub fn decode_dense_shared(bytes: &Bytes, key: &Hash) -> Result<(String, u32, DenseHead), IndexError> {
-    decode_dense_in(bytes, Some(bytes), key)
+/// instead of copying them. The same checks: the part's checksum covers the codes —
+/// unless `checked` says the store checked the whole value as it read it: then the codes
+/// are not read at all here (neither hashed again nor searched for −128, which no
+/// quantisation writes), so a cold load touches only the pages of the rows it scores.
+pub fn decode_dense_shared(
+    bytes: &Bytes,
+    key: &Hash,
+    checked: Checked,
+) -> Result<(String, u32, DenseHead), IndexError> {
+    decode_dense_in(bytes, Some(bytes), key, checked)
 }
 
 /// [`decode_dense`]; the codes are a slice of `owner` (the same bytes) if given.
-fn decode_dense_in(bytes: &[u8], owner: Option<&Bytes>, key: &Hash) -> Result<(String, u32, DenseHead), IndexError> {
+fn decode_dense_in(
+    bytes: &[u8],
+    owner: Option<&Bytes>,
+    key: &Hash,
+    checked: Checked,
+) -> Result<(String, u32, DenseHead), IndexError> {
     let mut r = open(bytes, TAG_DENSE, key)?;
     let model = r.string()?;
     let dim = r.u32()? as usize;
@@ -648,22 +674,25 @@ fn decode_dense_in(bytes: &[u8], owner: Option<&Bytes>, key: &Hash) -> Result<(S
     r.take(fields_len)?;
     let codes_at = r.at;
     let raw = r.take(rows * dim)?;
-    // One pass over the codes (most of the part) for both checks: each block is hashed
-    // and searched for −128 while it is in cache.
-    let mut crc = crc32fast::Hasher::new();
-    crc.update(&bytes[..codes_at]);
-    let mut code_min = false;
-    for block in raw.chunks(CHECK_BLOCK) {
-        crc.update(block);
-        code_min |= has_code_min(block);
-    }
-    if code_min {
-        return Err(bad("an int8 code of -128"));
-    }
-    if crc.finalize() != r.u32()? {
-        return Err(bad("the head fails its checksum"));
-    }
+    let crc_stored = r.u32()?;
     r.done()?;
+    if checked == Checked::No {
+        // One pass over the codes (most of the part) for both checks: each block is
+        // hashed and searched for −128 while it is in cache.
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&bytes[..codes_at]);
+        let mut code_min = false;
+        for block in raw.chunks(CHECK_BLOCK) {
+            crc.update(block);
+            code_min |= has_code_min(block);
+        }
+        if code_min {
+            return Err(bad("an int8 code of -128"));
+        }
+        if crc.finalize() != crc_stored {
+            return Err(bad("the head fails its checksum"));
+        }
+    }
     let held = match owner {
         Some(b) => b.slice(fields_at..codes_at + raw.len()),
         None => Bytes::copy_from_slice(&bytes[fields_at..codes_at + raw.len()]),
@@ -1085,8 +1114,18 @@ mod tests {
         // Decoded from a shared value, the part is the same, and its codes are the value's
         // own bytes (not a copy).
         let shared = Bytes::from(bytes.clone());
-        let (m2, n2, head2) = decode_dense_shared(&shared, &k).unwrap();
+        let (m2, n2, head2) = decode_dense_shared(&shared, &k, Checked::No).unwrap();
         assert_eq!((m2.as_str(), n2, &head2), ("d", 3, &head));
+        // A value its store checked: the same part, its codes not read; its checksum,
+        // which that store's own covers, not computed again (a changed code is not seen
+        // here — the store would have refused the value).
+        let (_, _, head3) = decode_dense_shared(&shared, &k, Checked::ByStore).unwrap();
+        assert_eq!(head3, head);
+        let mut changed = bytes.clone();
+        let last_code = changed.len() - 5;
+        changed[last_code] ^= 0x01;
+        assert!(decode_dense_shared(&Bytes::from(changed.clone()), &k, Checked::No).is_err());
+        assert!(decode_dense_shared(&Bytes::from(changed), &k, Checked::ByStore).is_ok());
         let within = shared.as_ptr_range();
         assert!(within.contains(&head2.codes.as_ptr()) && head2.codes.len() == d.len() * d.dim());
         // No vector is stored: each row names its node object and where its vector is.

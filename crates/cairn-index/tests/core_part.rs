@@ -9,7 +9,7 @@ mod common;
 use std::sync::Arc;
 
 use cairn_core::{Hash, Node, NodeId, SparseVector};
-use cairn_index::persist::{self, CORE_PREFIX};
+use cairn_index::persist::{self, Checked, CORE_PREFIX};
 use cairn_index::{ChunkParts, IndexParams, NodeChunk, RowSource};
 use common::OneValue;
 use parking_lot::Mutex;
@@ -169,7 +169,8 @@ fn texts_are_read_from_their_nodes_and_checked() {
 /// A part decoded from a shared value (`decode_node_core_shared`) reads its object hashes
 /// and text table where the value lies: it equals the part decoded by copy, reads the same
 /// texts and places, re-encodes to the same bytes, refuses what the copy refuses, and its
-/// charge is not smaller than the bytes it keeps.
+/// charge is not smaller than the bytes it keeps. Decoded as a value its store checked
+/// (`Checked::ByStore`: the head's checksum not computed again) it is the same part.
 #[test]
 fn a_shared_core_part_reads_hashes_and_texts_in_place() {
     let key = Hash::of(b"core");
@@ -178,8 +179,10 @@ fn a_shared_core_part_reads_hashes_and_texts_in_place() {
     let source = source();
     let copied = persist::decode_node_core(&bytes, &key, source.clone(), b"k").unwrap();
     let shared = bytes::Bytes::from(bytes.clone());
-    let in_place = persist::decode_node_core_shared(&shared, &key, source.clone(), b"k").unwrap();
+    let in_place = persist::decode_node_core_shared(&shared, &key, source.clone(), b"k", Checked::No).unwrap();
     assert_eq!(in_place, copied);
+    let by_store = persist::decode_node_core_shared(&shared, &key, source.clone(), b"k", Checked::ByStore).unwrap();
+    assert_eq!(by_store, copied);
     for (l, (h, _)) in nodes().iter().enumerate() {
         let l = l as u32;
         assert_eq!(in_place.hash(l), *h);
@@ -196,7 +199,7 @@ fn a_shared_core_part_reads_hashes_and_texts_in_place() {
         b[i] ^= 0x08;
         let b = bytes::Bytes::from(b);
         assert!(
-            persist::decode_node_core_shared(&b, &key, Arc::clone(&src), b"k").is_err(),
+            persist::decode_node_core_shared(&b, &key, Arc::clone(&src), b"k", Checked::No).is_err(),
             "byte {i}"
         );
     }

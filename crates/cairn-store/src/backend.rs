@@ -226,6 +226,16 @@ pub trait Store: Send + Sync + 'static {
         false
     }
 
+    /// True if every derived value this store hands out ([`Store::get_derived`],
+    /// [`Store::with_derived`], [`Store::get_derived_shared`]) was checked as it was read
+    /// against a checksum the store wrote with exactly those bytes, so that damage to the
+    /// stored bytes comes back as [`StoreError::Corrupt`], never as other bytes. A reader
+    /// may then skip its own checksum over the same bytes (the index's dense parts leave
+    /// their codes unread at load). Default: false.
+    fn checks_derived_values(&self) -> bool {
+        false
+    }
+
     /// Writes derived-data values in one batch.
     fn put_derived(&self, entries: &[(Vec<u8>, Vec<u8>)]) -> Result<(), StoreError>;
 

@@ -411,6 +411,12 @@ impl Store for SegmentStore {
         true
     }
 
+    /// Every record read checks its `value_crc` over the whole value (§6.7), the mapped
+    /// read too.
+    fn checks_derived_values(&self) -> bool {
+        true
+    }
+
     fn put_derived(&self, entries: &[(Vec<u8>, Vec<u8>)]) -> Result<(), StoreError> {
         self.derived
             .put(entries.iter().map(|(k, v)| (k.as_slice().into(), v.as_slice())), false)

@@ -287,6 +287,10 @@ struct Sources<'a> {
     texts_in_memory: bool,
     /// The part's store key.
     key: &'a [u8],
+    /// Whether the store checked a shared value end to end as it read it
+    /// (`Store::checks_derived_values`): the part's own checksum is then not computed
+    /// again over the same bytes.
+    checked: persist::Checked,
 }
 
 /// A stored value as the store handed it out: lent for the decode, or shared
@@ -313,7 +317,9 @@ fn decode_part(
         TAG_NODE_CORE => {
             let source = Arc::clone(sources.source);
             let mut core = match value {
-                Stored::Shared(shared) => persist::decode_node_core_shared(shared, chunk, source, sources.key)?,
+                Stored::Shared(shared) => {
+                    persist::decode_node_core_shared(shared, chunk, source, sources.key, sources.checked)?
+                }
                 Stored::Lent(bytes) => persist::decode_node_core(bytes, chunk, source, sources.key)?,
             };
             if sources.texts_in_memory {
@@ -327,7 +333,7 @@ fn decode_part(
         TAG_SPARSE => Part::Sparse(Arc::new(persist::decode_sparse(bytes, chunk)?.1)),
         TAG_DENSE => {
             let head = match value {
-                Stored::Shared(shared) => persist::decode_dense_shared(shared, chunk)?.2,
+                Stored::Shared(shared) => persist::decode_dense_shared(shared, chunk, sources.checked)?.2,
                 Stored::Lent(bytes) => persist::decode_dense(bytes, chunk)?.2,
             };
             let source = sources.source;
@@ -804,11 +810,16 @@ impl DerivedData {
         let what = || format!("{} part of chunk {}", tag_name(tag), ch.key.short());
         if ctx.persistent {
             let on_disk = model.and_then(|m| ctx.rows_on_disk.get(m));
+            let checked = match self.store.checks_derived_values() {
+                true => persist::Checked::ByStore,
+                false => persist::Checked::No,
+            };
             let sources = || Sources {
                 source: on_disk.unwrap_or(&ctx.rows_source),
                 rows_stay: on_disk.is_some(),
                 texts_in_memory: ctx.texts_in_memory,
                 key: &skey,
+                checked,
             };
             // Rows left on disk (a commit large for the memory budget): a dense part's codes
             // and row fields, most of it, stay where the store keeps them too, read through
