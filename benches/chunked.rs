@@ -558,13 +558,13 @@ fn steps_trace(repo: &Repo) {
         repo.set_progress(Some(std::sync::Arc::new(move |p: &cairn::Progress| {
             if p.done == 0 || Some(p.done) == p.total {
                 eprintln!(
-                    "  step {:6.3} s, RSS {:.0} MiB: {:?} {}/{:?} {:?}",
+                    "  step {:6.3} s, RSS {:.0} MiB (anonymous {:.0}): {:?} {}/{:?}",
                     t0.elapsed().as_secs_f64(),
                     rss_mib("VmRSS:"),
+                    rss_mib("RssAnon:"),
                     p.step,
                     p.done,
                     p.total,
-                    Instant::now()
                 );
             }
         })));
