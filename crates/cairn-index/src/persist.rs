@@ -94,8 +94,8 @@ pub fn encode_node_core(key: &Hash, c: &NodeChunk) -> Vec<u8> {
         w.i64(f);
         w.i64(u);
     }
-    w.u64(c.props.len() as u64);
-    for (k, col) in &c.props {
+    w.u64(c.props_map().len() as u64);
+    for (k, col) in c.props_map() {
         w.str(k);
         w.u32(col.len() as u32);
         for (l, v) in col {
@@ -412,23 +412,15 @@ fn decode_core(bytes: &[u8], owner: Option<&Bytes>, key: &Hash, checked: Checked
         }
         c.push_validity(l, (f, u), n);
     }
-    let keys = r.count64(8 + 4)?;
-    for _ in 0..keys {
-        let k = r.string()?;
-        if c.props.keys().next_back().is_some_and(|last| *last >= k) {
-            return Err(bad("property keys out of order"));
+    let props_at = r.at;
+    let props_charge = match in_place {
+        // Checked now, decoded when first asked (`NodeChunk::props_map`).
+        true => props_section(&mut r, n as u32, false)?.1,
+        false => {
+            c.props = props_section(&mut r, n as u32, true)?.0;
+            0
         }
-        let m = r.count32(4 + 1)?;
-        let mut col = Vec::with_capacity(m);
-        for _ in 0..m {
-            let l = r.local(n as u32)?;
-            if col.last().is_some_and(|(p, _): &(Local, Value)| *p >= l) {
-                return Err(bad("property column out of order"));
-            }
-            col.push((l, r.value(0)?));
-        }
-        c.props.insert(k, col);
-    }
+    };
     // The text table: each text's bytes, characters, crc32 and place in its node object.
     let table_at = r.at;
     if !in_place {
@@ -496,6 +488,9 @@ fn decode_core(bytes: &[u8], owner: Option<&Bytes>, key: &Hash, checked: Checked
         c.in_place = Some(InPlace {
             head: owner.slice(head_at..head_at + head_len),
             table_at,
+            props_at,
+            props_charge,
+            props: std::sync::OnceLock::new(),
         });
     }
     Ok(c)
@@ -618,6 +613,57 @@ pub fn sparse_node_count(bytes: &[u8]) -> Option<u32> {
     let mut r = Reader { bytes, at: 33 };
     r.string().ok()?;
     r.u32().ok()
+}
+
+/// A core head's properties section (storage-format §7.3.1) at `r`, checked whole —
+/// keys in order, columns in local order, every value one the data model admits — and
+/// decoded into a map when `keep` (otherwise only checked, nothing allocated); with what
+/// the decoded map is charged.
+#[allow(clippy::type_complexity)]
+fn props_section(
+    r: &mut Reader<'_>,
+    n: u32,
+    keep: bool,
+) -> Result<(BTreeMap<String, Vec<(Local, Value)>>, usize), IndexError> {
+    let keys = r.count64(8 + 4)?;
+    let mut map = BTreeMap::new();
+    let (mut last, mut charge): (Option<&str>, usize) = (None, 0);
+    for _ in 0..keys {
+        let k = r.str_ref()?;
+        if last.is_some_and(|l| l >= k) {
+            return Err(bad("property keys out of order"));
+        }
+        last = Some(k);
+        let m = r.count32(4 + 1)?;
+        charge += crate::chunk::node::props_entry_charge(k.len(), m);
+        let mut col = Vec::with_capacity(if keep { m } else { 0 });
+        let mut prev: Option<Local> = None;
+        for _ in 0..m {
+            let l = r.local(n)?;
+            if prev.is_some_and(|p| p >= l) {
+                return Err(bad("property column out of order"));
+            }
+            prev = Some(l);
+            if keep {
+                col.push((l, r.value(0)?));
+            } else {
+                r.skip_value(0)?;
+            }
+        }
+        if keep {
+            map.insert(k.to_owned(), col);
+        }
+    }
+    Ok((map, charge))
+}
+
+/// The properties of a core head read in place, from `at` (where the part's check found
+/// them, `n` nodes): the bytes are the same that check passed, so they decode the same.
+pub(crate) fn decode_props(head: &[u8], at: usize, n: u32) -> BTreeMap<String, Vec<(Local, Value)>> {
+    let mut r = Reader { bytes: head, at };
+    props_section(&mut r, n, true)
+        .expect("a kept head's properties were checked when its part was read")
+        .0
 }
 
 /// Decodes a dense part stored under `key`; returns the model, the chunk's node count and
@@ -1017,6 +1063,45 @@ impl<'a> Reader<'a> {
             }
             x => return Err(bad(format!("unknown value kind {x}"))),
         })
+    }
+    /// [`Reader::value`]'s checks without building the value.
+    fn skip_value(&mut self, depth: usize) -> Result<(), IndexError> {
+        match self.u8()? {
+            VALUE_NULL | VALUE_FALSE | VALUE_TRUE => {}
+            VALUE_INT => {
+                self.i64()?;
+            }
+            VALUE_FLOAT => {
+                if !f64::from_bits(self.u64()?).is_finite() {
+                    return Err(bad("non-finite property value"));
+                }
+            }
+            VALUE_STRING => {
+                self.str_ref()?;
+            }
+            kind @ (VALUE_LIST | VALUE_MAP) => {
+                if depth > MAX_VALUE_DEPTH {
+                    return Err(bad("property value nested too deep"));
+                }
+                if kind == VALUE_LIST {
+                    for _ in 0..self.count64(1)? {
+                        self.skip_value(depth + 1)?;
+                    }
+                } else {
+                    let mut last: Option<&str> = None;
+                    for _ in 0..self.count64(8 + 1)? {
+                        let k = self.str_ref()?;
+                        if last.is_some_and(|l| l >= k) {
+                            return Err(bad("map keys out of order"));
+                        }
+                        last = Some(k);
+                        self.skip_value(depth + 1)?;
+                    }
+                }
+            }
+            x => return Err(bad(format!("unknown value kind {x}"))),
+        }
+        Ok(())
     }
     pub(crate) fn done(&self) -> Result<(), IndexError> {
         if self.remaining() != 0 {

@@ -38,7 +38,8 @@ pub struct NodeChunk {
     pub(crate) validity: Vec<(i64, i64)>,
     /// True if every node is valid at every time (the validity gate can skip the chunk).
     pub(crate) always_valid: bool,
-    /// Property key → `(local, value)` in local order.
+    /// Property key → `(local, value)` in local order (empty for a part read in place,
+    /// whose properties are decoded from its head when first asked: [`InPlace`]).
     pub(crate) props: BTreeMap<String, Vec<(Local, Value)>>,
     /// Node texts, concatenated, while held in memory (a part just built outside a
     /// repository); node `i`'s is `text[text_end[i-1]..text_end[i]]`.
@@ -66,11 +67,19 @@ pub struct NodeChunk {
 /// hashes and the text table are read where they lie instead of copied into memory:
 /// node `l`'s hash follows its id (`u64le(length) ‖ bytes`) in the nodes field, which
 /// starts after `n`: at `4 + 40·l + end(l) + 8` (`end(l)`: the id bytes through node `l`);
-/// its text entry at `table_at + 16·l`.
+/// its text entry at `table_at + 16·l`. The properties (checked whole when the part was
+/// read) are decoded from `props_at` the first time anything asks for one: a cold query
+/// reads the properties of the chunks it renders or gates on a property, not of every
+/// chunk it loads.
 #[derive(Debug, Clone)]
 pub(crate) struct InPlace {
     pub(crate) head: bytes::Bytes,
     pub(crate) table_at: usize,
+    pub(crate) props_at: usize,
+    /// What the decoded properties are charged ([`NodeChunk::heap_bytes`]), known from
+    /// the check: a part's charge does not change when they are decoded.
+    pub(crate) props_charge: usize,
+    pub(crate) props: OnceLock<BTreeMap<String, Vec<(Local, Value)>>>,
 }
 
 /// Equality of the columns (a part read in place equals the same part decoded).
@@ -81,7 +90,7 @@ impl PartialEq for NodeChunk {
             && self.labels == o.labels
             && self.validity == o.validity
             && self.always_valid == o.always_valid
-            && self.props == o.props
+            && self.props_map() == o.props_map()
             && self.text == o.text
             && self.dates == o.dates
             && self.date_end == o.date_end
@@ -381,6 +390,17 @@ impl NodeChunk {
         self.stored_text.as_ref().is_none_or(|st| st.held.is_some())
     }
 
+    /// Property key → `(local, value)` in local order: the decoded column, or for a part
+    /// read in place its head's, decoded on first use.
+    pub(crate) fn props_map(&self) -> &BTreeMap<String, Vec<(Local, Value)>> {
+        match &self.in_place {
+            Some(p) => p
+                .props
+                .get_or_init(|| crate::persist::decode_props(&p.head, p.props_at, self.len() as u32)),
+            None => &self.props,
+        }
+    }
+
     /// The labels of node `local`, in label order.
     pub fn labels_of(&self, local: Local) -> Vec<&str> {
         self.labels
@@ -392,14 +412,14 @@ impl NodeChunk {
 
     /// The value of property `key` of node `local`.
     pub fn prop(&self, local: Local, key: &str) -> Option<&Value> {
-        let col = self.props.get(key)?;
+        let col = self.props_map().get(key)?;
         let i = col.binary_search_by_key(&local, |(l, _)| *l).ok()?;
         Some(&col[i].1)
     }
 
     /// Every property of node `local`, in key order.
     pub fn props_of(&self, local: Local) -> BTreeMap<String, Value> {
-        self.props
+        self.props_map()
             .iter()
             .filter_map(|(k, col)| {
                 let i = col.binary_search_by_key(&local, |(l, _)| *l).ok()?;
@@ -429,7 +449,7 @@ impl NodeChunk {
     /// Local ordinals whose property `key` satisfies `pred`.
     pub fn filter_prop(&self, key: &str, pred: &PropertyPredicate) -> RoaringBitmap {
         let mut out = RoaringBitmap::new();
-        for (l, v) in self.props.get(key).map(Vec::as_slice).unwrap_or_default() {
+        for (l, v) in self.props_map().get(key).map(Vec::as_slice).unwrap_or_default() {
             if pred.matches(v) {
                 out.push(*l);
             }
@@ -470,7 +490,10 @@ impl NodeChunk {
             .iter()
             .map(|(l, b)| l.len() + 64 + b.serialized_size())
             .sum();
-        let props: usize = self.props.iter().map(|(k, c)| k.len() + 48 + c.len() * 40).sum();
+        let props = match &self.in_place {
+            Some(p) => p.props_charge,
+            None => props_charge(&self.props),
+        };
         // A head read in place counts as held: a part's charge does not depend on where
         // its bytes lie.
         ids + self.in_place.as_ref().map_or(0, |p| p.head.len())
@@ -491,4 +514,15 @@ impl NodeChunk {
             })
             + 256
     }
+}
+
+/// What a property map is charged in a part's heap bytes (an estimate: keys, map nodes,
+/// `(local, value)` pairs).
+pub(crate) fn props_charge(props: &BTreeMap<String, Vec<(Local, Value)>>) -> usize {
+    props.iter().map(|(k, c)| props_entry_charge(k.len(), c.len())).sum()
+}
+
+/// [`props_charge`] of one key of `key_len` bytes with `values` values.
+pub(crate) fn props_entry_charge(key_len: usize, values: usize) -> usize {
+    key_len + 48 + values * 40
 }
