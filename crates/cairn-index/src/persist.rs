@@ -20,7 +20,7 @@ use cairn_core::limits::{MAX_EMBEDDING_DIM, MAX_VALUE_DEPTH};
 use cairn_core::{Hash, NodeId, Value};
 use roaring::RoaringBitmap;
 
-use crate::chunk::node::InPlace;
+use crate::chunk::node::{InPlace, LabelAt};
 use crate::chunk::row_fields::{RowFields, ROW_FIELD_BYTES};
 use crate::chunk::{
     DenseChunk, DenseHead, EdgeChunk, EdgeDirection, EdgeRec, Ids, Local, NodeChunk, Posting, SparseChunk, TextChunk,
@@ -84,8 +84,9 @@ pub fn encode_node_core(key: &Hash, c: &NodeChunk) -> Vec<u8> {
         w.str(id);
         w.bytes(h.as_bytes());
     }
-    w.u64(c.labels.len() as u64);
-    for (label, b) in &c.labels {
+    let labels: Vec<_> = c.labels_iter().collect();
+    w.u64(labels.len() as u64);
+    for (label, b) in labels {
         w.str(label);
         w.locals(b);
     }
@@ -397,13 +398,39 @@ fn decode_core(bytes: &[u8], owner: Option<&Bytes>, key: &Hash, checked: Checked
         }
     }
     let labels = r.count64(8 + 4)?;
+    // Read in place: each label checked and where it lies noted (its bitmap made when a
+    // gate asks, `NodeChunk::label`); else decoded.
+    let mut label_table = Vec::with_capacity(if in_place { labels } else { 0 });
+    let mut last_label: Option<&str> = None;
     for _ in 0..labels {
-        let label = r.string()?;
-        if c.labels.keys().next_back().is_some_and(|last| *last >= label) {
+        let name_at = r.at + 8;
+        let label = r.str_ref()?;
+        if last_label.is_some_and(|last| last >= label) {
             return Err(bad("labels out of order"));
         }
-        let b = r.locals(n as u32)?;
-        c.labels.insert(label, std::sync::Arc::new(b));
+        last_label = Some(label);
+        if in_place {
+            let count = r.count32(4)?;
+            let locals_at = r.at;
+            let mut prev: Option<Local> = None;
+            for _ in 0..count {
+                let l = r.local(n as u32)?;
+                if prev.is_some_and(|p| p >= l) {
+                    return Err(bad("local ordinals out of order"));
+                }
+                prev = Some(l);
+            }
+            label_table.push(LabelAt {
+                name_at: name_at as u32,
+                name_len: label.len() as u32,
+                locals_at: locals_at as u32,
+                count: count as u32,
+                bitmap: std::sync::OnceLock::new(),
+            });
+        } else {
+            let b = r.locals(n as u32)?;
+            c.labels.insert(label.to_owned(), std::sync::Arc::new(b));
+        }
     }
     for l in 0..n {
         let (f, u) = (r.i64()?, r.i64()?);
@@ -491,6 +518,7 @@ fn decode_core(bytes: &[u8], owner: Option<&Bytes>, key: &Hash, checked: Checked
             props_at,
             props_charge,
             props: std::sync::OnceLock::new(),
+            labels: label_table.into_boxed_slice(),
         });
     }
     Ok(c)

@@ -31,7 +31,8 @@ pub struct NodeChunk {
     pub(crate) in_place: Option<InPlace>,
     pub(crate) ids: Ids,
     pub(crate) hashes: Vec<Hash>,
-    /// Label → local ordinals.
+    /// Label → local ordinals (empty for a part read in place, whose labels are read from
+    /// its head: [`InPlace`]).
     pub(crate) labels: BTreeMap<String, Arc<RoaringBitmap>>,
     /// `(from, until)` per node; open ends as `i64::MIN` / `i64::MAX`. Empty while every
     /// node so far is always valid (most chunks: 16 bytes a node spared).
@@ -70,7 +71,8 @@ pub struct NodeChunk {
 /// its text entry at `table_at + 16·l`. The properties (checked whole when the part was
 /// read) are decoded from `props_at` the first time anything asks for one: a cold query
 /// reads the properties of the chunks it renders or gates on a property, not of every
-/// chunk it loads.
+/// chunk it loads. Each label is found in `labels` (where its name and local ordinals lie
+/// in the head) and its bitmap made when a gate first asks for that label.
 #[derive(Debug, Clone)]
 pub(crate) struct InPlace {
     pub(crate) head: bytes::Bytes,
@@ -80,6 +82,53 @@ pub(crate) struct InPlace {
     /// the check: a part's charge does not change when they are decoded.
     pub(crate) props_charge: usize,
     pub(crate) props: OnceLock<BTreeMap<String, Vec<(Local, Value)>>>,
+    /// The labels in label order.
+    pub(crate) labels: Box<[LabelAt]>,
+}
+
+/// Where one label of a head read in place lies: its name, and its local ordinals
+/// (`count` × `u32le`, increasing), with the bitmap made from them on first use.
+#[derive(Debug, Clone)]
+pub(crate) struct LabelAt {
+    pub(crate) name_at: u32,
+    pub(crate) name_len: u32,
+    pub(crate) locals_at: u32,
+    pub(crate) count: u32,
+    pub(crate) bitmap: OnceLock<Arc<RoaringBitmap>>,
+}
+
+impl InPlace {
+    fn name(&self, l: &LabelAt) -> &str {
+        let bytes = &self.head[l.name_at as usize..(l.name_at + l.name_len) as usize];
+        // Checked as UTF-8 when the part was read; these are the same bytes.
+        std::str::from_utf8(bytes).unwrap_or_default()
+    }
+
+    fn local(&self, l: &LabelAt, i: u32) -> Local {
+        let at = (l.locals_at + 4 * i) as usize;
+        u32::from_le_bytes(self.head[at..at + 4].try_into().expect("4 bytes"))
+    }
+
+    fn bitmap<'a>(&self, l: &'a LabelAt) -> &'a Arc<RoaringBitmap> {
+        l.bitmap.get_or_init(|| {
+            // Increasing, checked when the part was read: sorted input for the bitmap.
+            let locals = (0..l.count).map(|i| self.local(l, i));
+            Arc::new(RoaringBitmap::from_sorted_iter(locals).unwrap_or_default())
+        })
+    }
+
+    fn has(&self, l: &LabelAt, local: Local) -> bool {
+        let (mut lo, mut hi) = (0, l.count);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match self.local(l, mid).cmp(&local) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return true,
+            }
+        }
+        false
+    }
 }
 
 /// Equality of the columns (a part read in place equals the same part decoded).
@@ -87,7 +136,7 @@ impl PartialEq for NodeChunk {
     fn eq(&self, o: &Self) -> bool {
         self.stored_text == o.stored_text
             && self.ids == o.ids
-            && self.labels == o.labels
+            && self.labels_iter().eq(o.labels_iter())
             && self.validity == o.validity
             && self.always_valid == o.always_valid
             && self.props_map() == o.props_map()
@@ -401,13 +450,28 @@ impl NodeChunk {
         }
     }
 
+    /// Every label with its local ordinals, in label order (a part read in place makes
+    /// each label's bitmap).
+    pub(crate) fn labels_iter(&self) -> impl Iterator<Item = (&str, &Arc<RoaringBitmap>)> {
+        let decoded = self.labels.iter().map(|(l, b)| (l.as_str(), b));
+        let in_place = self
+            .in_place
+            .iter()
+            .flat_map(|p| p.labels.iter().map(move |l| (p.name(l), p.bitmap(l))));
+        decoded.chain(in_place)
+    }
+
     /// The labels of node `local`, in label order.
     pub fn labels_of(&self, local: Local) -> Vec<&str> {
-        self.labels
-            .iter()
-            .filter(|(_, b)| b.contains(local))
-            .map(|(l, _)| l.as_str())
-            .collect()
+        match &self.in_place {
+            Some(p) => p.labels.iter().filter(|l| p.has(l, local)).map(|l| p.name(l)).collect(),
+            None => self
+                .labels
+                .iter()
+                .filter(|(_, b)| b.contains(local))
+                .map(|(l, _)| l.as_str())
+                .collect(),
+        }
     }
 
     /// The value of property `key` of node `local`.
@@ -438,12 +502,23 @@ impl NodeChunk {
 
     /// Local ordinals carrying `label` (`None` if none does).
     pub fn label(&self, label: &str) -> Option<&Arc<RoaringBitmap>> {
-        self.labels.get(label)
+        match &self.in_place {
+            Some(p) => {
+                let i = p.labels.binary_search_by(|l| p.name(l).cmp(label)).ok()?;
+                Some(p.bitmap(&p.labels[i]))
+            }
+            None => self.labels.get(label),
+        }
     }
 
     /// Labels in this chunk with their node counts.
     pub fn label_counts(&self) -> impl Iterator<Item = (&str, u64)> {
-        self.labels.iter().map(|(l, b)| (l.as_str(), b.len()))
+        let decoded = self.labels.iter().map(|(l, b)| (l.as_str(), b.len()));
+        let in_place = self
+            .in_place
+            .iter()
+            .flat_map(|p| p.labels.iter().map(move |l| (p.name(l), u64::from(l.count))));
+        decoded.chain(in_place)
     }
 
     /// Local ordinals whose property `key` satisfies `pred`.
@@ -485,11 +560,15 @@ impl NodeChunk {
     /// Approximate heap bytes (for the cache's budget).
     pub fn heap_bytes(&self) -> usize {
         let ids = self.ids.heap_bytes();
-        let labels: usize = self
-            .labels
-            .iter()
-            .map(|(l, b)| l.len() + 64 + b.serialized_size())
-            .sum();
+        let labels: usize = match &self.in_place {
+            // The table, and each bitmap as if made (an array of its locals).
+            Some(p) => p.labels.iter().map(|l| 40 + 64 + 16 + 2 * l.count as usize).sum(),
+            None => self
+                .labels
+                .iter()
+                .map(|(l, b)| l.len() + 64 + b.serialized_size())
+                .sum(),
+        };
         let props = match &self.in_place {
             Some(p) => p.props_charge,
             None => props_charge(&self.props),
