@@ -57,13 +57,18 @@ impl EarlyUnits {
     /// releases their chunks' text parts from `ctx`. A unit that cannot be built here is
     /// left to `text_units`, which meets the same failure and reports it.
     pub(super) fn after_window(&self, data: &DerivedData, ctx: &Ctx, resolved: &[ChunkList]) {
+        let complete = self.complete(resolved.iter().flatten());
+        if complete.is_empty() {
+            // Most windows complete no unit: nothing is gathered for them (a list of every
+            // chunk so far, each window, was O(chunks²) over an assembly).
+            return;
+        }
         let chunks: Vec<&ChunkRef> = resolved.iter().flatten().collect();
         // Only units whose chunks this assembly built (it holds their text parts): a view
         // that loads its chunks reads its unit texts as `text_units` decides, perhaps a
         // base commit's.
         let text_key = |c: &ChunkRef| part_store_key(&c.key, TAG_TEXT, None);
-        let ranges: Vec<Range<usize>> = self
-            .complete(&chunks)
+        let ranges: Vec<Range<usize>> = complete
             .into_iter()
             .filter(|r| ctx.holds_all(chunks[r.clone()].iter().map(|c| text_key(c))))
             .collect();
@@ -75,11 +80,12 @@ impl EarlyUnits {
         });
     }
 
-    /// The ranges of the units complete in `chunks` and not yet handed out.
-    fn complete(&self, chunks: &[&ChunkRef]) -> Vec<Range<usize>> {
+    /// The ranges of the units complete in `chunks` (the list so far) and not yet handed
+    /// out.
+    fn complete<'a>(&self, chunks: impl Iterator<Item = &'a ChunkRef>) -> Vec<Range<usize>> {
         let mut st = self.state.lock();
         let known = st.levels.len();
-        for (i, ch) in chunks.iter().enumerate().skip(known) {
+        for (i, ch) in chunks.enumerate().skip(known) {
             // As `cairn_index::unit::chunk_levels` gives it for the whole list.
             st.levels.push(match i {
                 0 => u8::MAX,
