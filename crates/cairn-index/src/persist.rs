@@ -472,7 +472,7 @@ fn decode_core(bytes: &[u8], owner: Option<&Bytes>, key: &Hash, checked: Checked
     for _ in 0..models {
         let m = r.string()?;
         let (dim, rows) = (r.u32()?, r.u32()?);
-        if c.dense_models.keys().next_back().is_some_and(|last| *last >= m)
+        if c.dense_models.last_key().is_some_and(|last| *last >= m)
             || dim == 0
             || dim as usize > MAX_EMBEDDING_DIM
             || rows == 0
@@ -486,7 +486,7 @@ fn decode_core(bytes: &[u8], owner: Option<&Bytes>, key: &Hash, checked: Checked
     for _ in 0..models {
         let m = r.string()?;
         let rows = r.u32()?;
-        if c.sparse_models.keys().next_back().is_some_and(|last| *last >= m) || rows == 0 || rows as usize > n {
+        if c.sparse_models.last_key().is_some_and(|last| *last >= m) || rows == 0 || rows as usize > n {
             return Err(bad("sparse model list malformed"));
         }
         c.sparse_models.insert(m, rows);

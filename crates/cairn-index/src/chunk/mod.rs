@@ -9,6 +9,7 @@
 pub mod dense;
 pub mod edges;
 mod ids;
+mod models;
 pub mod node;
 mod offsets;
 pub(crate) mod row_fields;
@@ -23,6 +24,7 @@ use dense::BuiltRow;
 pub use dense::{DenseChunk, DenseHead};
 pub use edges::{EdgeChunk, EdgeDirection, EdgeRec};
 pub use ids::Ids;
+pub use models::Models;
 pub use node::{Local, NodeChunk};
 pub use sparse::SparseChunk;
 pub use text::{Posting, TextChunk};

@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 use cairn_core::{Hash, Node, NodeId, Value};
 use roaring::RoaringBitmap;
 
-use super::Ids;
+use super::{Ids, Models};
 use crate::dates::{text_dates, DaySpan};
 use crate::dense::rows::RowSource;
 use crate::props::PropertyPredicate;
@@ -58,9 +58,9 @@ pub struct NodeChunk {
     pub(crate) dates: Vec<DaySpan>,
     pub(crate) date_end: Vec<u32>,
     /// Dense models with vectors in this chunk: model → (dimension, rows).
-    pub(crate) dense_models: BTreeMap<String, (u32, u32)>,
+    pub(crate) dense_models: Models<(u32, u32)>,
     /// Sparse models with vectors in this chunk: model → rows.
-    pub(crate) sparse_models: BTreeMap<String, u32>,
+    pub(crate) sparse_models: Models<u32>,
 }
 
 /// A core part's stored head (storage-format §7.3.1), kept — a slice of the stored value,
@@ -548,12 +548,12 @@ impl NodeChunk {
     }
 
     /// Dense models of this chunk with `(dimension, rows)`.
-    pub fn dense_models(&self) -> &BTreeMap<String, (u32, u32)> {
+    pub fn dense_models(&self) -> &Models<(u32, u32)> {
         &self.dense_models
     }
 
     /// Sparse models of this chunk with their row counts.
-    pub fn sparse_models(&self) -> &BTreeMap<String, u32> {
+    pub fn sparse_models(&self) -> &Models<u32> {
         &self.sparse_models
     }
 
