@@ -379,7 +379,20 @@ fn decode_core(bytes: &[u8], owner: Option<&Bytes>, key: &Hash, checked: Checked
         ..NodeChunk::default()
     };
     let in_place = owner.is_some();
-    c.ids = Ids::with_capacity(n, n * 16);
+    // The ids' bytes counted first (a pass over the nodes field), so that they take one
+    // allocation of the exact size.
+    let id_bytes = {
+        let mut p = r.clone();
+        let mut total = 0usize;
+        for _ in 0..n {
+            let len = p.count64(1)?;
+            p.take(len)?;
+            p.take(32)?;
+            total += len;
+        }
+        total
+    };
+    c.ids = Ids::with_capacity(n, id_bytes);
     if !in_place {
         c.hashes.reserve_exact(n);
         c.text_end.reserve_exact(n);
