@@ -91,6 +91,8 @@ pub(super) struct Covered {
 pub(super) struct Snapshot {
     bytes: Bytes,
     covered: BTreeMap<u32, Covered>,
+    /// The covered segments' ids, in order (a block's check looks each entry's up).
+    covered_ids: Box<[u32]>,
     /// Offset of block 0's row.
     blocks: usize,
     n_blocks: usize,
@@ -220,6 +222,7 @@ impl Snapshot {
         }
         let snap = Snapshot {
             bytes,
+            covered_ids: covered.keys().copied().collect(),
             covered,
             blocks,
             n_blocks,
@@ -320,7 +323,7 @@ impl Snapshot {
             }
             last = Some(key);
             let loc = self.loc(i);
-            if loc.len == 0 || !self.covered.contains_key(&loc.segment) {
+            if loc.len == 0 || self.covered_ids.binary_search(&loc.segment).is_err() {
                 return false;
             }
         }
