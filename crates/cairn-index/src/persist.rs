@@ -423,16 +423,7 @@ fn decode_core(bytes: &[u8], owner: Option<&Bytes>, key: &Hash, checked: Checked
         }
         last_label = Some(label);
         if in_place {
-            let count = r.count32(4)?;
-            let locals_at = r.at;
-            let mut prev: Option<Local> = None;
-            for _ in 0..count {
-                let l = r.local(n as u32)?;
-                if prev.is_some_and(|p| p >= l) {
-                    return Err(bad("local ordinals out of order"));
-                }
-                prev = Some(l);
-            }
+            let (locals_at, count) = r.check_locals(n as u32)?;
             label_table.push(LabelAt {
                 name_at: name_at as u32,
                 name_len: label.len() as u32,
@@ -1043,16 +1034,28 @@ impl<'a> Reader<'a> {
         }
         Ok(l)
     }
-    fn locals(&mut self, n: u32) -> Result<RoaringBitmap, IndexError> {
+    /// A list of local ordinals (a count, then each `u32le`) checked: each below `n`,
+    /// strictly increasing. Where the ordinals start, and how many.
+    fn check_locals(&mut self, n: u32) -> Result<(usize, usize), IndexError> {
         let m = self.count32(4)?;
-        let mut out = RoaringBitmap::new();
+        let at = self.at;
+        let mut prev: Option<Local> = None;
         for _ in 0..m {
             let l = self.local(n)?;
-            if !out.push(l) {
+            if prev.is_some_and(|p| p >= l) {
                 return Err(bad("local ordinals out of order"));
             }
+            prev = Some(l);
         }
-        Ok(out)
+        Ok((at, m))
+    }
+    /// [`Reader::check_locals`], as a bitmap.
+    fn locals(&mut self, n: u32) -> Result<RoaringBitmap, IndexError> {
+        let (at, m) = self.check_locals(n)?;
+        let locals = self.bytes[at..at + 4 * m]
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        RoaringBitmap::from_sorted_iter(locals).map_err(|_| bad("local ordinals out of order"))
     }
     fn string(&mut self) -> Result<String, IndexError> {
         self.str_ref().map(str::to_owned)

@@ -275,12 +275,11 @@ fn read_index<K: LogKey>(
         let entries = hint::read(dir, id, file);
         let hinted = entries.is_some();
         let (entries, good_end) = match entries {
+            // A hint holds only for the file's length, which is `len` (at open) or
+            // beyond it (a rebuild's newest segment, read up to `len`).
             Some(mut entries) => {
                 entries.retain(|e| e.offset >= from);
-                (
-                    entries,
-                    file.metadata().map_err(|e| err("reading a segment's length", e))?.len(),
-                )
+                (entries, len)
             }
             None => {
                 let mut entries = Vec::new();
