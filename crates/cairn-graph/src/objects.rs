@@ -56,65 +56,80 @@ impl Objects {
                 kind: name,
                 hash: *hash,
             })?;
-        if codec::hash_object(&bytes) != *hash {
+        self.verify(hash, name, &bytes)?;
+        Ok(bytes)
+    }
+
+    /// Checks that `bytes`, read from the store under `hash`, are the object `hash` names
+    /// (re-hashed: a record whose crc was forged with it is caught here).
+    fn verify(&self, hash: &Hash, name: &'static str, bytes: &[u8]) -> Result<(), GraphError> {
+        if codec::hash_object(bytes) != *hash {
             return Err(GraphError::Corrupt {
                 kind: name,
                 hash: *hash,
                 detail: "content does not match its blake3 hash".into(),
             });
         }
-        Ok(bytes)
+        Ok(())
     }
 
+    /// `f` of the verified bytes of an object of the given kind, lent by the store
+    /// ([`Store::with_object`]: no copy into an allocation of their own), with their length.
     fn decode<T>(
         &self,
         hash: &Hash,
         kind: ObjectKind,
         f: impl FnOnce(&[u8]) -> Result<T, codec::DecodeError>,
-    ) -> Result<T, GraphError> {
-        let bytes = self.raw(hash, kind)?;
-        f(&bytes).map_err(|e| GraphError::Corrupt {
-            kind: kind.name(),
-            hash: *hash,
-            detail: e.to_string(),
-        })
+    ) -> Result<(T, usize), GraphError> {
+        let name = kind.name();
+        let mut f = Some(f);
+        let mut out = None;
+        let found = self
+            .store
+            .with_object(hash, &mut |bytes| {
+                let Some(f) = f.take() else { return };
+                out = Some(self.verify(hash, name, bytes).and_then(|()| {
+                    f(bytes).map(|t| (t, bytes.len())).map_err(|e| GraphError::Corrupt {
+                        kind: name,
+                        hash: *hash,
+                        detail: e.to_string(),
+                    })
+                }));
+            })
+            .map_err(|e| GraphError::from_store(e, name, *hash))?;
+        match out {
+            Some(r) if found => r,
+            _ => Err(GraphError::NotFound {
+                kind: name,
+                hash: *hash,
+            }),
+        }
     }
 
     /// A node object.
     pub fn node(&self, hash: &Hash) -> Result<Node, GraphError> {
-        self.decode(hash, ObjectKind::Node, codec::decode_node)
+        self.decode(hash, ObjectKind::Node, codec::decode_node).map(|(n, _)| n)
     }
 
     /// A node object and the length of its stored encoding.
     pub fn node_sized(&self, hash: &Hash) -> Result<(Node, usize), GraphError> {
-        let bytes = self.raw(hash, ObjectKind::Node)?;
-        let node = codec::decode_node(&bytes).map_err(|e| GraphError::Corrupt {
-            kind: ObjectKind::Node.name(),
-            hash: *hash,
-            detail: e.to_string(),
-        })?;
-        Ok((node, bytes.len()))
+        self.decode(hash, ObjectKind::Node, codec::decode_node)
     }
 
     /// An edge object and the length of its stored encoding.
     pub fn edge_sized(&self, hash: &Hash) -> Result<(Edge, usize), GraphError> {
-        let bytes = self.raw(hash, ObjectKind::Edge)?;
-        let edge = codec::decode_edge(&bytes).map_err(|e| GraphError::Corrupt {
-            kind: ObjectKind::Edge.name(),
-            hash: *hash,
-            detail: e.to_string(),
-        })?;
-        Ok((edge, bytes.len()))
+        self.decode(hash, ObjectKind::Edge, codec::decode_edge)
     }
 
     /// An edge object.
     pub fn edge(&self, hash: &Hash) -> Result<Edge, GraphError> {
-        self.decode(hash, ObjectKind::Edge, codec::decode_edge)
+        self.decode(hash, ObjectKind::Edge, codec::decode_edge).map(|(e, _)| e)
     }
 
     /// A commit object.
     pub fn commit(&self, id: &CommitId) -> Result<Commit, GraphError> {
         self.decode(id.hash(), ObjectKind::Commit, codec::decode_commit)
+            .map(|(c, _)| c)
     }
 
     /// A tree node (cached).
@@ -122,7 +137,7 @@ impl Objects {
         if let Some(t) = self.trees.lock().get(hash) {
             return Ok(Arc::clone(t));
         }
-        let t = Arc::new(self.decode(hash, ObjectKind::Tree, codec::decode_tree)?);
+        let t = Arc::new(self.decode(hash, ObjectKind::Tree, codec::decode_tree)?.0);
         let mut cache = self.trees.lock();
         if cache.len() >= TREE_CACHE_CAPACITY {
             // Crude but bounded; the cache only saves decoding, never changes a result.

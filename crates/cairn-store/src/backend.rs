@@ -95,6 +95,21 @@ pub trait Store: Send + Sync + 'static {
     /// does not match.
     fn get(&self, hash: &Hash) -> Result<Option<Arc<[u8]>>, StoreError>;
 
+    /// Reads an object, checked as by [`Store::get`], and passes it to `f` without handing
+    /// over an allocation: for a caller that decodes it at once (the index build reads
+    /// every node of a commit). `Ok(false)` (and `f` not called) if it is absent. The
+    /// default reads it with [`Store::get`]; the segment store reads it into a per-thread
+    /// buffer.
+    fn with_object(&self, hash: &Hash, f: &mut dyn FnMut(&[u8])) -> Result<bool, StoreError> {
+        match self.get(hash)? {
+            Some(v) => {
+                f(&v);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
     /// True if the object is present (does not verify its checksum).
     fn contains(&self, hash: &Hash) -> Result<bool, StoreError>;
 

@@ -346,6 +346,11 @@ impl Store for SegmentStore {
         Ok(out)
     }
 
+    /// The record is read into a per-thread buffer that the next read reuses.
+    fn with_object(&self, hash: &Hash, f: &mut dyn FnMut(&[u8])) -> Result<bool, StoreError> {
+        self.objects.with_value(hash, f)
+    }
+
     /// One `pread` of the range, from the object's place in its segment.
     fn read_object_at(&self, hash: &Hash, offset: u64, out: &mut [u8]) -> Result<bool, StoreError> {
         self.objects.read_at(hash, offset, out)
