@@ -177,6 +177,28 @@ pub(crate) fn tokens(lowercased: &str) -> impl Iterator<Item = &str> {
         .filter(|t| !t.is_empty())
 }
 
+/// [`tokens`] of an ASCII text, split byte by byte (an ASCII character is alphanumeric
+/// exactly when it is an ASCII letter or digit, so the tokens are the same).
+pub(crate) fn ascii_tokens(lowercased: &str) -> impl Iterator<Item = &str> {
+    debug_assert!(lowercased.is_ascii());
+    let bytes = lowercased.as_bytes();
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < bytes.len() && !bytes[at].is_ascii_alphanumeric() {
+            at += 1;
+        }
+        if at == bytes.len() {
+            return None;
+        }
+        let start = at;
+        while at < bytes.len() && bytes[at].is_ascii_alphanumeric() {
+            at += 1;
+        }
+        // ASCII bytes: every cut is a character boundary.
+        Some(&lowercased[start..at])
+    })
+}
+
 impl Analyzer {
     /// The terms of `text`, in order, with repeats.
     pub fn analyze(&self, text: &str) -> Vec<String> {
@@ -292,6 +314,40 @@ mod tests {
                 .map(|(term, _)| term)
                 .collect();
             assert_eq!(a.analyze(&strip_question_words(q)), want, "{q}");
+        }
+    }
+
+    #[test]
+    fn ascii_tokens_equal_tokens_on_every_ascii_arrangement() {
+        let all: String = (0u8..0x80).map(char::from).collect();
+        let mut texts = vec![
+            String::new(),
+            " ".to_string(),
+            "a".to_string(),
+            "--x--".to_string(),
+            "hello, world! 3d-printing isn't e=mc^2; a.b.c. x86_64 \t\n".to_string(),
+            all.clone(),
+            all.chars().rev().collect(),
+        ];
+        let mut x = 0x9e37_79b9_u32;
+        for _ in 0..200 {
+            let t: String = (0..(x % 40))
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    char::from((x % 128) as u8)
+                })
+                .collect();
+            texts.push(t);
+        }
+        for t in &texts {
+            let lower = t.to_ascii_lowercase();
+            assert_eq!(
+                ascii_tokens(&lower).collect::<Vec<_>>(),
+                tokens(&lower).collect::<Vec<_>>(),
+                "{t:?}"
+            );
         }
     }
 

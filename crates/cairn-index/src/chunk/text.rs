@@ -5,7 +5,7 @@
 
 use std::cell::RefCell;
 
-use crate::analyzer::{term_of, tokens, Analyzer};
+use crate::analyzer::{ascii_tokens, term_of, tokens, Analyzer};
 use crate::chunk::node::Local;
 use crate::chunk::offsets::Offsets;
 use crate::fast_hash::FastMap;
@@ -106,6 +106,10 @@ impl PartialEq for TextChunk {
 /// Tokens a thread's vocabulary holds before it is cleared (bounds its memory).
 const VOCABULARY_TOKENS: usize = 200_000;
 
+/// Bytes of terms a thread's vocabulary holds before it is cleared (its term offsets are
+/// `u32`: one build adds at most its chunk's texts).
+const VOCABULARY_TEXT_BYTES: usize = 64 << 20;
+
 /// Marks a stopword in a vocabulary.
 const STOP: u32 = u32::MAX;
 
@@ -143,8 +147,11 @@ struct Vocabulary {
     long_tokens: FastMap<Box<str>, u32>,
     /// Term string → term id.
     term_ids: FastMap<Box<str>, u32>,
-    /// Term id → term.
-    terms: Vec<Box<str>>,
+    /// Every term's bytes, in id order: term `g` is `term_text[term_end[g - 1]..term_end[g]]`
+    /// (one buffer, so a chunk's terms are read from a few cache lines, not one
+    /// allocation each).
+    term_text: String,
+    term_end: Vec<u32>,
     /// Term id → its big-endian [`inline_key`]: terms sort by it, then by their bytes.
     order: Vec<u128>,
     /// Term id → (chunk build it was last seen in, its chunk-local id there).
@@ -165,6 +172,14 @@ struct Vocabulary {
 }
 
 impl Vocabulary {
+    /// Term `g`.
+    #[inline]
+    fn term(&self, g: u32) -> &str {
+        let g = g as usize;
+        let start = if g == 0 { 0 } else { self.term_end[g - 1] as usize };
+        &self.term_text[start..self.term_end[g] as usize]
+    }
+
     /// The term id of `token`, analysing it on first sight.
     fn term_id(&mut self, stemmer: Option<&rust_stemmers::Stemmer>, token: &str) -> u32 {
         let short = (token.len() <= INLINE).then(|| inline_key(token.as_bytes(), false));
@@ -180,9 +195,10 @@ impl Vocabulary {
             Some(term) => match self.term_ids.get(term.as_ref()) {
                 Some(&id) => id,
                 None => {
-                    let id = self.terms.len() as u32;
+                    let id = self.term_end.len() as u32;
                     self.order.push(inline_key(term.as_bytes(), true));
-                    self.terms.push(term.as_ref().into());
+                    self.term_text.push_str(&term);
+                    self.term_end.push(self.term_text.len() as u32);
                     self.term_ids.insert(term.into_owned().into_boxed_str(), id);
                     self.seen.push((0, 0));
                     id
@@ -227,7 +243,7 @@ impl TextChunk {
         VOCABULARY.with(|vocab| {
             let mut vocab = vocab.borrow_mut();
             let v = &mut vocab[usize::from(analyzer.stem)];
-            if v.tokens() >= VOCABULARY_TOKENS || v.epoch == u32::MAX {
+            if v.tokens() >= VOCABULARY_TOKENS || v.term_text.len() >= VOCABULARY_TEXT_BYTES || v.epoch == u32::MAX {
                 *v = Vocabulary::default();
             }
             v.epoch += 1;
@@ -241,7 +257,8 @@ impl TextChunk {
             for (local, text) in texts.into_iter().enumerate() {
                 let local = local as Local;
                 lower.clear();
-                if text.is_ascii() {
+                let ascii = text.is_ascii();
+                if ascii {
                     // What `to_lowercase` gives for ASCII, without a fresh string.
                     lower.push_str(text);
                     lower.make_ascii_lowercase();
@@ -249,7 +266,16 @@ impl TextChunk {
                     lower.push_str(&text.to_lowercase());
                 }
                 let mut len = 0u32;
-                for token in tokens(&lower) {
+                let (mut a, mut u) = match ascii {
+                    true => (Some(ascii_tokens(&lower)), None),
+                    false => (None, Some(tokens(&lower))),
+                };
+                let mut next = || match (&mut a, &mut u) {
+                    (Some(a), _) => a.next(),
+                    (_, Some(u)) => u.next(),
+                    _ => None,
+                };
+                while let Some(token) = next() {
                     let gid = v.term_id(stemmer.as_ref(), token);
                     if gid == STOP {
                         continue;
@@ -288,18 +314,25 @@ impl TextChunk {
                 next[lid as usize] += 1;
             }
             // Local terms in byte order of their terms (distinct ids, distinct terms: a
-            // strict order).
-            let mut by_term: Vec<u32> = (0..local_terms.len() as u32).collect();
-            by_term.sort_unstable_by(|&a, &b| {
-                let (ga, gb) = (local_terms[a as usize] as usize, local_terms[b as usize] as usize);
-                v.order[ga]
-                    .cmp(&v.order[gb])
-                    .then_with(|| v.terms[ga].cmp(&v.terms[gb]))
+            // strict order), sorted by their order keys gathered beside them (the terms'
+            // bytes are compared only on a shared 16-byte prefix).
+            let mut by_term: Vec<(u128, u32)> = local_terms
+                .iter()
+                .enumerate()
+                .map(|(lid, &g)| (v.order[g as usize], lid as u32))
+                .collect();
+            by_term.sort_unstable_by(|a, b| {
+                a.0.cmp(&b.0)
+                    .then_with(|| v.term(local_terms[a.1 as usize]).cmp(v.term(local_terms[b.1 as usize])))
             });
+            let term_bytes: usize = local_terms.iter().map(|&g| v.term(g).len()).sum();
+            out.term_bytes.reserve_exact(term_bytes);
+            out.term_end.reserve_exact(local_terms.len());
+            out.starts.reserve_exact(local_terms.len() + 1);
             out.starts.push(0);
             out.posts.reserve(occurrences.len());
-            for lid in by_term {
-                out.push_term(&v.terms[local_terms[lid as usize] as usize]);
+            for (_, lid) in by_term {
+                out.push_term(v.term(local_terms[lid as usize]));
                 // Runs of one document are its frequency. In range by the limits (see
                 // `Posting`). Only a node that skipped validation (a text past
                 // `MAX_TEXT_BYTES`, never stored) can count more: it counts
