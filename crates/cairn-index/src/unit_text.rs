@@ -165,21 +165,59 @@ impl TermPostings {
 /// Encodes the unit text of `parts` (the unit's chunks' text parts, in chunk order) under
 /// `key`.
 pub fn encode_unit_text(key: &Hash, parts: &[&TextChunk]) -> Vec<u8> {
-    // Every term of every chunk, each with the chunks holding it (in chunk order).
-    let mut by_term: FastMap<&str, Vec<(u32, u32)>> = FastMap::default();
-    for (j, p) in parts.iter().enumerate() {
+    // Every distinct term of the unit (numbered as first met), and each chunk term's number.
+    let occurrences: usize = parts.iter().map(|p| p.term_count()).sum();
+    let mut number: FastMap<&str, u32> = FastMap::default();
+    let mut names: Vec<&str> = Vec::new();
+    let mut counts: Vec<u32> = Vec::new();
+    let mut of: Vec<u32> = Vec::with_capacity(occurrences);
+    for p in parts {
         for i in 0..p.term_count() {
-            by_term.entry(p.term(i)).or_default().push((j as u32, i as u32));
+            let t = p.term(i);
+            let x = *number.entry(t).or_insert_with(|| {
+                names.push(t);
+                counts.push(0);
+                (names.len() - 1) as u32
+            });
+            counts[x as usize] += 1;
+            of.push(x);
         }
     }
-    let mut terms: Vec<(&str, Vec<(u32, u32)>)> = by_term.into_iter().collect();
-    terms.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    drop(number);
+    // The terms in byte order; each one's (chunk, term in chunk) entries in one array,
+    // grouped by a counting sort that keeps chunk order within a term.
+    let mut order: Vec<u32> = (0..names.len() as u32).collect();
+    order.sort_unstable_by(|&a, &b| names[a as usize].cmp(names[b as usize]));
+    let mut rank = vec![0u32; names.len()];
+    let mut start = Vec::with_capacity(names.len() + 1);
+    start.push(0usize);
+    for (r, &x) in order.iter().enumerate() {
+        rank[x as usize] = r as u32;
+        start.push(start[r] + counts[x as usize] as usize);
+    }
+    let mut fill = start.clone();
+    let mut flat = vec![(0u32, 0u32); occurrences];
+    let mut k = 0;
+    for (j, p) in parts.iter().enumerate() {
+        for i in 0..p.term_count() {
+            let r = rank[of[k] as usize] as usize;
+            flat[fill[r]] = (j as u32, i as u32);
+            fill[r] += 1;
+            k += 1;
+        }
+    }
+    drop((of, fill, rank, counts));
+    let terms: Vec<(&str, &[(u32, u32)])> = order
+        .iter()
+        .enumerate()
+        .map(|(r, &x)| (names[x as usize], &flat[start[r]..start[r + 1]]))
+        .collect();
     // The value is written into one buffer of its exact length (a unit text runs to
     // megabytes: growing it by doubling copied and zeroed it several times over). The
-    // head, which indexes the blocks, is sized first and filled in once they are written.
+    // head, which indexes the blocks, is sized first and filled in once they are written;
+    // so is each block's dictionary, before its postings.
     let postings_len = |&(j, i): &(u32, u32)| 8 + 4 * parts[j as usize].postings_at(i as usize).len();
-    let term_len =
-        |(t, at): &(&str, Vec<(u32, u32)>)| 8 + t.len() + 12 + 4 + at.iter().map(postings_len).sum::<usize>();
+    let term_len = |(t, at): &(&str, &[(u32, u32)])| 8 + t.len() + 12 + 4 + at.iter().map(postings_len).sum::<usize>();
     let blocks_len: usize = terms.iter().map(term_len).sum();
     let docs: usize = parts.iter().map(|p| p.doc_count()).sum();
     let index_len: usize = terms.chunks(BLOCK_TERMS).map(|g| 8 + g[0].0.len() + 8 + 12).sum();
@@ -193,44 +231,46 @@ pub fn encode_unit_text(key: &Hash, parts: &[&TextChunk]) -> Vec<u8> {
     let region = out.len();
     // Per block: first term, offset, dictionary length and crc32, whole length.
     let mut index: Vec<(&str, u64, u32, u32, u32)> = Vec::new();
-    // One block's postings, term after term (reused), and where each term's start.
-    let mut postings: Vec<u8> = Vec::new();
+    // One block's dictionary (reused), and where each term's postings start.
+    let mut dict: Vec<u8> = Vec::new();
     let mut at_of: Vec<(usize, usize)> = Vec::with_capacity(BLOCK_TERMS);
     for group in terms.chunks(BLOCK_TERMS) {
-        postings.clear();
         at_of.clear();
+        // The dictionary: each term with its postings' offset in the block (they follow
+        // the dictionary), length and crc32; its room is left, the postings written after
+        // it, and then it is filled in.
+        let dict_len: usize = group.iter().map(|(t, _)| 8 + t.len() + 12).sum();
+        let block = out.len();
+        out.resize(block + dict_len, 0);
         for (_, at) in group {
-            let d = postings.len();
-            put_u32(&mut postings, at.len() as u32);
-            for &(j, i) in at {
-                put_u32(&mut postings, j);
-                put_u32(&mut postings, parts[j as usize].postings_at(i as usize).len() as u32);
+            let d = out.len() - block;
+            put_u32(&mut out, at.len() as u32);
+            for &(j, i) in *at {
+                put_u32(&mut out, j);
+                put_u32(&mut out, parts[j as usize].postings_at(i as usize).len() as u32);
             }
-            for &(j, i) in at {
+            for &(j, i) in *at {
                 for p in parts[j as usize].postings_at(i as usize) {
-                    put_u32(&mut postings, p.raw());
+                    put_u32(&mut out, p.raw());
                 }
             }
-            at_of.push((d, postings.len() - d));
+            at_of.push((d, out.len() - block - d));
         }
-        // The dictionary: each term with its postings' offset in the block (they follow
-        // the dictionary), length and crc32.
-        let dict_len: usize = group.iter().map(|(t, _)| 8 + t.len() + 12).sum();
-        let start = out.len();
+        dict.clear();
         for ((term, _), &(d, len)) in group.iter().zip(&at_of) {
-            put_str(&mut out, term);
-            put_u32(&mut out, (dict_len + d) as u32);
-            put_u32(&mut out, len as u32);
-            put_u32(&mut out, crc32fast::hash(&postings[d..d + len]));
+            put_str(&mut dict, term);
+            put_u32(&mut dict, d as u32);
+            put_u32(&mut dict, len as u32);
+            put_u32(&mut dict, crc32fast::hash(&out[block + d..block + d + len]));
         }
-        let dict_crc = crc32fast::hash(&out[start..]);
-        out.extend_from_slice(&postings);
+        debug_assert_eq!(dict.len(), dict_len);
+        out[block..block + dict_len].copy_from_slice(&dict);
         index.push((
             group[0].0,
-            (start - region) as u64,
+            (block - region) as u64,
             dict_len as u32,
-            dict_crc,
-            (out.len() - start) as u32,
+            crc32fast::hash(&dict),
+            (out.len() - block) as u32,
         ));
     }
     debug_assert_eq!(out.len(), region + blocks_len);
