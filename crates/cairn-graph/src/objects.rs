@@ -7,7 +7,7 @@ use std::sync::Arc;
 use cairn_core::codec::{self, ObjectKind};
 use cairn_core::limits::MAX_OBJECT_BYTES;
 use cairn_core::{Commit, CommitId, Edge, Hash, Node, TreeNode};
-use cairn_store::Store;
+use cairn_store::{Store, StoreError};
 use parking_lot::Mutex;
 
 use crate::error::GraphError;
@@ -74,35 +74,73 @@ impl Objects {
     }
 
     /// `f` of the verified bytes of an object of the given kind, lent by the store
-    /// ([`Store::with_object`]: no copy into an allocation of their own), with their length.
+    /// ([`Store::with_objects`]: no copy into an allocation of their own), with their length.
     fn decode<T>(
         &self,
         hash: &Hash,
         kind: ObjectKind,
-        f: impl FnOnce(&[u8]) -> Result<T, codec::DecodeError>,
+        f: impl Fn(&[u8]) -> Result<T, codec::DecodeError>,
     ) -> Result<(T, usize), GraphError> {
+        let mut one = self.decode_many(std::slice::from_ref(hash), kind, f)?;
+        Ok(one.pop().expect("one object read"))
+    }
+
+    /// [`Objects::decode`] of each of `hashes`, read as one batch, in their order; the
+    /// error is that of the first object (in that order) that is missing or fails.
+    fn decode_many<T>(
+        &self,
+        hashes: &[Hash],
+        kind: ObjectKind,
+        f: impl Fn(&[u8]) -> Result<T, codec::DecodeError>,
+    ) -> Result<Vec<(T, usize)>, GraphError> {
         let name = kind.name();
-        let mut f = Some(f);
-        let mut out = None;
-        let found = self
-            .store
-            .with_object(hash, &mut |bytes| {
-                let Some(f) = f.take() else { return };
-                out = Some(self.verify(hash, name, bytes).and_then(|()| {
-                    f(bytes).map(|t| (t, bytes.len())).map_err(|e| GraphError::Corrupt {
+        let mut out: Vec<Option<Result<(T, usize), GraphError>>> = (0..hashes.len()).map(|_| None).collect();
+        // Once one fails, later ones are not decoded (the first failure is the answer).
+        let mut failed = false;
+        let read = self.store.with_objects(hashes, &mut |i, bytes| {
+            if failed {
+                return;
+            }
+            let hash = &hashes[i];
+            let r = self.verify(hash, name, bytes).and_then(|()| {
+                f(bytes).map(|t| (t, bytes.len())).map_err(|e| GraphError::Corrupt {
+                    kind: name,
+                    hash: *hash,
+                    detail: e.to_string(),
+                })
+            });
+            failed = r.is_err();
+            out[i] = Some(r);
+        });
+        // A store error ends the batch at its object (named by its key, for a damaged
+        // record); objects before it that were missing come first.
+        let stopped = read.err().map(|e| {
+            let at = match &e {
+                StoreError::Corrupt { key, .. } => hashes.iter().position(|h| h.to_hex() == *key),
+                _ => None,
+            };
+            let at = at.unwrap_or(hashes.len());
+            (
+                at,
+                GraphError::from_store(e, name, hashes.get(at).copied().unwrap_or(Hash::ZERO)),
+            )
+        });
+        let end = stopped.as_ref().map_or(hashes.len(), |(at, _)| *at);
+        let mut objects = Vec::with_capacity(hashes.len());
+        for (i, r) in out.into_iter().enumerate().take(end) {
+            match r {
+                Some(r) => objects.push(r?),
+                None => {
+                    return Err(GraphError::NotFound {
                         kind: name,
-                        hash: *hash,
-                        detail: e.to_string(),
+                        hash: hashes[i],
                     })
-                }));
-            })
-            .map_err(|e| GraphError::from_store(e, name, *hash))?;
-        match out {
-            Some(r) if found => r,
-            _ => Err(GraphError::NotFound {
-                kind: name,
-                hash: *hash,
-            }),
+                }
+            }
+        }
+        match stopped {
+            Some((_, e)) => Err(e),
+            None => Ok(objects),
         }
     }
 
@@ -114,6 +152,14 @@ impl Objects {
     /// A node object and the length of its stored encoding.
     pub fn node_sized(&self, hash: &Hash) -> Result<(Node, usize), GraphError> {
         self.decode(hash, ObjectKind::Node, codec::decode_node)
+    }
+
+    /// Node objects and the lengths of their stored encodings, in the order of `hashes`,
+    /// read as one batch ([`Store::with_objects`]) and each checked as by
+    /// [`Objects::node`]; the error is that of the first (in that order) missing or
+    /// damaged.
+    pub fn nodes_sized(&self, hashes: &[Hash]) -> Result<Vec<(Node, usize)>, GraphError> {
+        self.decode_many(hashes, ObjectKind::Node, codec::decode_node)
     }
 
     /// An edge object and the length of its stored encoding.

@@ -95,19 +95,20 @@ pub trait Store: Send + Sync + 'static {
     /// does not match.
     fn get(&self, hash: &Hash) -> Result<Option<Arc<[u8]>>, StoreError>;
 
-    /// Reads an object, checked as by [`Store::get`], and passes it to `f` without handing
-    /// over an allocation: for a caller that decodes it at once (the index build reads
-    /// every node of a commit). `Ok(false)` (and `f` not called) if it is absent. The
-    /// default reads it with [`Store::get`]; the segment store reads it into a per-thread
-    /// buffer.
-    fn with_object(&self, hash: &Hash, f: &mut dyn FnMut(&[u8])) -> Result<bool, StoreError> {
-        match self.get(hash)? {
-            Some(v) => {
-                f(&v);
-                Ok(true)
+    /// Reads objects, each checked as by [`Store::get`], and passes each to `f` with its
+    /// place in `hashes`, in that order, without handing over allocations: for a caller
+    /// that decodes them at once (the index build reads every node of a commit, a chunk's
+    /// nodes at a time). An absent object is skipped (`f` is not called for it); the
+    /// first error ends the call. The default reads them one by one with [`Store::get`];
+    /// the segment store locates a batch under one read of its index and reads a record of
+    /// a sealed segment where it lies in the segment's mapping.
+    fn with_objects(&self, hashes: &[Hash], f: &mut dyn FnMut(usize, &[u8])) -> Result<(), StoreError> {
+        for (i, h) in hashes.iter().enumerate() {
+            if let Some(v) = self.get(h)? {
+                f(i, &v);
             }
-            None => Ok(false),
         }
+        Ok(())
     }
 
     /// True if the object is present (does not verify its checksum).

@@ -553,29 +553,89 @@ impl<K: LogKey> Log<K> {
         Ok(Some(bytes))
     }
 
-    /// The value under `key`, checked, passed to `f` from a per-thread buffer that later
-    /// reads reuse (kept up to [`SCRATCH_KEEP`] bytes). `Ok(false)`: no value.
+    /// The value under `key`, checked, passed to `f` ([`Log::with_values`] of one key).
+    /// `Ok(false)`: no value.
     pub(super) fn with_value(&self, key: &K, f: &mut dyn FnMut(&[u8])) -> Result<bool, StoreError> {
+        let mut found = false;
+        self.with_values(std::slice::from_ref(key), &mut |_, v| {
+            found = true;
+            f(v)
+        })?;
+        Ok(found)
+    }
+
+    /// Each of `keys`' values, checked, passed to `f` with the key's place in `keys`, in
+    /// that order (a key without a value is skipped); the first damaged value stops the
+    /// call with its error. The records are located under one read of the index; a record
+    /// in a sealed segment is read where it lies in the segment's mapping (no copy, no
+    /// system call), one in the active segment (or one that cannot be mapped) into a
+    /// per-thread buffer that later reads reuse (kept up to [`SCRATCH_KEEP`] bytes).
+    pub(super) fn with_values(&self, keys: &[K], f: &mut dyn FnMut(usize, &[u8])) -> Result<(), StoreError> {
+        /// Where a batch's records are read from: a sealed segment's mapping, or a file.
+        enum Source {
+            Mapped(bytes::Bytes),
+            File(Arc<File>),
+        }
+        // Each key's record and its segment's place in `sources` (one entry a segment).
+        let (located, sources) = self.indexed(|state| {
+            let active = state.segments.keys().next_back().copied();
+            let mut sources: Vec<(u32, Source)> = Vec::new();
+            let mut located = Vec::with_capacity(keys.len());
+            for (i, key) in keys.iter().enumerate() {
+                let Some(loc) = state.index.get(key)? else {
+                    continue;
+                };
+                let at = match sources.iter().position(|(id, _)| *id == loc.segment) {
+                    Some(at) => at,
+                    None => {
+                        let file = &state.segments[&loc.segment].file;
+                        let map = (Some(loc.segment) != active)
+                            .then(|| self.map_of(loc.segment, file))
+                            .flatten();
+                        let source = match map {
+                            Some(map) => Source::Mapped(map),
+                            None => Source::File(Arc::clone(file)),
+                        };
+                        sources.push((loc.segment, source));
+                        sources.len() - 1
+                    }
+                };
+                located.push((i, loc, at));
+            }
+            Ok((located, sources))
+        })?;
         thread_local! {
             static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
-        SCRATCH.with(|cell| {
-            // A reentrant call (from `f`) reads into a buffer of its own.
-            let mut own = Vec::new();
-            let mut borrowed = cell.try_borrow_mut();
-            let buf = match borrowed.as_mut() {
-                Ok(b) => &mut **b,
-                Err(_) => &mut own,
-            };
-            let found = self.read_record(key, buf)?;
-            if let Some(range) = &found {
-                f(&buf[range.clone()]);
+        for (i, loc, at) in located {
+            let key = &keys[i];
+            match &sources[at].1 {
+                Source::Mapped(map) => {
+                    let start = loc.offset as usize;
+                    let record = map
+                        .get(start..start + loc.len as usize)
+                        .ok_or_else(|| self.cut_short(key, loc))?;
+                    let value = self.check_record(key, loc, record)?;
+                    f(i, &record[value]);
+                }
+                Source::File(file) => SCRATCH.with(|cell| {
+                    // A reentrant call (from `f`) reads into a buffer of its own.
+                    let mut own = Vec::new();
+                    let mut borrowed = cell.try_borrow_mut();
+                    let buf = match borrowed.as_mut() {
+                        Ok(b) => &mut **b,
+                        Err(_) => &mut own,
+                    };
+                    let value = self.read_record_at(key, loc, file, buf)?;
+                    f(i, &buf[value]);
+                    if buf.capacity() > SCRATCH_KEEP {
+                        *buf = Vec::new();
+                    }
+                    Ok::<(), StoreError>(())
+                })?,
             }
-            if buf.capacity() > SCRATCH_KEEP {
-                *buf = Vec::new();
-            }
-            Ok(found.is_some())
-        })
+        }
+        Ok(())
     }
 
     /// Reads and checks the record of `key` into `bytes` (resized to the record); the

@@ -346,9 +346,10 @@ impl Store for SegmentStore {
         Ok(out)
     }
 
-    /// The record is read into a per-thread buffer that the next read reuses.
-    fn with_object(&self, hash: &Hash, f: &mut dyn FnMut(&[u8])) -> Result<bool, StoreError> {
-        self.objects.with_value(hash, f)
+    /// Located under one read of the index; read where they lie in a sealed segment's
+    /// mapping, else into a per-thread buffer that the next read reuses.
+    fn with_objects(&self, hashes: &[Hash], f: &mut dyn FnMut(usize, &[u8])) -> Result<(), StoreError> {
+        self.objects.with_values(hashes, f)
     }
 
     /// One `pread` of the range, from the object's place in its segment.

@@ -917,16 +917,14 @@ impl DerivedData {
             TreeKind::Nodes => {
                 let mut nodes: Vec<(Hash, Node)> = Vec::with_capacity(entries.len());
                 let mut bytes = 0usize;
-                // Read in parallel (a chunk's nodes are scattered through the object log: a
-                // cold read waits on the disk), checked in key order (the first damage named).
-                // An object store fetches them at once first (a hint: a failure is met again,
-                // and reported, by the reads).
-                let _ = objs
-                    .store()
-                    .prefetch(&entries.iter().map(|(_, h)| *h).collect::<Vec<_>>());
-                let read: Vec<_> = entries.par_iter().map(|(_, h)| objs.node_sized(h)).collect();
-                for ((k, h), r) in entries.iter().zip(read) {
-                    let (node, size) = r?;
+                // Read as one batch (located under one read of the store's index, read
+                // where they lie in its mapped segments), checked in key order (the first
+                // damage named). Chunks are built in parallel. An object store fetches them
+                // at once first (a hint: a failure is met again, and reported, by the reads).
+                let hashes: Vec<Hash> = entries.iter().map(|(_, h)| *h).collect();
+                let _ = objs.store().prefetch(&hashes);
+                let read = objs.nodes_sized(&hashes)?;
+                for ((k, h), (node, size)) in entries.iter().zip(read) {
                     if node.id.as_str().as_bytes() != k.as_slice() {
                         return Err(Error::Graph(cairn_graph::GraphError::Corrupt {
                             kind: "node",
