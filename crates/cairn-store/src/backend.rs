@@ -100,8 +100,7 @@ pub trait Store: Send + Sync + 'static {
     /// that decodes them at once (the index build reads every node of a commit, a chunk's
     /// nodes at a time). An absent object is skipped (`f` is not called for it); the
     /// first error ends the call. The default reads them one by one with [`Store::get`];
-    /// the segment store locates a batch under one read of its index and reads a record of
-    /// a sealed segment where it lies in the segment's mapping.
+    /// the segment store locates a batch under one read of its index.
     fn with_objects(&self, hashes: &[Hash], f: &mut dyn FnMut(usize, &[u8])) -> Result<(), StoreError> {
         for (i, h) in hashes.iter().enumerate() {
             if let Some(v) = self.get(h)? {

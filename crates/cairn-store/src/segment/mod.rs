@@ -346,8 +346,8 @@ impl Store for SegmentStore {
         Ok(out)
     }
 
-    /// Located under one read of the index; read where they lie in a sealed segment's
-    /// mapping, else into a per-thread buffer that the next read reuses.
+    /// Located under one read of the index; read into a per-thread buffer that the next
+    /// read reuses.
     fn with_objects(&self, hashes: &[Hash], f: &mut dyn FnMut(usize, &[u8])) -> Result<(), StoreError> {
         self.objects.with_values(hashes, f)
     }

@@ -917,9 +917,8 @@ impl DerivedData {
             TreeKind::Nodes => {
                 let mut nodes: Vec<(Hash, Node)> = Vec::with_capacity(entries.len());
                 let mut bytes = 0usize;
-                // Read as one batch (located under one read of the store's index, read
-                // where they lie in its mapped segments), checked in key order (the first
-                // damage named). Chunks are built in parallel. An object store fetches them
+                // Read as one batch (located under one read of the store's index), checked
+                // in key order (the first damage named). Chunks are built in parallel. An object store fetches them
                 // at once first (a hint: a failure is met again, and reported, by the reads).
                 let hashes: Vec<Hash> = entries.iter().map(|(_, h)| *h).collect();
                 let _ = objs.store().prefetch(&hashes);
