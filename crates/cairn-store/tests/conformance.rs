@@ -328,6 +328,41 @@ mod checks {
         assert_eq!(inner.as_deref(), Some(&b"s"[..]));
     }
 
+    pub fn objects_are_lent_in_order_absent_ones_skipped(store: &dyn Store) {
+        let stored = objects(5);
+        // One larger than a kept read buffer (1 MiB) among them.
+        let big: Vec<u8> = (0..1_500_000u32).map(|i| (i % 251) as u8).collect();
+        let big = (Hash::of(&big), big);
+        store.put_batch(&stored).unwrap();
+        store.put_batch(std::slice::from_ref(&big)).unwrap();
+        let absent = Hash::of(b"never stored");
+        let asked = [
+            stored[3].0,
+            absent,
+            big.0,
+            stored[0].0,
+            stored[3].0,
+            absent,
+            stored[4].0,
+        ];
+        let mut got = Vec::new();
+        store
+            .with_objects(&asked, &mut |i, bytes| got.push((i, bytes.to_vec())))
+            .unwrap();
+        let want = vec![
+            (0, stored[3].1.clone()),
+            (2, big.1.clone()),
+            (3, stored[0].1.clone()),
+            (4, stored[3].1.clone()),
+            (6, stored[4].1.clone()),
+        ];
+        assert_eq!(got, want);
+        let mut none = 0;
+        store.with_objects(&[], &mut |_, _| none += 1).unwrap();
+        store.with_objects(&[absent], &mut |_, _| none += 1).unwrap();
+        assert_eq!(none, 0);
+    }
+
     pub fn derived_key_spaces_are_separate(store: &dyn Store) {
         // The same bytes as an object hash, a ref name and a derived key name three things.
         let (hash, bytes) = object("shared key");
@@ -545,6 +580,7 @@ macro_rules! conformance {
             derived_ranges_read_what_was_put,
             object_ranges_read_what_the_object_holds,
             derived_values_are_lent_as_read,
+            objects_are_lent_in_order_absent_ones_skipped,
             derived_key_spaces_are_separate,
             scan_derived_by_prefix_in_key_order,
             last_derived_at_or_before,
