@@ -50,6 +50,10 @@ use crate::derived::DerivedData;
 use crate::error::{Error, Result};
 use crate::progress::{Meter, Step};
 
+/// Nodes of a chunk read as one batch (`Objects::nodes_sized`); a chunk's batches are read
+/// in parallel.
+const READ_BATCH: usize = 16;
+
 /// Bytes of derived values written per store batch.
 const PERSIST_BATCH_BYTES: usize = 32 << 20;
 
@@ -917,12 +921,18 @@ impl DerivedData {
             TreeKind::Nodes => {
                 let mut nodes: Vec<(Hash, Node)> = Vec::with_capacity(entries.len());
                 let mut bytes = 0usize;
-                // Read as one batch (located under one read of the store's index), checked
-                // in key order (the first damage named). Chunks are built in parallel. An object store fetches them
-                // at once first (a hint: a failure is met again, and reported, by the reads).
+                // Read in batches of [`READ_BATCH`] (each located under one read of the
+                // store's index), in parallel (a commit's view builds one or two chunks: its
+                // nodes are read and checked on every core), checked in key order (the first
+                // damage named). An object store fetches them at once first (a hint: a
+                // failure is met again, and reported, by the reads).
                 let hashes: Vec<Hash> = entries.iter().map(|(_, h)| *h).collect();
                 let _ = objs.store().prefetch(&hashes);
-                let read = objs.nodes_sized(&hashes)?;
+                let batches: Vec<_> = hashes.par_chunks(READ_BATCH).map(|b| objs.nodes_sized(b)).collect();
+                let mut read = Vec::with_capacity(hashes.len());
+                for b in batches {
+                    read.extend(b?);
+                }
                 for ((k, h), (node, size)) in entries.iter().zip(read) {
                     if node.id.as_str().as_bytes() != k.as_slice() {
                         return Err(Error::Graph(cairn_graph::GraphError::Corrupt {
