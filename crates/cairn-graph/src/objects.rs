@@ -112,14 +112,15 @@ impl Objects {
             failed = r.is_err();
             out[i] = Some(r);
         });
-        // A store error ends the batch at its object (named by its key, for a damaged
-        // record); objects before it that were missing come first.
+        // A store error ends the batch at its object: a damaged record names its key, and
+        // objects before it that were missing (or failed) come first; any other error (an
+        // I/O failure: which objects it kept from being read is unknown) is the answer.
         let stopped = read.err().map(|e| {
             let at = match &e {
                 StoreError::Corrupt { key, .. } => hashes.iter().position(|h| h.to_hex() == *key),
                 _ => None,
             };
-            let at = at.unwrap_or(hashes.len());
+            let at = at.unwrap_or(0);
             (
                 at,
                 GraphError::from_store(e, name, hashes.get(at).copied().unwrap_or(Hash::ZERO)),

@@ -106,8 +106,8 @@ impl PartialEq for TextChunk {
 /// Tokens a thread's vocabulary holds before it is cleared (bounds its memory).
 const VOCABULARY_TOKENS: usize = 200_000;
 
-/// Bytes of terms a thread's vocabulary holds before it is cleared (its term offsets are
-/// `u32`: one build adds at most its chunk's texts).
+/// Bytes of terms a thread's vocabulary holds before it is cleared (bounds its memory with
+/// [`VOCABULARY_TOKENS`]: a few long tokens can weigh more than many short ones).
 const VOCABULARY_TEXT_BYTES: usize = 64 << 20;
 
 /// Marks a stopword in a vocabulary.
@@ -151,7 +151,7 @@ struct Vocabulary {
     /// (one buffer, so a chunk's terms are read from a few cache lines, not one
     /// allocation each).
     term_text: String,
-    term_end: Vec<u32>,
+    term_end: Vec<usize>,
     /// Term id → its big-endian [`inline_key`]: terms sort by it, then by their bytes.
     order: Vec<u128>,
     /// Term id → (chunk build it was last seen in, its chunk-local id there).
@@ -176,8 +176,8 @@ impl Vocabulary {
     #[inline]
     fn term(&self, g: u32) -> &str {
         let g = g as usize;
-        let start = if g == 0 { 0 } else { self.term_end[g - 1] as usize };
-        &self.term_text[start..self.term_end[g] as usize]
+        let start = if g == 0 { 0 } else { self.term_end[g - 1] };
+        &self.term_text[start..self.term_end[g]]
     }
 
     /// The term id of `token`, analysing it on first sight.
@@ -198,7 +198,7 @@ impl Vocabulary {
                     let id = self.term_end.len() as u32;
                     self.order.push(inline_key(term.as_bytes(), true));
                     self.term_text.push_str(&term);
-                    self.term_end.push(self.term_text.len() as u32);
+                    self.term_end.push(self.term_text.len());
                     self.term_ids.insert(term.into_owned().into_boxed_str(), id);
                     self.seen.push((0, 0));
                     id
