@@ -326,3 +326,26 @@ fn unit_text_bytes_are_pinned() {
 const GOLDEN_CHUNKS: usize = 3;
 const GOLDEN_LEN: usize = 3776;
 const GOLDEN_HASH: &str = "76a916101e9946424b6539df62d6b44844fbdfe29d6f3cceb5cfa9bb1228eaaf";
+
+/// Golden: the bytes of a chunk's BM25 part (storage-format §7.3.2) are pinned, and they
+/// decode back to the part.
+#[test]
+fn text_part_bytes_are_pinned() {
+    let v = view(&nodes(150, 1));
+    let key = Hash::of(b"golden text");
+    let mut all = Vec::new();
+    let mut lens = Vec::new();
+    for p in parts(&v) {
+        let bytes = cairn_index::persist::encode_text(&key, &p);
+        assert_eq!(&cairn_index::persist::decode_text(&bytes, &key).unwrap(), p.as_ref());
+        lens.push(bytes.len());
+        all.extend_from_slice(&bytes);
+    }
+    assert_eq!(
+        (lens, Hash::of(&all).to_hex()),
+        (GOLDEN_TEXT_LENS.to_vec(), GOLDEN_TEXT_HASH.to_string())
+    );
+}
+
+const GOLDEN_TEXT_LENS: [usize; 3] = [1336, 1736, 692];
+const GOLDEN_TEXT_HASH: &str = "481f732b506dc782833b2d0611f762c3f8a89d342579462ae08792d3a7ca0ef0";
