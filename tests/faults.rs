@@ -1,5 +1,6 @@
 //! Injected faults at the `Store` seam, on any machine (no mount needed): a store that runs
-//! out of space after a byte budget, and one whose derived entries read as damaged. The
+//! out of space after a byte budget, one whose derived entries read as damaged, and one
+//! whose object reads fail (an I/O error is reported as itself, never as a missing object). The
 //! repository on top must fail the write that did not fit with `NoSpace`, change nothing,
 //! keep answering reads, and work again once space is back; damaged derived data (index
 //! chunks, the time index) must be rebuilt from the objects, never fail a read.
@@ -20,6 +21,8 @@ struct FaultStore {
     refuse_refs: std::sync::atomic::AtomicBool,
     /// Derived entries that read as damaged until they are written again or deleted.
     damaged: parking_lot::Mutex<BTreeSet<Vec<u8>>>,
+    /// Objects whose reads fail as a backend's I/O failure does.
+    unreadable: parking_lot::Mutex<BTreeSet<Hash>>,
 }
 
 impl FaultStore {
@@ -29,6 +32,7 @@ impl FaultStore {
             budget: AtomicI64::new(i64::MAX),
             refuse_refs: std::sync::atomic::AtomicBool::new(false),
             damaged: parking_lot::Mutex::new(BTreeSet::new()),
+            unreadable: parking_lot::Mutex::new(BTreeSet::new()),
         }
     }
 
@@ -61,6 +65,9 @@ impl FaultStore {
 
 impl Store for FaultStore {
     fn get(&self, hash: &Hash) -> Result<Option<Arc<[u8]>>, StoreError> {
+        if self.unreadable.lock().contains(hash) {
+            return Err(StoreError::Backend("injected read failure".into()));
+        }
         self.inner.get(hash)
     }
     fn contains(&self, hash: &Hash) -> Result<bool, StoreError> {
@@ -271,6 +278,32 @@ fn a_full_disk_fails_the_write_changes_nothing_and_passes() {
     tx.put_node(doc(9_999, "after the disk was freed")).unwrap();
     let third = tx.commit_at("third", 3).unwrap();
     assert_eq!(repo.reflog("main").unwrap()[0].new, Some(third));
+}
+
+#[test]
+fn an_object_read_that_fails_fails_the_index_build_with_that_error_not_as_missing() {
+    let (store, repo) = first_commit();
+    drop(repo);
+    // A node in the middle of a chunk: the build reads its chunk's nodes in batches, and
+    // the nodes after it in its batch are never read.
+    let node = doc(100, "wing stall flow");
+    let hash = cairn_core::codec::hash_object(&cairn_core::codec::encode_node(&node));
+    store.unreadable.lock().insert(hash);
+    let fresh = Repo::with_store(Arc::clone(&store) as Arc<dyn Store>).unwrap();
+    let err = fresh.retrieve().text("wing").limit(5).execute().unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains("injected read failure"), "{message}");
+    assert!(!message.contains("not found"), "{message}");
+    // Readable again: the same repository answers.
+    store.unreadable.lock().clear();
+    assert!(!fresh
+        .retrieve()
+        .text("wing")
+        .limit(5)
+        .execute()
+        .unwrap()
+        .items
+        .is_empty());
 }
 
 #[test]
