@@ -20,23 +20,28 @@ pub struct SparseChunk {
 impl SparseChunk {
     /// Builds from `(local, vector)` in increasing local order (vectors validated upstream).
     pub(crate) fn build<'a>(vectors: impl IntoIterator<Item = (Local, &'a SparseVector)>) -> SparseChunk {
-        let mut pairs: Vec<(u32, Local, f32)> = Vec::new();
+        let vectors: Vec<(Local, &SparseVector)> = vectors.into_iter().collect();
+        let total: usize = vectors.iter().map(|(_, v)| v.indices.len()).sum();
+        // Each entry keyed by its dimension above its place in input order, so that an
+        // unstable sort (in place, no buffer) leaves each dimension's postings in input
+        // (local) order, as a stable sort by dimension does.
+        let mut pairs: Vec<(u64, Local, f32)> = Vec::with_capacity(total);
         let mut docs = RoaringBitmap::new();
         for (l, v) in vectors {
             docs.insert(l);
             for (&d, &w) in v.indices.iter().zip(&v.values) {
-                pairs.push((d, l, w));
+                pairs.push((u64::from(d) << 32 | pairs.len() as u64, l, w));
             }
         }
-        // Stable: each dimension's postings stay in local order.
-        pairs.sort_by_key(|p| p.0);
+        pairs.sort_unstable_by_key(|p| p.0);
         let mut out = SparseChunk {
             docs,
             ..SparseChunk::default()
         };
+        out.posts.reserve_exact(pairs.len());
         out.starts.push(0);
-        for run in pairs.chunk_by(|a, b| a.0 == b.0) {
-            out.dims.push(run[0].0);
+        for run in pairs.chunk_by(|a, b| a.0 >> 32 == b.0 >> 32) {
+            out.dims.push((run[0].0 >> 32) as u32);
             out.posts.extend(run.iter().map(|&(_, l, w)| (l, w)));
             out.starts.push(out.posts.len() as u32);
         }
