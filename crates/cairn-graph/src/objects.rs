@@ -81,8 +81,34 @@ impl Objects {
         kind: ObjectKind,
         f: impl Fn(&[u8]) -> Result<T, codec::DecodeError>,
     ) -> Result<(T, usize), GraphError> {
-        let mut one = self.decode_many(std::slice::from_ref(hash), kind, f)?;
-        Ok(one.pop().expect("one object read"))
+        let name = kind.name();
+        let mut out = None;
+        self.store
+            .with_objects(std::slice::from_ref(hash), &mut |_, bytes| {
+                out = Some(self.decode_lent(hash, name, bytes, &f));
+            })
+            .map_err(|e| GraphError::from_store(e, name, *hash))?;
+        out.unwrap_or(Err(GraphError::NotFound {
+            kind: name,
+            hash: *hash,
+        }))
+    }
+
+    /// `f` of `bytes`, lent by the store for object `hash`, once they are verified; with
+    /// their length.
+    fn decode_lent<T>(
+        &self,
+        hash: &Hash,
+        name: &'static str,
+        bytes: &[u8],
+        f: impl Fn(&[u8]) -> Result<T, codec::DecodeError>,
+    ) -> Result<(T, usize), GraphError> {
+        self.verify(hash, name, bytes)?;
+        f(bytes).map(|t| (t, bytes.len())).map_err(|e| GraphError::Corrupt {
+            kind: name,
+            hash: *hash,
+            detail: e.to_string(),
+        })
     }
 
     /// [`Objects::decode`] of each of `hashes`, read as one batch, in their order; the
@@ -101,14 +127,7 @@ impl Objects {
             if failed {
                 return;
             }
-            let hash = &hashes[i];
-            let r = self.verify(hash, name, bytes).and_then(|()| {
-                f(bytes).map(|t| (t, bytes.len())).map_err(|e| GraphError::Corrupt {
-                    kind: name,
-                    hash: *hash,
-                    detail: e.to_string(),
-                })
-            });
+            let r = self.decode_lent(&hashes[i], name, bytes, &f);
             failed = r.is_err();
             out[i] = Some(r);
         });

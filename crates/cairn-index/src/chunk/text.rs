@@ -266,19 +266,10 @@ impl TextChunk {
                     lower.push_str(&text.to_lowercase());
                 }
                 let mut len = 0u32;
-                let (mut a, mut u) = match ascii {
-                    true => (Some(ascii_tokens(&lower)), None),
-                    false => (None, Some(tokens(&lower))),
-                };
-                let mut next = || match (&mut a, &mut u) {
-                    (Some(a), _) => a.next(),
-                    (_, Some(u)) => u.next(),
-                    _ => None,
-                };
-                while let Some(token) = next() {
+                let mut count = |token: &str| {
                     let gid = v.term_id(stemmer.as_ref(), token);
                     if gid == STOP {
-                        continue;
+                        return;
                     }
                     len += 1;
                     let (e, lid) = v.seen[gid as usize];
@@ -291,6 +282,11 @@ impl TextChunk {
                         lid
                     };
                     occurrences.push((lid, local));
+                };
+                if ascii {
+                    ascii_tokens(&lower).for_each(&mut count);
+                } else {
+                    tokens(&lower).for_each(&mut count);
                 }
                 out.doc_len.push(len);
             }
