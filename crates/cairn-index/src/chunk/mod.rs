@@ -15,6 +15,7 @@ mod offsets;
 pub(crate) mod row_fields;
 pub mod sparse;
 pub mod text;
+mod token_table;
 
 use std::collections::{BTreeMap, BTreeSet};
 

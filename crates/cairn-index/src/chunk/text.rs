@@ -8,6 +8,8 @@ use std::cell::RefCell;
 use crate::analyzer::{ascii_tokens, term_of, tokens, Analyzer};
 use crate::chunk::node::Local;
 use crate::chunk::offsets::Offsets;
+use crate::chunk::token_table::TokenTable;
+use crate::dense::prefetch::prefetch;
 use crate::fast_hash::FastMap;
 use crate::params::MAX_CHUNK_KEYS;
 
@@ -110,6 +112,9 @@ const VOCABULARY_TOKENS: usize = 200_000;
 /// [`VOCABULARY_TOKENS`]: a few long tokens can weigh more than many short ones).
 const VOCABULARY_TEXT_BYTES: usize = 64 << 20;
 
+/// Tokens of a document hashed (and their table slots asked for) before they are looked up.
+const WINDOW: usize = 64;
+
 /// Marks a stopword in a vocabulary.
 const STOP: u32 = u32::MAX;
 
@@ -132,6 +137,26 @@ fn inline_key(s: &[u8], big_endian: bool) -> u128 {
     }
 }
 
+/// [`inline_key`] (little-endian) of `doc[start..end]`, at most [`INLINE`] bytes: one
+/// 16-byte load, masked to the token's length, where `doc` holds 16 bytes from `start`
+/// (a short copy's bytes, read back as one integer, cost a stall on every token).
+#[inline]
+fn short_key(doc: &[u8], start: usize, end: usize) -> u128 {
+    let len = end - start;
+    debug_assert!(len <= INLINE);
+    match doc.get(start..start + INLINE) {
+        Some(w) => {
+            let raw = u128::from_le_bytes(w.try_into().expect("INLINE bytes"));
+            if len == INLINE {
+                raw
+            } else {
+                raw & ((1u128 << (8 * len)) - 1)
+            }
+        }
+        None => inline_key(&doc[start..end], false),
+    }
+}
+
 /// A thread's analysis memo for one analyzer setting: each token met maps to an interned
 /// term id, so a token costs one hash lookup (of an inline key, for tokens of up to
 /// [`INLINE`] bytes: no pointer to follow). Stemming is a pure function of the token, so
@@ -142,7 +167,7 @@ fn inline_key(s: &[u8], big_endian: bool) -> u128 {
 struct Vocabulary {
     /// Lowercased token of at most [`INLINE`] bytes (its little-endian [`inline_key`]) →
     /// term id ([`STOP`] for a stopword).
-    short_tokens: FastMap<u128, u32>,
+    short_tokens: TokenTable,
     /// Longer lowercased tokens → term id.
     long_tokens: FastMap<Box<str>, u32>,
     /// Term string → term id.
@@ -180,14 +205,14 @@ impl Vocabulary {
         &self.term_text[start..self.term_end[g]]
     }
 
-    /// The term id of `token`, analysing it on first sight.
-    fn term_id(&mut self, stemmer: Option<&rust_stemmers::Stemmer>, token: &str) -> u32 {
-        let short = (token.len() <= INLINE).then(|| inline_key(token.as_bytes(), false));
+    /// The term id of `token`: for a short one, its [`inline_key`] `key` with that key's
+    /// hash `h` in [`Vocabulary::short_tokens`]; analysed on first sight.
+    fn term_id(&mut self, stemmer: Option<&rust_stemmers::Stemmer>, token: &str, short: Option<(u128, u64)>) -> u32 {
         let known = match short {
-            Some(k) => self.short_tokens.get(&k),
-            None => self.long_tokens.get(token),
+            Some((k, h)) => self.short_tokens.get(k, h),
+            None => self.long_tokens.get(token).copied(),
         };
-        if let Some(&id) = known {
+        if let Some(id) = known {
             return id;
         }
         let id = match term_of(stemmer, token) {
@@ -206,10 +231,74 @@ impl Vocabulary {
             },
         };
         match short {
-            Some(k) => self.short_tokens.insert(k, id),
-            None => self.long_tokens.insert(token.into(), id),
-        };
+            Some((k, h)) => self.short_tokens.insert(k, h, id),
+            None => {
+                self.long_tokens.insert(token.into(), id);
+            }
+        }
         id
+    }
+
+    /// Counts the tokens `toks` of document `doc` (`local`, in chunk build `epoch`; each
+    /// token a slice of `doc`): appends each counted
+    /// token's (chunk-local term id, `local`) to `occurrences`, numbering a term on its
+    /// first sight in the chunk (`local_terms`: chunk-local id → vocabulary id); returns
+    /// the document's length in terms. Tokens are hashed and their table slots asked for
+    /// a [`WINDOW`] at a time before they are looked up (`token_table.rs`).
+    #[allow(clippy::too_many_arguments)]
+    fn count_tokens<'t>(
+        &mut self,
+        stemmer: Option<&rust_stemmers::Stemmer>,
+        epoch: u32,
+        local: Local,
+        doc: &'t str,
+        toks: impl Iterator<Item = &'t str>,
+        window: &mut Vec<(usize, usize, Option<(u128, u64)>)>,
+        local_terms: &mut Vec<u32>,
+        occurrences: &mut Vec<(u32, Local)>,
+    ) -> u32 {
+        let mut len = 0u32;
+        let mut toks = toks.peekable();
+        while toks.peek().is_some() {
+            window.clear();
+            for token in toks.by_ref().take(WINDOW) {
+                let start = token.as_ptr() as usize - doc.as_ptr() as usize;
+                let short = (token.len() <= INLINE).then(|| {
+                    let k = short_key(doc.as_bytes(), start, start + token.len());
+                    let h = self.short_tokens.hash(k);
+                    self.short_tokens.prefetch(h);
+                    (k, h)
+                });
+                window.push((start, start + token.len(), short));
+            }
+            // Then their term ids, asking for each term's chunk state (`seen`) ahead of
+            // its use too.
+            let mut gids = [STOP; WINDOW];
+            for (g, &(start, end, short)) in gids.iter_mut().zip(window.iter()) {
+                *g = self.term_id(stemmer, &doc[start..end], short);
+                if let Some(s) = self.seen.get(*g as usize) {
+                    prefetch(std::slice::from_ref(s));
+                }
+            }
+            for &gid in &gids[..window.len()] {
+                if gid == STOP {
+                    continue;
+                }
+                len += 1;
+                let (e, lid) = self.seen[gid as usize];
+                let lid = if e == epoch {
+                    lid
+                } else {
+                    let lid = local_terms.len() as u32;
+                    self.seen[gid as usize] = (epoch, lid);
+                    local_terms.push(gid);
+                    lid
+                };
+                occurrences.push((lid, local));
+            }
+        }
+        window.clear();
+        len
     }
 
     /// Tokens memoised.
@@ -253,6 +342,7 @@ impl TextChunk {
             let mut lower = std::mem::take(&mut v.lower);
             occurrences.clear();
             local_terms.clear();
+            let mut window = Vec::with_capacity(WINDOW);
             // Each counted token's chunk-local term id (in first-seen order) and document.
             for (local, text) in texts.into_iter().enumerate() {
                 let local = local as Local;
@@ -265,29 +355,29 @@ impl TextChunk {
                 } else {
                     lower.push_str(&text.to_lowercase());
                 }
-                let mut len = 0u32;
-                let mut count = |token: &str| {
-                    let gid = v.term_id(stemmer.as_ref(), token);
-                    if gid == STOP {
-                        return;
-                    }
-                    len += 1;
-                    let (e, lid) = v.seen[gid as usize];
-                    let lid = if e == epoch {
-                        lid
-                    } else {
-                        let lid = local_terms.len() as u32;
-                        v.seen[gid as usize] = (epoch, lid);
-                        local_terms.push(gid);
-                        lid
-                    };
-                    occurrences.push((lid, local));
-                };
-                if ascii {
-                    ascii_tokens(&lower).for_each(&mut count);
+                let len = if ascii {
+                    v.count_tokens(
+                        stemmer.as_ref(),
+                        epoch,
+                        local,
+                        &lower,
+                        ascii_tokens(&lower),
+                        &mut window,
+                        &mut local_terms,
+                        &mut occurrences,
+                    )
                 } else {
-                    tokens(&lower).for_each(&mut count);
-                }
+                    v.count_tokens(
+                        stemmer.as_ref(),
+                        epoch,
+                        local,
+                        &lower,
+                        tokens(&lower),
+                        &mut window,
+                        &mut local_terms,
+                        &mut occurrences,
+                    )
+                };
                 out.doc_len.push(len);
             }
             // The documents of each local term, grouped by a counting sort (stable: in
@@ -513,4 +603,24 @@ pub(crate) fn term_hash(term: &str) -> u64 {
     h ^= h >> 33;
     h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
     h ^ (h >> 33)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_key_equals_inline_key_at_every_place_and_length() {
+        let doc = "ab cdefghijklmnopqrstu v wxyz0123456789 é9 x";
+        let bytes = doc.as_bytes();
+        for start in 0..bytes.len() {
+            for end in start + 1..=(start + INLINE).min(bytes.len()) {
+                assert_eq!(
+                    short_key(bytes, start, end),
+                    inline_key(&bytes[start..end], false),
+                    "{start}..{end}"
+                );
+            }
+        }
+    }
 }
