@@ -115,6 +115,14 @@ const VOCABULARY_TEXT_BYTES: usize = 64 << 20;
 /// Tokens of a document hashed (and their table slots asked for) before they are looked up.
 const WINDOW: usize = 64;
 
+/// A token of a [`WINDOW`]: its place in its document and, for a short one, its
+/// [`inline_key`] and that key's hash.
+struct Pending {
+    start: usize,
+    end: usize,
+    short: Option<(u128, u64)>,
+}
+
 /// Marks a stopword in a vocabulary.
 const STOP: u32 = u32::MAX;
 
@@ -253,7 +261,7 @@ impl Vocabulary {
         local: Local,
         doc: &'t str,
         toks: impl Iterator<Item = &'t str>,
-        window: &mut Vec<(usize, usize, Option<(u128, u64)>)>,
+        window: &mut Vec<Pending>,
         local_terms: &mut Vec<u32>,
         occurrences: &mut Vec<(u32, Local)>,
     ) -> u32 {
@@ -269,13 +277,17 @@ impl Vocabulary {
                     self.short_tokens.prefetch(h);
                     (k, h)
                 });
-                window.push((start, start + token.len(), short));
+                window.push(Pending {
+                    start,
+                    end: start + token.len(),
+                    short,
+                });
             }
             // Then their term ids, asking for each term's chunk state (`seen`) ahead of
             // its use too.
             let mut gids = [STOP; WINDOW];
-            for (g, &(start, end, short)) in gids.iter_mut().zip(window.iter()) {
-                *g = self.term_id(stemmer, &doc[start..end], short);
+            for (g, p) in gids.iter_mut().zip(window.iter()) {
+                *g = self.term_id(stemmer, &doc[p.start..p.end], p.short);
                 if let Some(s) = self.seen.get(*g as usize) {
                     prefetch(std::slice::from_ref(s));
                 }
