@@ -167,7 +167,8 @@ fn short_key(doc: &[u8], start: usize, end: usize) -> u128 {
 
 /// A thread's analysis memo for one analyzer setting: each token met maps to an interned
 /// term id, so a token costs one hash lookup (of an inline key, for tokens of up to
-/// [`INLINE`] bytes: no pointer to follow). Stemming is a pure function of the token, so
+/// [`INLINE`] bytes: no pointer to follow; prefetched a window ahead,
+/// [`Vocabulary::count_tokens`]). Stemming is a pure function of the token, so
 /// the memo changes speed, never output. It also keeps the scratch buffers of a chunk's
 /// build that grow with its texts (occurrences, documents, the lowercased text), so a
 /// build allocates little beyond what it returns.
