@@ -271,7 +271,9 @@ impl Vocabulary {
         while toks.peek().is_some() {
             window.clear();
             for token in toks.by_ref().take(WINDOW) {
+                // A token is a slice of its document (both splitters lend them).
                 let start = token.as_ptr() as usize - doc.as_ptr() as usize;
+                debug_assert!(start + token.len() <= doc.len());
                 let short = (token.len() <= INLINE).then(|| {
                     let k = short_key(doc.as_bytes(), start, start + token.len());
                     let h = self.short_tokens.hash(k);
