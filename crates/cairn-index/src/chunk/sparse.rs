@@ -22,26 +22,21 @@ impl SparseChunk {
     pub(crate) fn build<'a>(vectors: impl IntoIterator<Item = (Local, &'a SparseVector)>) -> SparseChunk {
         let vectors: Vec<(Local, &SparseVector)> = vectors.into_iter().collect();
         let total: usize = vectors.iter().map(|(_, v)| v.indices.len()).sum();
-        // Each entry keyed by its dimension above its place in input order, so that an
-        // unstable sort (in place, no buffer) leaves each dimension's postings in input
-        // (local) order, as a stable sort by dimension does.
-        let mut pairs: Vec<(u64, Local, f32)> = Vec::with_capacity(total);
+        let mut entries: Vec<(u32, Local, f32)> = Vec::with_capacity(total);
         let mut docs = RoaringBitmap::new();
         for (l, v) in vectors {
             docs.insert(l);
-            for (&d, &w) in v.indices.iter().zip(&v.values) {
-                pairs.push((u64::from(d) << 32 | pairs.len() as u64, l, w));
-            }
+            entries.extend(v.indices.iter().zip(&v.values).map(|(&d, &w)| (d, l, w)));
         }
-        pairs.sort_unstable_by_key(|p| p.0);
+        let entries = sort_by_dimension(entries);
         let mut out = SparseChunk {
             docs,
             ..SparseChunk::default()
         };
-        out.posts.reserve_exact(pairs.len());
+        out.posts.reserve_exact(entries.len());
         out.starts.push(0);
-        for run in pairs.chunk_by(|a, b| a.0 >> 32 == b.0 >> 32) {
-            out.dims.push((run[0].0 >> 32) as u32);
+        for run in entries.chunk_by(|a, b| a.0 == b.0) {
+            out.dims.push(run[0].0);
             out.posts.extend(run.iter().map(|&(_, l, w)| (l, w)));
             out.starts.push(out.posts.len() as u32);
         }
@@ -69,5 +64,60 @@ impl SparseChunk {
     /// Approximate heap bytes.
     pub fn heap_bytes(&self) -> usize {
         self.dims.len() * 8 + self.posts.len() * 8 + self.docs.serialized_size() + 128
+    }
+}
+
+/// `entries` sorted by dimension, stably (each dimension's entries keep their input order:
+/// local order): least-significant-digit radix passes of 8 bits over the bytes the largest
+/// dimension uses (two for dimensions below 65,536), each a count and a scatter — a chunk
+/// of 64 nodes with ~45 entries each sorts in a third of a comparison sort's time.
+fn sort_by_dimension(mut entries: Vec<(u32, Local, f32)>) -> Vec<(u32, Local, f32)> {
+    let max = entries.iter().map(|e| e.0).max().unwrap_or(0);
+    let mut other = vec![(0u32, 0 as Local, 0f32); entries.len()];
+    let mut shift = 0;
+    while shift < 32 && (shift == 0 || max >> shift != 0) {
+        let mut at = [0usize; 257];
+        for e in &entries {
+            at[((e.0 >> shift) & 0xff) as usize + 1] += 1;
+        }
+        for i in 1..at.len() {
+            at[i] += at[i - 1];
+        }
+        for e in &entries {
+            let b = ((e.0 >> shift) & 0xff) as usize;
+            other[at[b]] = *e;
+            at[b] += 1;
+        }
+        std::mem::swap(&mut entries, &mut other);
+        shift += 8;
+    }
+    entries
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_radix_sort_equals_a_stable_sort_by_dimension() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for (n, bits) in [(0, 8), (1, 8), (50, 4), (3000, 16), (3000, 24), (500, 32)] {
+            let entries: Vec<(u32, Local, f32)> = (0..n)
+                .map(|i| {
+                    let d = (next() >> 3) as u32;
+                    let d = if bits == 32 { d } else { d & ((1u32 << bits) - 1) };
+                    (d, i as Local, i as f32)
+                })
+                .collect();
+            let mut expected = entries.clone();
+            expected.sort_by_key(|e| e.0);
+            assert_eq!(sort_by_dimension(entries), expected, "{n} entries, {bits} bits");
+        }
     }
 }
