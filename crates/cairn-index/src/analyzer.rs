@@ -177,6 +177,18 @@ pub(crate) fn tokens(lowercased: &str) -> impl Iterator<Item = &str> {
         .filter(|t| !t.is_empty())
 }
 
+/// Whether a byte is an ASCII letter or digit, by table (one load where
+/// `u8::is_ascii_alphanumeric` tests three ranges).
+static ALNUM: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = (b as u8).is_ascii_alphanumeric();
+        b += 1;
+    }
+    t
+};
+
 /// [`tokens`] of an ASCII text, split byte by byte (an ASCII character is alphanumeric
 /// exactly when it is an ASCII letter or digit, so the tokens are the same).
 pub(crate) fn ascii_tokens(lowercased: &str) -> impl Iterator<Item = &str> {
@@ -184,14 +196,14 @@ pub(crate) fn ascii_tokens(lowercased: &str) -> impl Iterator<Item = &str> {
     let bytes = lowercased.as_bytes();
     let mut at = 0;
     std::iter::from_fn(move || {
-        while at < bytes.len() && !bytes[at].is_ascii_alphanumeric() {
+        while at < bytes.len() && !ALNUM[bytes[at] as usize] {
             at += 1;
         }
         if at == bytes.len() {
             return None;
         }
         let start = at;
-        while at < bytes.len() && bytes[at].is_ascii_alphanumeric() {
+        while at < bytes.len() && ALNUM[bytes[at] as usize] {
             at += 1;
         }
         // ASCII bytes: every cut is a character boundary.
