@@ -5,10 +5,12 @@
 //! writes. The map decides for every key it holds (a `None` hides the snapshot's entry:
 //! the key was deleted since), the snapshot for the rest.
 //!
-//! The map is a hash map: a point lookup (every object read) costs a probe or two where a
-//! B-tree of a million keys walked six levels of 32-byte key comparisons (~4 % of a 1M
-//! first retrieve's samples). The ordered reads — listing a range, a range's last key, the
-//! snapshot's entries — sort the map's keys in the range on each call; they serve
+//! The records read at open beyond the snapshot are a sorted array (built by one sort,
+//! looked up by binary search, no empty buckets); this process's writes since go to a hash
+//! map over both, where a point lookup (every object read) costs a probe or two — a B-tree
+//! of a million freshly imported keys walked six levels of 32-byte key comparisons (~4 % of
+//! a 1M first retrieve's samples). The ordered reads — listing a range, a range's last key,
+//! the snapshot's entries — sort the map's keys in the range on each call; they serve
 //! maintenance (gc, drop, checks, writing a snapshot), not queries.
 //!
 //! A snapshot entry naming a segment that compaction has removed is always hidden: a
@@ -39,7 +41,10 @@ pub(super) struct Loc {
 /// Where each live key's record is (module docs).
 pub(super) struct Index<K> {
     base: Option<Snapshot>,
-    /// Without a snapshot: every live key. With one: what changed since it.
+    /// Each key's last record read at open beyond the snapshot, sorted by key (`None`: a
+    /// deletion; without a snapshot, live keys only). Decides over `base`.
+    opened: Vec<(K, Option<Loc>)>,
+    /// This process's writes since open. Decides over `opened` and `base`.
     map: HashMap<K, Option<Loc>>,
     /// Live keys, and the sum of their value lengths.
     count: u64,
@@ -47,15 +52,16 @@ pub(super) struct Index<K> {
 }
 
 impl<K: LogKey> Index<K> {
-    /// The index of `base` under `map` (with no base, `map` holds no `None`);
-    /// `superseded` is told of each snapshot entry a key of `map` hides.
+    /// The index of `base` under `opened` (sorted by key; with no base, it holds no
+    /// `None`); `superseded` is told of each snapshot entry a key of `opened` hides.
     pub(super) fn new(
         base: Option<Snapshot>,
-        map: HashMap<K, Option<Loc>>,
+        opened: Vec<(K, Option<Loc>)>,
         mut superseded: impl FnMut(Loc),
     ) -> Result<Index<K>, Damaged> {
+        debug_assert!(opened.windows(2).all(|w| w[0].0 < w[1].0));
         let (mut count, mut value_bytes) = base.as_ref().map_or((0, 0), Snapshot::count);
-        for (k, loc) in &map {
+        for (k, loc) in &opened {
             if let Some(old) = base.as_ref().map(|b| b.get(k.bytes())).transpose()?.flatten() {
                 count -= 1;
                 value_bytes -= u64::from(old.value_len);
@@ -68,7 +74,8 @@ impl<K: LogKey> Index<K> {
         }
         Ok(Index {
             base,
-            map,
+            opened,
+            map: HashMap::new(),
             count,
             value_bytes,
         })
@@ -77,7 +84,11 @@ impl<K: LogKey> Index<K> {
     /// The keys the map decides — each an entry an open reads beyond the snapshot, or
     /// every key without one — and the snapshot's entries (0 without one).
     pub(super) fn beyond_snapshot(&self) -> (u64, u64) {
-        (self.map.len() as u64, self.base.as_ref().map_or(0, |b| b.count().0))
+        // A key both read at open and written since counts twice: a bound, for a heuristic.
+        (
+            (self.opened.len() + self.map.len()) as u64,
+            self.base.as_ref().map_or(0, |b| b.count().0),
+        )
     }
 
     /// The snapshot under the map, if any.
@@ -87,11 +98,27 @@ impl<K: LogKey> Index<K> {
 
     /// Where `key`'s record is.
     pub(super) fn get(&self, key: &K) -> Result<Option<Loc>, Damaged> {
-        match (self.map.get(key), &self.base) {
-            (Some(loc), _) => Ok(*loc),
-            (None, Some(b)) => b.get(key.bytes()),
-            (None, None) => Ok(None),
+        match self.map.get(key) {
+            Some(loc) => Ok(*loc),
+            None => self.below_map(key),
         }
+    }
+
+    /// Where `key`'s record is by `opened` and `base` alone.
+    fn below_map(&self, key: &K) -> Result<Option<Loc>, Damaged> {
+        if let Ok(i) = self.opened.binary_search_by(|e| e.0.cmp(key)) {
+            return Ok(self.opened[i].1);
+        }
+        match &self.base {
+            Some(b) => b.get(key.bytes()),
+            None => Ok(None),
+        }
+    }
+
+    /// True if `opened` or the map decides for `key` (the snapshot's entry, if any, does not
+    /// count).
+    fn decided_above_base(&self, key: &K) -> bool {
+        self.map.contains_key(key) || self.opened.binary_search_by(|e| e.0.cmp(key)).is_ok()
     }
 
     /// True if `key` has a record.
@@ -110,12 +137,9 @@ impl<K: LogKey> Index<K> {
     /// Removes `key`; the location it had, if any.
     pub(super) fn remove(&mut self, key: &K) -> Result<Option<Loc>, Damaged> {
         let old = self.get(key)?;
-        let in_base = match &self.base {
-            Some(b) => b.get(key.bytes())?.is_some(),
-            None => false,
-        };
+        let live_below = self.below_map(key)?.is_some();
         self.account(old, None);
-        if in_base {
+        if live_below {
             self.map.insert(key.clone(), None);
         } else {
             self.map.remove(key);
@@ -156,12 +180,11 @@ impl<K: LogKey> Index<K> {
     /// The last live key in `range`.
     pub(super) fn last_key(&self, range: impl RangeBounds<K>) -> Result<Option<K>, Damaged> {
         let from_map = self
-            .map
-            .iter()
-            .filter(|(k, l)| l.is_some() && range.contains(*k))
-            .map(|(k, _)| k)
-            .max()
-            .cloned();
+            .upper(&range)
+            .into_iter()
+            .rev()
+            .find(|(_, l)| l.is_some())
+            .map(|(k, _)| k.clone());
         let mut from_base = None;
         if let Some(b) = &self.base {
             for i in b
@@ -171,7 +194,7 @@ impl<K: LogKey> Index<K> {
                 let Some(k) = K::from_bytes(b.entry(i)?.0) else {
                     continue;
                 };
-                if !self.map.contains_key(&k) {
+                if !self.decided_above_base(&k) {
                     from_base = Some(k);
                     break;
                 }
@@ -180,16 +203,32 @@ impl<K: LogKey> Index<K> {
         Ok(from_map.max(from_base))
     }
 
+    /// What `opened` and the map decide for the keys of `range`, the map first, in key
+    /// order.
+    fn upper(&self, range: &impl RangeBounds<K>) -> Vec<(&K, Option<Loc>)> {
+        let mut upper: Vec<(&K, Option<Loc>)> = self
+            .opened
+            .iter()
+            .filter(|(k, _)| range.contains(k) && !self.map.contains_key(k))
+            .map(|(k, l)| (k, *l))
+            .collect();
+        upper.extend(
+            self.map
+                .iter()
+                .filter(|(k, _)| range.contains(*k))
+                .map(|(k, l)| (k, *l)),
+        );
+        upper.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        upper
+    }
+
     /// Calls `f` with every live key in `range` and its location, in key order.
     fn merge(&self, range: &impl RangeBounds<K>, mut f: impl FnMut(K, Loc)) -> Result<(), Damaged> {
-        let mut in_range: Vec<(&K, Loc)> = self
-            .map
-            .iter()
-            .filter(|(k, _)| range.contains(*k))
+        let mut map = self
+            .upper(range)
+            .into_iter()
             .filter_map(|(k, l)| l.map(|l| (k, l)))
-            .collect();
-        in_range.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        let mut map = in_range.into_iter().peekable();
+            .peekable();
         if let Some(b) = &self.base {
             for i in b.range(bytes_bound(range.start_bound()), bytes_bound(range.end_bound()))? {
                 let (key, loc) = b.entry(i)?;
@@ -197,7 +236,7 @@ impl<K: LogKey> Index<K> {
                 while let Some((k, l)) = map.next_if(|(k, _)| **k < key) {
                     f(k.clone(), l);
                 }
-                if !self.map.contains_key(&key) {
+                if !self.decided_above_base(&key) {
                     f(key, loc);
                 }
             }
@@ -238,8 +277,7 @@ mod tests {
         snapshot::write(dir.path(), &[(1, 100, 60)], base.into_iter()).unwrap();
         let snap = Snapshot::read(dir.path()).unwrap();
         let k = |s: &str| -> Box<[u8]> { s.as_bytes().into() };
-        let mut index: Index<Box<[u8]>> =
-            Index::new(Some(snap), HashMap::from([(k("b"), Some(loc(2, 0)))]), |_| {}).unwrap();
+        let mut index: Index<Box<[u8]>> = Index::new(Some(snap), vec![(k("b"), Some(loc(2, 0)))], |_| {}).unwrap();
         assert_eq!(index.count(), (4, 20));
         assert_eq!(index.remove(&k("c")), Ok(Some(loc(1, 20))));
         assert_eq!(index.remove(&k("zz")), Ok(None));
@@ -268,5 +306,43 @@ mod tests {
         assert_eq!(index.last_key(..), Ok(Some(k("d"))));
         assert_eq!(index.remove(&k("b")), Ok(Some(loc(2, 0))));
         assert_eq!(index.get(&k("b")), Ok(None), "a key only the map had is gone");
+    }
+
+    /// Three layers: the snapshot, the records read at open (a deletion among them hides
+    /// the snapshot's entry), and this process's writes over both.
+    #[test]
+    fn writes_decide_over_records_read_at_open_which_decide_over_the_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let base: Vec<(&[u8], Loc)> = vec![(b"a", loc(1, 0)), (b"c", loc(1, 20)), (b"e", loc(1, 40))];
+        snapshot::write(dir.path(), &[(1, 100, 60)], base.into_iter()).unwrap();
+        let snap = Snapshot::read(dir.path()).unwrap();
+        let k = |s: &str| -> Box<[u8]> { s.as_bytes().into() };
+        let opened = vec![(k("b"), Some(loc(2, 0))), (k("c"), None), (k("f"), Some(loc(2, 20)))];
+        let mut superseded = Vec::new();
+        let mut index: Index<Box<[u8]>> = Index::new(Some(snap), opened, |l| superseded.push(l)).unwrap();
+        assert_eq!(superseded, vec![loc(1, 20)]);
+        assert_eq!(index.count(), (4, 20));
+        assert_eq!(index.get(&k("c")), Ok(None), "deleted since the snapshot");
+        assert_eq!(index.get(&k("b")), Ok(Some(loc(2, 0))));
+        // Removing a key only read at open leaves a deletion that hides nothing else.
+        assert_eq!(index.remove(&k("f")), Ok(Some(loc(2, 20))));
+        assert_eq!(index.get(&k("f")), Ok(None));
+        // Writing a key the open layer deleted brings it back; removing it again hides the
+        // snapshot's entry again.
+        assert_eq!(index.insert(k("c"), loc(3, 0)), Ok(None));
+        assert_eq!(index.get(&k("c")), Ok(Some(loc(3, 0))));
+        assert_eq!(index.insert(k("a"), loc(3, 20)), Ok(Some(loc(1, 0))));
+        let all: Vec<_> = index
+            .entries(..)
+            .unwrap()
+            .into_iter()
+            .map(|(k, l)| (k, l.segment))
+            .collect();
+        assert_eq!(all, vec![(k("a"), 3), (k("b"), 2), (k("c"), 3), (k("e"), 1)]);
+        assert_eq!(index.last_key(..k("e")), Ok(Some(k("c"))));
+        assert_eq!(index.remove(&k("c")), Ok(Some(loc(3, 0))));
+        assert_eq!(index.get(&k("c")), Ok(None));
+        assert_eq!(index.keys(..).unwrap(), vec![k("a"), k("b"), k("e")]);
+        assert_eq!(index.count(), (3, 15));
     }
 }
