@@ -270,13 +270,31 @@ mod tests {
         }
     }
 
+    fn k(s: &str) -> Box<[u8]> {
+        s.as_bytes().into()
+    }
+
+    /// Every live key with its record's segment, in key order.
+    fn segments(index: &Index<Box<[u8]>>) -> Vec<(Box<[u8]>, u32)> {
+        index
+            .entries(..)
+            .unwrap()
+            .into_iter()
+            .map(|(k, l)| (k, l.segment))
+            .collect()
+    }
+
+    /// A snapshot in `dir` of keys `a`, `c`, `e` in segment 1.
+    fn ace_snapshot(dir: &std::path::Path) -> Snapshot {
+        let base: Vec<(&[u8], Loc)> = vec![(b"a", loc(1, 0)), (b"c", loc(1, 20)), (b"e", loc(1, 40))];
+        snapshot::write(dir, &[(1, 100, 60)], base.into_iter()).unwrap();
+        Snapshot::read(dir).unwrap()
+    }
+
     #[test]
     fn the_map_decides_over_the_snapshot() {
         let dir = tempfile::tempdir().unwrap();
-        let base: Vec<(&[u8], Loc)> = vec![(b"a", loc(1, 0)), (b"c", loc(1, 20)), (b"e", loc(1, 40))];
-        snapshot::write(dir.path(), &[(1, 100, 60)], base.into_iter()).unwrap();
-        let snap = Snapshot::read(dir.path()).unwrap();
-        let k = |s: &str| -> Box<[u8]> { s.as_bytes().into() };
+        let snap = ace_snapshot(dir.path());
         let mut index: Index<Box<[u8]>> = Index::new(Some(snap), vec![(k("b"), Some(loc(2, 0)))], |_| {}).unwrap();
         assert_eq!(index.count(), (4, 20));
         assert_eq!(index.remove(&k("c")), Ok(Some(loc(1, 20))));
@@ -286,13 +304,10 @@ mod tests {
         assert_eq!(index.get(&k("c")), Ok(None));
         assert_eq!(index.get(&k("a")), Ok(Some(loc(1, 0))));
         assert_eq!(index.count(), (4, 20));
-        let all: Vec<_> = index
-            .entries(..)
-            .unwrap()
-            .into_iter()
-            .map(|(k, l)| (k, l.segment))
-            .collect();
-        assert_eq!(all, vec![(k("a"), 1), (k("b"), 2), (k("d"), 2), (k("e"), 2)]);
+        assert_eq!(
+            segments(&index),
+            vec![(k("a"), 1), (k("b"), 2), (k("d"), 2), (k("e"), 2)]
+        );
         let some: Vec<_> = index
             .entries(k("b")..k("e"))
             .unwrap()
@@ -313,10 +328,7 @@ mod tests {
     #[test]
     fn writes_decide_over_records_read_at_open_which_decide_over_the_snapshot() {
         let dir = tempfile::tempdir().unwrap();
-        let base: Vec<(&[u8], Loc)> = vec![(b"a", loc(1, 0)), (b"c", loc(1, 20)), (b"e", loc(1, 40))];
-        snapshot::write(dir.path(), &[(1, 100, 60)], base.into_iter()).unwrap();
-        let snap = Snapshot::read(dir.path()).unwrap();
-        let k = |s: &str| -> Box<[u8]> { s.as_bytes().into() };
+        let snap = ace_snapshot(dir.path());
         let opened = vec![(k("b"), Some(loc(2, 0))), (k("c"), None), (k("f"), Some(loc(2, 20)))];
         let mut superseded = Vec::new();
         let mut index: Index<Box<[u8]>> = Index::new(Some(snap), opened, |l| superseded.push(l)).unwrap();
@@ -332,13 +344,10 @@ mod tests {
         assert_eq!(index.insert(k("c"), loc(3, 0)), Ok(None));
         assert_eq!(index.get(&k("c")), Ok(Some(loc(3, 0))));
         assert_eq!(index.insert(k("a"), loc(3, 20)), Ok(Some(loc(1, 0))));
-        let all: Vec<_> = index
-            .entries(..)
-            .unwrap()
-            .into_iter()
-            .map(|(k, l)| (k, l.segment))
-            .collect();
-        assert_eq!(all, vec![(k("a"), 3), (k("b"), 2), (k("c"), 3), (k("e"), 1)]);
+        assert_eq!(
+            segments(&index),
+            vec![(k("a"), 3), (k("b"), 2), (k("c"), 3), (k("e"), 1)]
+        );
         assert_eq!(index.last_key(..k("e")), Ok(Some(k("c"))));
         assert_eq!(index.remove(&k("c")), Ok(Some(loc(3, 0))));
         assert_eq!(index.get(&k("c")), Ok(None));
