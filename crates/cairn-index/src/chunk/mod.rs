@@ -13,6 +13,7 @@ mod models;
 pub mod node;
 mod offsets;
 pub(crate) mod row_fields;
+mod scatter;
 pub mod sparse;
 pub mod text;
 mod token_table;

@@ -4,6 +4,7 @@ use cairn_core::SparseVector;
 use roaring::RoaringBitmap;
 
 use crate::chunk::node::Local;
+use crate::chunk::scatter::scatter_by_byte;
 
 /// Postings of one sparse model in one chunk: dimension → `(local, weight)` in local order.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -76,18 +77,7 @@ fn sort_by_dimension(mut entries: Vec<(u32, Local, f32)>) -> Vec<(u32, Local, f3
     let mut other = vec![(0u32, 0 as Local, 0f32); entries.len()];
     let mut shift = 0;
     while shift < 32 && (shift == 0 || max >> shift != 0) {
-        let mut at = [0usize; 257];
-        for e in &entries {
-            at[((e.0 >> shift) & 0xff) as usize + 1] += 1;
-        }
-        for i in 1..at.len() {
-            at[i] += at[i - 1];
-        }
-        for e in &entries {
-            let b = ((e.0 >> shift) & 0xff) as usize;
-            other[at[b]] = *e;
-            at[b] += 1;
-        }
+        scatter_by_byte(&entries, &mut other, |e| (e.0 >> shift) as u8);
         std::mem::swap(&mut entries, &mut other);
         shift += 8;
     }

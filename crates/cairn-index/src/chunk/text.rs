@@ -8,6 +8,7 @@ use std::cell::RefCell;
 use crate::analyzer::{ascii_tokens, term_of, tokens, Analyzer};
 use crate::chunk::node::Local;
 use crate::chunk::offsets::Offsets;
+use crate::chunk::scatter::scatter_by_byte;
 use crate::chunk::token_table::TokenTable;
 use crate::dense::prefetch::prefetch;
 use crate::fast_hash::FastMap;
@@ -123,6 +124,18 @@ struct Pending {
     short: Option<(u128, u64)>,
 }
 
+/// A chunk build's token state, for [`Vocabulary::count_tokens`].
+struct ChunkTokens {
+    /// The build's epoch (`Vocabulary::seen`).
+    epoch: u32,
+    /// Scratch: a [`WINDOW`] of tokens.
+    window: Vec<Pending>,
+    /// Chunk-local term id → vocabulary id, in first-seen order.
+    local_terms: Vec<u32>,
+    /// Each counted token's (chunk-local term id, document), in document order.
+    occurrences: Vec<(u32, Local)>,
+}
+
 /// Marks a stopword in a vocabulary.
 const STOP: u32 = u32::MAX;
 
@@ -170,24 +183,11 @@ fn short_key(doc: &[u8], start: usize, end: usize) -> u128 {
 /// count and a scatter), each bucket then sorted alone (a chunk's ~2,000 terms spread over
 /// a few dozen first letters: a fraction of one sort's comparisons).
 fn sort_by_order_key(
-    items: Vec<(u128, u32)>,
+    items: &[(u128, u32)],
     cmp: impl Fn(&(u128, u32), &(u128, u32)) -> std::cmp::Ordering,
 ) -> Vec<(u128, u32)> {
-    let first = |k: u128| (k >> 120) as usize;
-    let mut at = [0usize; 257];
-    for e in &items {
-        at[first(e.0) + 1] += 1;
-    }
-    for i in 1..at.len() {
-        at[i] += at[i - 1];
-    }
-    let bounds = at;
     let mut out = vec![(0u128, 0u32); items.len()];
-    for e in items {
-        let b = first(e.0);
-        out[at[b]] = e;
-        at[b] += 1;
-    }
+    let bounds = scatter_by_byte(items, &mut out, |e| (e.0 >> 120) as u8);
     for w in bounds.windows(2) {
         out[w[0]..w[1]].sort_unstable_by(&cmp);
     }
@@ -277,24 +277,26 @@ impl Vocabulary {
         id
     }
 
-    /// Counts the tokens `toks` of document `doc` (`local`, in chunk build `epoch`; each
-    /// token a slice of `doc`): appends each counted
-    /// token's (chunk-local term id, `local`) to `occurrences`, numbering a term on its
-    /// first sight in the chunk (`local_terms`: chunk-local id → vocabulary id); returns
-    /// the document's length in terms. Tokens are hashed and their table slots asked for
-    /// a [`WINDOW`] at a time before they are looked up (`token_table.rs`).
-    #[allow(clippy::too_many_arguments)]
+    /// Counts the tokens `toks` of document `doc` (`local`; each token a slice of `doc`)
+    /// into `chunk`: appends each counted token's (chunk-local term id, `local`) to its
+    /// occurrences, numbering a term on its first sight in the chunk; returns the document's
+    /// length in terms. Tokens are hashed and their table slots asked for a [`WINDOW`] at a
+    /// time before they are looked up (`token_table.rs`).
     fn count_tokens<'t>(
         &mut self,
         stemmer: Option<&rust_stemmers::Stemmer>,
-        epoch: u32,
+        chunk: &mut ChunkTokens,
         local: Local,
         doc: &'t str,
         toks: impl Iterator<Item = &'t str>,
-        window: &mut Vec<Pending>,
-        local_terms: &mut Vec<u32>,
-        occurrences: &mut Vec<(u32, Local)>,
     ) -> u32 {
+        let ChunkTokens {
+            epoch,
+            window,
+            local_terms,
+            occurrences,
+        } = chunk;
+        let epoch = *epoch;
         let mut len = 0u32;
         let mut toks = toks.peekable();
         while toks.peek().is_some() {
@@ -381,12 +383,15 @@ impl TextChunk {
             }
             v.epoch += 1;
             let epoch = v.epoch;
-            let mut occurrences = std::mem::take(&mut v.occurrences);
-            let mut local_terms = std::mem::take(&mut v.local_terms);
+            let mut chunk = ChunkTokens {
+                epoch,
+                window: Vec::with_capacity(WINDOW),
+                local_terms: std::mem::take(&mut v.local_terms),
+                occurrences: std::mem::take(&mut v.occurrences),
+            };
+            chunk.local_terms.clear();
+            chunk.occurrences.clear();
             let mut lower = std::mem::take(&mut v.lower);
-            occurrences.clear();
-            local_terms.clear();
-            let mut window = Vec::with_capacity(WINDOW);
             // Each counted token's chunk-local term id (in first-seen order) and document.
             for (local, text) in texts.into_iter().enumerate() {
                 let local = local as Local;
@@ -400,30 +405,17 @@ impl TextChunk {
                     lower.push_str(&text.to_lowercase());
                 }
                 let len = if ascii {
-                    v.count_tokens(
-                        stemmer.as_ref(),
-                        epoch,
-                        local,
-                        &lower,
-                        ascii_tokens(&lower),
-                        &mut window,
-                        &mut local_terms,
-                        &mut occurrences,
-                    )
+                    v.count_tokens(stemmer.as_ref(), &mut chunk, local, &lower, ascii_tokens(&lower))
                 } else {
-                    v.count_tokens(
-                        stemmer.as_ref(),
-                        epoch,
-                        local,
-                        &lower,
-                        tokens(&lower),
-                        &mut window,
-                        &mut local_terms,
-                        &mut occurrences,
-                    )
+                    v.count_tokens(stemmer.as_ref(), &mut chunk, local, &lower, tokens(&lower))
                 };
                 out.doc_len.push(len);
             }
+            let ChunkTokens {
+                local_terms,
+                occurrences,
+                ..
+            } = chunk;
             // The documents of each local term, grouped by a counting sort (stable: in
             // document order within a term).
             let mut at = std::mem::take(&mut v.at);
@@ -451,7 +443,7 @@ impl TextChunk {
                 .enumerate()
                 .map(|(lid, &g)| (v.order[g as usize], lid as u32))
                 .collect();
-            let by_term = sort_by_order_key(by_term, |a, b| {
+            let by_term = sort_by_order_key(&by_term, |a, b| {
                 a.0.cmp(&b.0)
                     .then_with(|| v.term(local_terms[a.1 as usize]).cmp(v.term(local_terms[b.1 as usize])))
             });
@@ -677,7 +669,7 @@ mod tests {
             |a: &(u128, u32), b: &(u128, u32)| a.0.cmp(&b.0).then_with(|| terms[a.1 as usize].cmp(terms[b.1 as usize]));
         let mut expected = items.clone();
         expected.sort_unstable_by(cmp);
-        let sorted = sort_by_order_key(items, cmp);
+        let sorted = sort_by_order_key(&items, cmp);
         assert_eq!(sorted, expected);
         let in_order: Vec<&str> = sorted.iter().map(|e| terms[e.1 as usize]).collect();
         let mut bytes_order = terms.to_vec();
