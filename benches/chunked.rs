@@ -21,7 +21,8 @@
 //! commits, each with its next query, and its close (which stores the unit texts it owes
 //! later processes), `CAIRN_BENCH_CHILD_ANN=1` ANN queries without a gate
 //! (`CAIRN_BENCH_CHILD_ANN_LOOP=N`: then N more, alone, for `perf record`),
-//! `CAIRN_BENCH_CHILD_SPARSE=1` sparse + label queries, and `CAIRN_BENCH_CHILD_TRACE=1` prints its RSS
+//! `CAIRN_BENCH_CHILD_SPARSE=1` sparse + label queries, `CAIRN_BENCH_ASOF_REPEAT=N` (instead of
+//! all that) N cold as-of queries, each through a fresh handle in the one process, and `CAIRN_BENCH_CHILD_TRACE=1` prints its RSS
 //! after the open and after the as-of query (anonymous and file-backed, with the index cache's bytes and parts loaded). For runs at 10M: `CAIRN_BENCH_QUERIES=Q` uses the
 //! first Q of the 200 queries in every row (recall included), `CAIRN_BENCH_EDITS=E` times E
 //! one-node edits instead of 100, and `CAIRN_BENCH_DIR=PATH` makes the repository under
@@ -575,6 +576,30 @@ fn child_asof() {
     let path = std::env::var("CAIRN_BENCH_REPO").expect("repo");
     let corpus = Corpus::new(std::env::var("CAIRN_BENCH_UNIFORM").is_ok());
     let queries = corpus.queries();
+    // `CAIRN_BENCH_ASOF_REV=REV` queries REV instead of HEAD~1 (a kept repository of one
+    // commit: `HEAD`).
+    let rev = std::env::var("CAIRN_BENCH_ASOF_REV").unwrap_or_else(|_| "HEAD~1".into());
+    // `CAIRN_BENCH_ASOF_REPEAT=N`: open the repository N times in this process, each handle
+    // answering one cold as-of query (its parts loaded from the store, the page cache and
+    // the allocator warm): the CPU cost of a view's load, for A/B comparisons.
+    if let Some(n) = std::env::var("CAIRN_BENCH_ASOF_REPEAT")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        let mut lat = Vec::with_capacity(n);
+        for _ in 0..n {
+            let repo = Repo::open(&path).expect("open");
+            let t = Instant::now();
+            query(&repo, &queries[1], false, Some(&rev));
+            lat.push(ms(t.elapsed()));
+        }
+        let all: Vec<String> = lat.iter().map(|l| format!("{l:.0}")).collect();
+        row(
+            &format!("cold as-of in a fresh handle, {n} in one process: p50 (each, ms)"),
+            format!("{:.1} ms ({})", p50(lat), all.join(", ")),
+        );
+        return;
+    }
     let t = Instant::now();
     let repo = Repo::open(&path).expect("open");
     let open = t.elapsed();
@@ -588,9 +613,6 @@ fn child_asof() {
     {
         repo.set_memory_budget(mib << 20);
     }
-    // `CAIRN_BENCH_ASOF_REV=REV` queries REV instead of HEAD~1 (a kept repository of one
-    // commit: `HEAD`).
-    let rev = std::env::var("CAIRN_BENCH_ASOF_REV").unwrap_or_else(|_| "HEAD~1".into());
     let t = Instant::now();
     let r = query(&repo, &queries[1], false, Some(&rev));
     let asof = t.elapsed();

@@ -529,6 +529,13 @@ impl DerivedData {
             (None, None) => vec![None; list.len()],
         };
         let dv = donor_view.as_ref().map(|e| &*e.view);
+        if base.is_none() && dv.is_none() {
+            // A view loaded whole (a fresh handle's first): a part or two per chunk, held
+            // by this assembly and the cache; their tables sized once rather than grown.
+            let per_chunk = 1 + needs.dense.len() + needs.sparse.len();
+            ctx.seen.lock().reserve(list.len() * per_chunk);
+            cache.reserve_parts(list.len() * per_chunk);
+        }
         let lists = (&list[..], &from_donor[..], dv);
         let mut view = match &base {
             Some(e) => (*e.view).clone(),
@@ -795,21 +802,21 @@ impl DerivedData {
         let cache = &self.cache;
         let skey = part_store_key(&ch.key, tag, model);
         let is_core = matches!(tag, TAG_NODE_CORE | TAG_EDGES);
-        let split_key = part_store_key(&ch.key, TAG_SPLIT, None);
+        // Only a core part's span may be split (then its chunks hold the parts).
+        let split_key = is_core.then(|| part_store_key(&ch.key, TAG_SPLIT, None));
         {
             let seen = ctx.seen.lock();
             if let Some(p) = seen.get(&skey) {
                 return Ok(Found::Part(p.clone()));
             }
-            if is_core && seen.contains_key(&split_key) {
+            if split_key.as_ref().is_some_and(|k| seen.contains_key(k)) {
                 return Ok(Found::Split);
             }
         }
-        if let Some(p) = cache.part(&skey) {
-            return Ok(Found::Part(p));
-        }
-        if is_core && cache.part(&split_key).is_some() {
-            return Ok(Found::Split);
+        match cache.part_or_split(&skey, split_key.as_ref()) {
+            Some(Part::Split) => return Ok(Found::Split),
+            Some(p) => return Ok(Found::Part(p)),
+            None => {}
         }
         let what = || format!("{} part of chunk {}", tag_name(tag), ch.key.short());
         if ctx.persistent {
@@ -859,10 +866,10 @@ impl DerivedData {
                     Err(e) => ctx.note(format!("the stored {} is damaged ({e}); rebuilt", what())),
                 },
                 Ok(None) => {
-                    if is_core {
-                        if let Ok(Some(bytes)) = self.store.get_derived(&split_key) {
+                    if let Some(split_key) = &split_key {
+                        if let Ok(Some(bytes)) = self.store.get_derived(split_key) {
                             if persist::decode_split(&bytes, &ch.key).is_ok() {
-                                self.remember(ctx, split_key, Part::Split);
+                                self.remember(ctx, split_key.clone(), Part::Split);
                                 return Ok(Found::Split);
                             }
                         }
@@ -875,11 +882,13 @@ impl DerivedData {
             }
         }
         self.build_chunk(ctx, tree, ch)?;
-        if is_core && cache.part(&split_key).is_some() {
-            return Ok(Found::Split);
+        if let Some(split_key) = &split_key {
+            if cache.part(split_key).is_some() {
+                return Ok(Found::Split);
+            }
         }
         let seen = ctx.seen.lock();
-        if is_core && seen.contains_key(&split_key) {
+        if split_key.as_ref().is_some_and(|k| seen.contains_key(k)) {
             return Ok(Found::Split);
         }
         match seen.get(&skey) {

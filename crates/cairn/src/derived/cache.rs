@@ -176,6 +176,18 @@ impl DerivedCache {
         self.parts.lock().get(key)
     }
 
+    /// The part under `key`, else [`Part::Split`] if `split` (the chunk's split marker's
+    /// key) is cached: both asked under one lock.
+    pub(crate) fn part_or_split(&self, key: &Vec<u8>, split: Option<&Vec<u8>>) -> Option<Part> {
+        let mut parts = self.parts.lock();
+        parts.get(key).or_else(|| parts.get(split?))
+    }
+
+    /// Makes room in the part table for `n` more entries (a view about to load whole).
+    pub(crate) fn reserve_parts(&self, n: usize) {
+        self.parts.lock().map.reserve(n);
+    }
+
     pub(crate) fn put_part(&self, key: Vec<u8>, part: Part) {
         let size = part.bytes() + key.len();
         let cap = *self.capacity.lock();
