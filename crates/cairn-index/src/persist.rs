@@ -398,16 +398,19 @@ fn decode_core(bytes: &[u8], owner: Option<&Bytes>, key: &Hash, checked: Checked
         c.text_end.reserve_exact(n);
         c.text_chars.reserve_exact(n);
     }
+    let mut last_id: Option<&[u8]> = None;
     for _ in 0..n {
         let id = r.str_ref()?;
         NodeId::check(id).map_err(|e| bad(format!("node id: {e}")))?;
-        if c.ids.last().is_some_and(|last| last.as_bytes() >= id.as_bytes()) {
+        if last_id.is_some_and(|last| last >= id.as_bytes()) {
             return Err(bad("node ids out of order"));
         }
+        last_id = Some(id.as_bytes());
         c.ids.push(id);
-        let hash: [u8; 32] = r.array()?;
-        if !in_place {
-            c.hashes.push(Hash::from_bytes(hash));
+        if in_place {
+            r.take(32)?;
+        } else {
+            c.hashes.push(Hash::from_bytes(r.array()?));
         }
     }
     let labels = r.count64(8 + 4)?;
@@ -962,6 +965,12 @@ impl Writer {
     }
 }
 
+#[cold]
+#[inline(never)]
+fn not_utf8() -> IndexError {
+    bad("a string is not UTF-8")
+}
+
 /// Reads fixed-width little-endian fields, checking every length against what remains.
 /// The one reader of stored derived bytes (the unit graph decoder, `hnsw/mod.rs`, reads
 /// through it too).
@@ -976,57 +985,79 @@ impl<'a> Reader<'a> {
     pub(crate) fn new(bytes: &'a [u8]) -> Reader<'a> {
         Reader { bytes, at: 0 }
     }
+    #[inline]
     pub(crate) fn remaining(&self) -> usize {
         self.bytes.len() - self.at
     }
+    // The field readers are inlined into the decoders' loops, their errors made out of
+    // line: a core part's decode reads ~30 fields a node (every node of a commit when a
+    // fresh process loads a view whole).
+    #[inline]
     pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8], IndexError> {
         if n > self.remaining() {
-            return Err(bad(format!("truncated: {n} bytes wanted, {} left", self.remaining())));
+            return Err(self.truncated(n));
         }
         let out = &self.bytes[self.at..self.at + n];
         self.at += n;
         Ok(out)
     }
+    #[cold]
+    #[inline(never)]
+    fn truncated(&self, n: usize) -> IndexError {
+        bad(format!("truncated: {n} bytes wanted, {} left", self.remaining()))
+    }
+    #[inline]
     fn array<const N: usize>(&mut self) -> Result<[u8; N], IndexError> {
         let mut a = [0u8; N];
         a.copy_from_slice(self.take(N)?);
         Ok(a)
     }
+    #[inline]
     pub(crate) fn u8(&mut self) -> Result<u8, IndexError> {
         Ok(self.take(1)?[0])
     }
+    #[inline]
     pub(crate) fn u16(&mut self) -> Result<u16, IndexError> {
         Ok(u16::from_le_bytes(self.array()?))
     }
+    #[inline]
     pub(crate) fn u32(&mut self) -> Result<u32, IndexError> {
         Ok(u32::from_le_bytes(self.array()?))
     }
+    #[inline]
     pub(crate) fn u64(&mut self) -> Result<u64, IndexError> {
         Ok(u64::from_le_bytes(self.array()?))
     }
+    #[inline]
     fn i64(&mut self) -> Result<i64, IndexError> {
         Ok(i64::from_le_bytes(self.array()?))
     }
+    #[inline]
     fn fits(&self, n: u64, min_item_bytes: usize) -> Result<usize, IndexError> {
         match usize::try_from(n) {
             Ok(n) if n.saturating_mul(min_item_bytes.max(1)) <= self.remaining() => Ok(n),
-            _ => Err(bad(format!(
-                "a count of {n} does not fit in the {} bytes left",
-                self.remaining()
-            ))),
+            _ => Err(self.unfit(n)),
         }
+    }
+    #[cold]
+    #[inline(never)]
+    fn unfit(&self, n: u64) -> IndexError {
+        bad(format!("a count of {n} does not fit in the {} bytes left", self.remaining()))
     }
     /// A `u64le` count of items of at least `min_item_bytes` each that must fit in what
     /// remains (so no allocation exceeds the input's size).
+    #[inline]
     fn count64(&mut self, min_item_bytes: usize) -> Result<usize, IndexError> {
         let n = self.u64()?;
         self.fits(n, min_item_bytes)
     }
     /// The same for a `u32le` count.
+    #[inline]
     pub(crate) fn count32(&mut self, min_item_bytes: usize) -> Result<usize, IndexError> {
         let n = u64::from(self.u32()?);
         self.fits(n, min_item_bytes)
     }
+    #[inline]
     fn local(&mut self, n: u32) -> Result<Local, IndexError> {
         let l = self.u32()?;
         if l >= n {
@@ -1061,10 +1092,11 @@ impl<'a> Reader<'a> {
         self.str_ref().map(str::to_owned)
     }
     /// A string, borrowed from the input.
+    #[inline]
     pub(crate) fn str_ref(&mut self) -> Result<&'a str, IndexError> {
         let len = self.count64(1)?;
         let bytes = self.take(len)?;
-        std::str::from_utf8(bytes).map_err(|_| bad("a string is not UTF-8"))
+        std::str::from_utf8(bytes).map_err(|_| not_utf8())
     }
     fn value(&mut self, depth: usize) -> Result<Value, IndexError> {
         Ok(match self.u8()? {

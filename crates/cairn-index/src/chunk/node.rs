@@ -99,9 +99,12 @@ pub(crate) struct LabelAt {
 
 impl InPlace {
     fn name(&self, l: &LabelAt) -> &str {
-        let bytes = &self.head[l.name_at as usize..(l.name_at + l.name_len) as usize];
         // Checked as UTF-8 when the part was read; these are the same bytes.
-        std::str::from_utf8(bytes).unwrap_or_default()
+        std::str::from_utf8(self.name_bytes(l)).unwrap_or_default()
+    }
+
+    fn name_bytes(&self, l: &LabelAt) -> &[u8] {
+        &self.head[l.name_at as usize..(l.name_at + l.name_len) as usize]
     }
 
     fn local(&self, l: &LabelAt, i: u32) -> Local {
@@ -504,7 +507,11 @@ impl NodeChunk {
     pub fn label(&self, label: &str) -> Option<&Arc<RoaringBitmap>> {
         match &self.in_place {
             Some(p) => {
-                let i = p.labels.binary_search_by(|l| p.name(l).cmp(label)).ok()?;
+                // Bytes compared (the order of `str`), not each name checked as UTF-8 again.
+                let i = p
+                    .labels
+                    .binary_search_by(|l| p.name_bytes(l).cmp(label.as_bytes()))
+                    .ok()?;
                 Some(p.bitmap(&p.labels[i]))
             }
             None => self.labels.get(label),

@@ -125,7 +125,7 @@ impl InheritedGates {
         view: &CommitIndexes,
         all: bool,
         labels: &[String],
-        part_of: &dyn Fn(&NodeChunk) -> FilterPart,
+        part_of: &(dyn Fn(&NodeChunk) -> FilterPart + Sync),
     ) -> Option<Filter> {
         let p = self
             .pending

@@ -529,7 +529,8 @@ impl DerivedData {
             (None, None) => vec![None; list.len()],
         };
         let dv = donor_view.as_ref().map(|e| &*e.view);
-        if base.is_none() && dv.is_none() {
+        let whole = base.is_none() && dv.is_none();
+        if whole {
             // A view loaded whole (a fresh handle's first): a part or two per chunk, held
             // by this assembly and the cache; their tables sized once rather than grown.
             let per_chunk = 1 + needs.dense.len() + needs.sparse.len();
@@ -537,14 +538,26 @@ impl DerivedData {
             cache.reserve_parts(list.len() * per_chunk);
         }
         let lists = (&list[..], &from_donor[..], dv);
+        // The graph base a text lane needs (below), decided while a view loaded whole
+        // loads its core parts: the decision walks the candidates' trees on one thread,
+        // which would otherwise leave the other core idle between the part loads.
+        let mut early_base = None;
         let mut view = match &base {
             Some(e) => (*e.view).clone(),
             None => {
-                let cores: Vec<Arc<NodeChunk>> = self
-                    .chunk_parts(&ctx, lists, &CORE, None, &[])?
-                    .into_iter()
-                    .flatten()
-                    .collect();
+                let text_base = needs.text && whole;
+                let (cores, decided) = rayon::join(
+                    || self.chunk_parts(&ctx, lists, &CORE, None, &[]),
+                    || {
+                        text_base.then(|| {
+                            let base_ctx = self.ctx();
+                            let base = self.graph_base(&base_ctx, id, &list, &memo);
+                            (base, base_ctx)
+                        })
+                    },
+                );
+                early_base = decided;
+                let cores: Vec<Arc<NodeChunk>> = cores?.into_iter().flatten().collect();
                 let mut view = CommitIndexes::assemble(vkey, ctx.params.clone(), cores).map_err(inconsistent)?;
                 if let Some(dv) = dv {
                     view.inherit_gates(dv, &from_donor).map_err(inconsistent)?;
@@ -556,8 +569,13 @@ impl DerivedData {
             // The commit whose graphs it walks (`graph_base.rs`), decided here for every
             // commit a text query reaches, as its approximate search would: the candidates'
             // chunk lists are then at hand when a later query walks graphs.
-            let base_ctx = self.ctx();
-            let base = self.graph_base(&base_ctx, id, &list, &memo)?;
+            let (base, base_ctx) = match early_base.take() {
+                Some((base, base_ctx)) => (base?, base_ctx),
+                None => {
+                    let base_ctx = self.ctx();
+                    (self.graph_base(&base_ctx, id, &list, &memo)?, base_ctx)
+                }
+            };
             match dv.filter(|d| d.text_origin().is_some()) {
                 // A donor served by unit texts: they carry over (O(chunks)), with the parts
                 // of this view's new chunks; then only the units that drifted are built
