@@ -144,9 +144,11 @@ pub fn encode_text(key: &Hash, t: &TextChunk) -> Vec<u8> {
     t.doc_len.iter().for_each(|&l| w.u32(l));
     w.u64(t.term_count() as u64);
     for i in 0..t.term_count() {
-        w.str(t.term(i));
+        // Lengths and counts as varints (index format 8): a chunk's ~1,500 terms are
+        // short, and most have one or two postings.
+        w.short_str(t.term(i));
         let list = t.postings_at(i);
-        w.u32(list.len() as u32);
+        w.varint(list.len() as u32);
         // One word a posting, as in memory: the local ordinal above the frequency.
         list.iter().for_each(|p| w.u32(p.raw()));
     }
@@ -163,9 +165,10 @@ pub fn encode_sparse(key: &Hash, model: &str, n: u32, s: &SparseChunk) -> Vec<u8
     for (i, d) in s.dims.iter().enumerate() {
         w.u32(*d);
         let list = &s.posts[s.starts[i] as usize..s.starts[i + 1] as usize];
-        w.u32(list.len() as u32);
+        w.varint(list.len() as u32);
+        // A local ordinal is below a chunk's 4,096 nodes: two bytes (index format 8).
         for &(l, x) in list {
-            w.u32(l);
+            w.u16(l as u16);
             w.u32(x.to_bits());
         }
     }
@@ -542,7 +545,8 @@ pub fn decode_text(bytes: &[u8], key: &Hash) -> Result<TextChunk, IndexError> {
     for _ in 0..n {
         t.doc_len.push(r.u32()?);
     }
-    let terms = r.count64(8 + 4 + 4)?;
+    // A term takes at least a length, a byte, a count and a posting.
+    let terms = r.count64(1 + 1 + 1 + 4)?;
     let (term_bytes, postings) = text_sizes(r.clone(), terms)?;
     t.term_bytes.reserve_exact(term_bytes);
     t.term_end.reserve_exact(terms);
@@ -551,11 +555,11 @@ pub fn decode_text(bytes: &[u8], key: &Hash) -> Result<TextChunk, IndexError> {
     let mut seen = vec![0u64; n];
     t.starts.push(0);
     for _ in 0..terms {
-        let term = r.str_ref()?;
+        let term = r.short_str()?;
         if term.is_empty() || term.contains('\0') || (t.term_count() > 0 && t.term(t.term_count() - 1) >= term) {
             return Err(bad("terms empty or out of order"));
         }
-        let m = r.count32(4)?;
+        let m = r.varint_count(4)?;
         if m == 0 {
             return Err(bad("a term without postings"));
         }
@@ -591,10 +595,10 @@ pub fn decode_text(bytes: &[u8], key: &Hash) -> Result<TextChunk, IndexError> {
 fn text_sizes(mut r: Reader<'_>, terms: usize) -> Result<(usize, usize), IndexError> {
     let (mut bytes, mut postings) = (0usize, 0usize);
     for _ in 0..terms {
-        let len = r.count64(1)?;
+        let len = r.varint_count(1)?;
         r.take(len)?;
         bytes += len;
-        let m = r.count32(4)?;
+        let m = r.varint_count(4)?;
         r.take(m * 4)?;
         postings += m;
     }
@@ -614,20 +618,24 @@ pub fn decode_sparse(bytes: &[u8], key: &Hash) -> Result<(String, SparseChunk), 
         docs,
         ..SparseChunk::default()
     };
-    let dims = r.count64(4 + 4 + 8)?;
+    // A dimension takes at least its number, a count and a posting.
+    let dims = r.count64(4 + 1 + 6)?;
     s.starts.push(0);
     for _ in 0..dims {
         let d = r.u32()?;
         if s.dims.last().is_some_and(|&last| last >= d) {
             return Err(bad("sparse dimensions out of order"));
         }
-        let m = r.count32(8)?;
+        let m = r.varint_count(6)?;
         if m == 0 {
             return Err(bad("a sparse dimension without postings"));
         }
         let mut prev: Option<Local> = None;
         for _ in 0..m {
-            let l = r.local(n)?;
+            let l = Local::from(r.u16()?);
+            if l >= n {
+                return Err(bad(format!("local ordinal {l} out of range (chunk of {n})")));
+            }
             let x = f32::from_bits(r.u32()?);
             if !x.is_finite() || prev.is_some_and(|p| p >= l) || !s.docs.contains(l) {
                 return Err(bad("sparse postings malformed"));
@@ -926,6 +934,23 @@ impl Writer {
         self.u64(s.len() as u64);
         self.bytes(s.as_bytes());
     }
+    fn u16(&mut self, x: u16) {
+        self.0.extend_from_slice(&x.to_le_bytes());
+    }
+    /// An unsigned LEB128 integer: seven bits a byte, low bits first, the high bit set on
+    /// every byte but the last; the shortest such form (one to five bytes).
+    fn varint(&mut self, mut x: u32) {
+        while x >= 0x80 {
+            self.0.push(x as u8 | 0x80);
+            x >>= 7;
+        }
+        self.0.push(x as u8);
+    }
+    /// A string whose length is a [`Writer::varint`].
+    fn short_str(&mut self, s: &str) {
+        self.varint(s.len() as u32);
+        self.bytes(s.as_bytes());
+    }
     /// A set of local ordinals: `u32le(count)` then each `u32le`, increasing.
     fn locals(&mut self, b: &RoaringBitmap) {
         self.u32(b.len() as u32);
@@ -1042,7 +1067,10 @@ impl<'a> Reader<'a> {
     #[cold]
     #[inline(never)]
     fn unfit(&self, n: u64) -> IndexError {
-        bad(format!("a count of {n} does not fit in the {} bytes left", self.remaining()))
+        bad(format!(
+            "a count of {n} does not fit in the {} bytes left",
+            self.remaining()
+        ))
     }
     /// A `u64le` count of items of at least `min_item_bytes` each that must fit in what
     /// remains (so no allocation exceeds the input's size).
@@ -1092,6 +1120,41 @@ impl<'a> Reader<'a> {
         self.str_ref().map(str::to_owned)
     }
     /// A string, borrowed from the input.
+    /// A [`Writer::varint`], refused unless in its shortest form and within `u32`.
+    #[inline]
+    pub(crate) fn varint(&mut self) -> Result<u32, IndexError> {
+        let mut x = 0u32;
+        for i in 0..4 {
+            let b = self.u8()?;
+            x |= u32::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                if b == 0 && i > 0 {
+                    return Err(bad("a varint longer than its shortest form"));
+                }
+                return Ok(x);
+            }
+        }
+        // The fifth byte holds the top four bits, and ends the varint.
+        match self.u8()? {
+            0 => Err(bad("a varint longer than its shortest form")),
+            b if b > 0x0f => Err(bad("a varint beyond 32 bits")),
+            b => Ok(x | u32::from(b) << 28),
+        }
+    }
+    /// A varint count of items of at least `min_item_bytes` each that must fit in what
+    /// remains ([`Reader::count64`]).
+    #[inline]
+    fn varint_count(&mut self, min_item_bytes: usize) -> Result<usize, IndexError> {
+        let n = self.varint()?;
+        self.fits(u64::from(n), min_item_bytes)
+    }
+    /// A string whose length is a varint ([`Writer::short_str`]), borrowed from the input.
+    #[inline]
+    fn short_str(&mut self) -> Result<&'a str, IndexError> {
+        let len = self.varint_count(1)?;
+        let bytes = self.take(len)?;
+        std::str::from_utf8(bytes).map_err(|_| not_utf8())
+    }
     #[inline]
     pub(crate) fn str_ref(&mut self) -> Result<&'a str, IndexError> {
         let len = self.count64(1)?;
@@ -1230,6 +1293,46 @@ mod tests {
                 .with_embedding("d", vec![0.0, 0.0, 0.0])
                 .with_sparse("s", SparseVector::new(vec![], vec![])),
         ]
+    }
+
+    #[test]
+    fn varints_round_trip_in_their_shortest_form_and_refuse_others() {
+        for x in [
+            0u32,
+            1,
+            0x7f,
+            0x80,
+            0x3fff,
+            0x4000,
+            0x1f_ffff,
+            0x20_0000,
+            0x0fff_ffff,
+            0x1000_0000,
+            u32::MAX,
+        ] {
+            let mut w = Writer(Vec::new());
+            w.varint(x);
+            // The shortest form: seven bits a byte.
+            let bits = 32 - x.leading_zeros() as usize;
+            assert_eq!(w.0.len(), bits.div_ceil(7).max(1), "{x:#x}");
+            let mut r = Reader::new(&w.0);
+            assert_eq!(r.varint().unwrap(), x);
+            assert_eq!(r.remaining(), 0);
+            // Cut short anywhere: refused, never a value.
+            for cut in 0..w.0.len() {
+                assert!(Reader::new(&w.0[..cut]).varint().is_err(), "{x:#x} cut at {cut}");
+            }
+        }
+        let refused: [&[u8]; 5] = [
+            &[0x80, 0x00],                   // 0 in two bytes
+            &[0xff, 0x80, 0x00],             // 0x7f in three
+            &[0x80, 0x80, 0x80, 0x80, 0x00], // 0 in five
+            &[0xff, 0xff, 0xff, 0xff, 0x10], // beyond 32 bits
+            &[0xff, 0xff, 0xff, 0xff, 0x8f], // a sixth byte announced
+        ];
+        for bytes in refused {
+            assert!(Reader::new(bytes).varint().is_err(), "{bytes:02x?}");
+        }
     }
 
     use crate::dense::rows::ObjectRanges as Objects;

@@ -1,6 +1,6 @@
 //! Core parts (`persist::encode_node_core`, storage-format §7.3.1) and dense parts
-//! (§7.3.4), whose texts and rows stay in their node objects. The bytes of both are
-//! pinned; the head alone — what a process that leaves the
+//! (§7.3.4), whose texts and rows stay in their node objects, and sparse parts (§7.3.3).
+//! The bytes of all three are pinned; the head alone — what a process that leaves the
 //! texts in the store reads — gives every column, and each text read back by range is
 //! checked against its crc32 from the head, a damaged one read from its node instead.
 
@@ -287,3 +287,22 @@ fn sparse_validity_and_dates_read_back_at_every_position() {
     let built = ChunkParts::build(&IndexParams::default(), &refs).core;
     assert!((0..3).all(|l| built.validity(l) == (i64::MIN, i64::MAX) && built.text_dates(l).is_empty()));
 }
+
+/// Golden: a sparse part's bytes (storage-format §7.3.3, index format 8) are pinned whole:
+/// the model, the chunk's node count, the nodes with a vector, then per dimension its
+/// number, a varint count and each posting as a two-byte local and an `f32` weight; and
+/// they decode back to the part.
+#[test]
+fn sparse_part_bytes_are_pinned() {
+    let nodes = nodes();
+    let refs: Vec<(Hash, &Node)> = nodes.iter().map(|(h, n)| (*h, n)).collect();
+    let parts = ChunkParts::build(&IndexParams::default(), &refs);
+    let key = Hash::of(b"golden sparse");
+    let bytes = persist::encode_sparse(&key, "s", nodes.len() as u32, &parts.sparse["s"]);
+    let (model, decoded) = persist::decode_sparse(&bytes, &key).unwrap();
+    assert_eq!((model.as_str(), &decoded), ("s", &parts.sparse["s"]));
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, GOLDEN_SPARSE);
+}
+
+const GOLDEN_SPARSE: &str = "c334ceb92b2fad23afbe82aef4a045e39e6167b4664c10046e2b188393c7200bf2010000000000000073050000000200000001000000030000000200000000000000030000000201000000003f03000000003f070000000201000000c03f03000000c03f";

@@ -347,5 +347,5 @@ fn text_part_bytes_are_pinned() {
     );
 }
 
-const GOLDEN_TEXT_LENS: [usize; 3] = [1336, 1736, 692];
-const GOLDEN_TEXT_HASH: &str = "481f732b506dc782833b2d0611f762c3f8a89d342579462ae08792d3a7ca0ef0";
+const GOLDEN_TEXT_LENS: [usize; 3] = [1216, 1616, 572];
+const GOLDEN_TEXT_HASH: &str = "c7e2af056a761df8f6b95747f85faa17d0ca1f9ae537ea4f6817e391d704b1c8";

@@ -291,8 +291,8 @@ fn chunk_keys_do_not_depend_on_history() {
 }
 
 const GOLDEN_CHUNKS: usize = 11;
-const GOLDEN_FIRST_CHUNK: &str = "951e1080f160e4fb7e0f9d61a01eee549e69b4d8e64845f0067be4ee6fadd23a";
-const GOLDEN_ALL_CHUNKS: &str = "1f8d395dd116951b9f465be2bb907f11111d820d0c3c17852a5687797eeb79c1";
+const GOLDEN_FIRST_CHUNK: &str = "7dfa2e4120a4e23477b6547ea3aa025404f3bc3e5dc452e7a377a9574211bae4";
+const GOLDEN_ALL_CHUNKS: &str = "82fca5457d74fa8a8dd6e55f32a751256a13ee9894342d25059c91fc12a8a64e";
 
 /// A repository whose node tree has several units (ids of level ≥ 5 cut them).
 fn units_repo(store: Arc<dyn Store>) -> Repo {

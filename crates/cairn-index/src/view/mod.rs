@@ -558,12 +558,7 @@ impl CommitIndexes {
     /// A label gate from the view's memo, or derived from the donor's (`inherit.rs`), or
     /// built with `part_of` per chunk, and remembered: repeated gates cost a clone (shared
     /// parts) instead of a walk of every chunk.
-    fn memo_labels(
-        &self,
-        all: bool,
-        labels: &[String],
-        part_of: &(dyn Fn(&NodeChunk) -> FilterPart + Sync),
-    ) -> Filter {
+    fn memo_labels(&self, all: bool, labels: &[String], part_of: &(dyn Fn(&NodeChunk) -> FilterPart + Sync)) -> Filter {
         {
             let memo = self.label_memo.lock();
             if let Some((_, _, f)) = memo.iter().find(|(a, l, _)| *a == all && l.as_slice() == labels) {

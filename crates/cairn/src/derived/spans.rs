@@ -213,8 +213,13 @@ fn prefetch_upper(objs: &Objects, root: Option<Hash>, level: u8) {
                 // Under a node of the chunk level every subtree is a gap the walk does not
                 // read (`walk_items`).
                 let t = objs.tree(h).ok().filter(|t| t.level > level);
-                t.map(|t| t.left.into_iter().chain(t.entries.iter().filter_map(|e| e.right)).collect::<Vec<_>>())
-                    .unwrap_or_default()
+                t.map(|t| {
+                    t.left
+                        .into_iter()
+                        .chain(t.entries.iter().filter_map(|e| e.right))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
             })
             .collect();
     }
