@@ -198,8 +198,8 @@ const PREFETCH_MOST: usize = 16_384;
 /// Reads the tree nodes a walk to `level` will read — level by level from the root, each
 /// level's nodes in parallel — into the object cache (`Objects::tree`), so that the walk
 /// that follows finds them decoded. Only a cache: a node that fails to read is left to the
-/// walk, which reports it; a tree with more such nodes than [`PREFETCH_MOST`] (a fraction
-/// of the cache) is read by the walk alone.
+/// walk, which reports it; levels are read while the nodes read stay within
+/// [`PREFETCH_MOST`] (a fraction of the cache), and the walk reads the rest itself.
 fn prefetch_upper(objs: &Objects, root: Option<Hash>, level: u8) {
     use rayon::prelude::*;
     let mut frontier: Vec<Hash> = root.into_iter().collect();
