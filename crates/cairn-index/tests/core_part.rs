@@ -44,10 +44,15 @@ fn nodes() -> Vec<(Hash, Node)> {
         .collect()
 }
 
-fn core() -> NodeChunk {
+/// Every part of the chunk of [`nodes`].
+fn parts() -> ChunkParts {
     let nodes = nodes();
     let refs: Vec<(Hash, &Node)> = nodes.iter().map(|(h, n)| (*h, n)).collect();
-    ChunkParts::build(&IndexParams::default(), &refs).core
+    ChunkParts::build(&IndexParams::default(), &refs)
+}
+
+fn core() -> NodeChunk {
+    parts().core
 }
 
 /// The chunk's nodes' objects, as a source reads them.
@@ -99,8 +104,7 @@ const GOLDEN_HASH: &str = "e68f9370c056f4f372d4217fe43d83975285d650dade1b7b341b0
 #[test]
 fn dense_part_bytes_are_pinned() {
     let nodes = nodes();
-    let refs: Vec<(Hash, &Node)> = nodes.iter().map(|(h, n)| (*h, n)).collect();
-    let parts = ChunkParts::build(&IndexParams::default(), &refs);
+    let parts = parts();
     let key = Hash::of(b"golden dense");
     let bytes = persist::encode_dense(&key, "m", nodes.len() as u32, &parts.dense["m"]);
     let (model, n, head) = persist::decode_dense(&bytes, &key).unwrap();
@@ -294,11 +298,9 @@ fn sparse_validity_and_dates_read_back_at_every_position() {
 /// they decode back to the part.
 #[test]
 fn sparse_part_bytes_are_pinned() {
-    let nodes = nodes();
-    let refs: Vec<(Hash, &Node)> = nodes.iter().map(|(h, n)| (*h, n)).collect();
-    let parts = ChunkParts::build(&IndexParams::default(), &refs);
+    let parts = parts();
     let key = Hash::of(b"golden sparse");
-    let bytes = persist::encode_sparse(&key, "s", nodes.len() as u32, &parts.sparse["s"]);
+    let bytes = persist::encode_sparse(&key, "s", nodes().len() as u32, &parts.sparse["s"]);
     let (model, decoded) = persist::decode_sparse(&bytes, &key).unwrap();
     assert_eq!((model.as_str(), &decoded), ("s", &parts.sparse["s"]));
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();

@@ -1,5 +1,5 @@
 //! Dense rows (and node texts, `chunk/node.rs`) read from their node objects. A dense part
-//! stores no `f32` rows (index format 7): each row names its node object and where the
+//! stores no `f32` rows (since index format 7): each row names its node object and where the
 //! vector starts in the object's encoding, and rescoring reads the row from there, one row
 //! at a time (the int8 codes that the scan and the graph walks read stay in memory); a
 //! process that keeps a model's rows in memory reads each row the same way the first time
