@@ -520,7 +520,10 @@ fn run_store(kind: &str, n: usize) {
         format!("{:.2} ms", ms(t.elapsed())),
     );
     row("peak RSS of the whole run", format!("{:.0} MiB", peak_rss_mib()));
-    if kind != "memory" {
+    // `CAIRN_BENCH_NO_CHILD=1`: no fresh process after the run (with `CAIRN_BENCH_KEEP`, the
+    // repository is left as the run's close left it, for a first fresh process to be timed
+    // by hand).
+    if kind != "memory" && std::env::var("CAIRN_BENCH_NO_CHILD").is_err() {
         drop(repo);
         let out = std::process::Command::new(std::env::current_exe().expect("exe"))
             .env("CAIRN_BENCH_CHILD", "asof")
