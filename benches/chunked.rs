@@ -588,6 +588,7 @@ fn child_asof() {
     if let Some(n) = std::env::var("CAIRN_BENCH_ASOF_REPEAT")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 0)
     {
         let mut lat = Vec::with_capacity(n);
         for _ in 0..n {
