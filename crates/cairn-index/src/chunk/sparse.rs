@@ -90,17 +90,11 @@ mod tests {
 
     #[test]
     fn the_radix_sort_equals_a_stable_sort_by_dimension() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = cairn_testkit::Rng(0x9e37_79b9_7f4a_7c15);
         for (n, bits) in [(0, 8), (1, 8), (50, 4), (3000, 16), (3000, 24), (500, 32)] {
             let entries: Vec<(u32, Local, f32)> = (0..n)
                 .map(|i| {
-                    let d = (next() >> 3) as u32;
+                    let d = (rng.next() >> 3) as u32;
                     let d = if bits == 32 { d } else { d & ((1u32 << bits) - 1) };
                     (d, i as Local, i as f32)
                 })

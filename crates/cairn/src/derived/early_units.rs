@@ -125,21 +125,15 @@ mod tests {
     /// without a start, so the size split applies too) and window cuts.
     #[test]
     fn units_by_window_are_the_units_of_the_whole_list() {
-        let mut s = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
+        let mut rng = cairn_testkit::Rng(0x9e37_79b9_7f4a_7c15);
         for case in 0..300 {
-            let n = 1 + (next() % 6_000) as usize;
+            let n = 1 + (rng.next() % 6_000) as usize;
             // Starts rarer in some cases than in others.
             let rarity = [3u64, 40, 700, 5_000][case % 4];
             let mut levels: Vec<u8> = (0..n)
-                .map(|_| match next() % rarity {
-                    0 => UNIT_LEVEL + (next() % 3) as u8,
-                    _ => (next() % u64::from(UNIT_LEVEL)) as u8,
+                .map(|_| match rng.next() % rarity {
+                    0 => UNIT_LEVEL + (rng.next() % 3) as u8,
+                    _ => (rng.next() % u64::from(UNIT_LEVEL)) as u8,
                 })
                 .collect();
             levels[0] = u8::MAX;
@@ -148,7 +142,7 @@ mod tests {
             let mut done = 0;
             let mut at = 0;
             while at < n {
-                at = (at + 1 + (next() % 900) as usize).min(n);
+                at = (at + 1 + (rng.next() % 900) as usize).min(n);
                 let (ranges, d) = complete_units(&levels[..at], done);
                 assert!(ranges.iter().all(|r| r.start >= done && r.end <= d));
                 got.extend(ranges);
