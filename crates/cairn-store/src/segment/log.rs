@@ -178,20 +178,13 @@ fn latest_records<K: LogKey>(records: Vec<(K, Option<Loc>)>) -> Vec<(K, Option<L
             .then_with(|| records[a.1 as usize].0.cmp(&records[b.1 as usize].0))
             .then(a.1.cmp(&b.1))
     });
+    // Each key's run of positions, its last (the latest record) kept.
+    let last: Vec<u32> = order
+        .chunk_by(|a, b| a.0 == b.0 && records[a.1 as usize].0 == records[b.1 as usize].0)
+        .map(|run| run[run.len() - 1].1)
+        .collect();
     let mut records: Vec<Option<(K, Option<Loc>)>> = records.into_iter().map(Some).collect();
-    let mut latest: Vec<(K, Option<Loc>)> = Vec::with_capacity(order.len());
-    for (n, &(_, i)) in order.iter().enumerate() {
-        let next_same = order.get(n + 1).is_some_and(|&(p, j)| {
-            p == order[n].0 && records[j as usize].as_ref().map(|r| &r.0) == records[i as usize].as_ref().map(|r| &r.0)
-        });
-        if next_same {
-            continue;
-        }
-        if let Some(last) = records[i as usize].take() {
-            latest.push(last);
-        }
-    }
-    latest
+    last.into_iter().filter_map(|i| records[i as usize].take()).collect()
 }
 
 /// The index of the records read at open under `base`: each key's last record decides
