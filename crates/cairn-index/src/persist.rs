@@ -1119,7 +1119,6 @@ impl<'a> Reader<'a> {
     fn string(&mut self) -> Result<String, IndexError> {
         self.str_ref().map(str::to_owned)
     }
-    /// A string, borrowed from the input.
     /// A [`Writer::varint`], refused unless in its shortest form and within `u32`.
     #[inline]
     pub(crate) fn varint(&mut self) -> Result<u32, IndexError> {
@@ -1152,14 +1151,18 @@ impl<'a> Reader<'a> {
     #[inline]
     fn short_str(&mut self) -> Result<&'a str, IndexError> {
         let len = self.varint_count(1)?;
-        let bytes = self.take(len)?;
-        std::str::from_utf8(bytes).map_err(|_| not_utf8())
+        self.utf8(len)
     }
+    /// A string, borrowed from the input.
     #[inline]
     pub(crate) fn str_ref(&mut self) -> Result<&'a str, IndexError> {
         let len = self.count64(1)?;
-        let bytes = self.take(len)?;
-        std::str::from_utf8(bytes).map_err(|_| not_utf8())
+        self.utf8(len)
+    }
+    /// The next `len` bytes, which must be UTF-8.
+    #[inline]
+    fn utf8(&mut self, len: usize) -> Result<&'a str, IndexError> {
+        std::str::from_utf8(self.take(len)?).map_err(|_| not_utf8())
     }
     fn value(&mut self, depth: usize) -> Result<Value, IndexError> {
         Ok(match self.u8()? {
