@@ -34,6 +34,10 @@ fuzz_target!(|data: &[u8]| {
     if let Ok((model, n, d)) = persist::decode_dense(data, &key) {
         assert_eq!(persist::encode_dense_head(&key, &model, n, &d), data, "dense part");
     }
+    // Checking every row's codes only adds checks to the decode.
+    if let Ok(model) = persist::check_dense(data, &key) {
+        assert_eq!(persist::decode_dense(data, &key).map(|(m, _, _)| m).ok(), Some(model));
+    }
     if let Ok((direction, e)) = persist::decode_edges(data, &key) {
         assert_eq!(persist::encode_edges(&key, direction, &e), data, "edge chunk");
     }

@@ -18,8 +18,10 @@ use crate::hnsw::GraphParams;
 /// 7 — parts store no object bytes: a dense part names each row's node object and the
 /// vector's offset in it (§7.3.4), a core part each text's (§7.3.1); a BM25 posting is one
 /// word (§7.3.2); 8 — a text part's term lengths and posting counts are varints (§7.3.2), a
-/// sparse part's posting counts varints and its locals two bytes (§7.3.3).
-pub const INDEX_FORMAT_VERSION: u32 = 8;
+/// sparse part's posting counts varints and its locals two bytes (§7.3.3); 9 — a dense
+/// part's rows carry the crc32 of their codes, its head checksum covers every byte before
+/// the codes (which follow it), and a row's codes are checked when first read (§7.3.4).
+pub const INDEX_FORMAT_VERSION: u32 = 9;
 
 /// Level of the node and edge trees at which chunks are cut: a chunk starts at every key
 /// of level ≥ 2, so it holds 8² = 64 keys on average (`storage-format.md` §7.2).

@@ -225,14 +225,16 @@ fn write_dense(key: &Hash, model: &str, n: u32, d: DenseFields<'_>) -> Vec<u8> {
     w.u32(rows as u32);
     d.rows.iter().for_each(|&r| w.u32(r));
     w.0.extend_from_slice(d.fields);
-    w.0.extend_from_slice(d.codes);
+    // The head's checksum covers every byte before the codes; each row's codes have
+    // their own (in the row fields), checked when the row is first read.
     let head_crc = crc32fast::hash(&w.0);
     w.u32(head_crc);
+    w.0.extend_from_slice(d.codes);
     w.0
 }
 
-/// Bytes per row of a dense part besides its codes: local, scale, two bound terms, crc32,
-/// node object hash and offset.
+/// Bytes per row of a dense part besides its codes: local, scale, two bound terms, two
+/// crc32s, node object hash and offset.
 const DENSE_ROW_BYTES: usize = 4 + ROW_FIELD_BYTES;
 
 /// Encodes an edge chunk.
@@ -324,10 +326,12 @@ pub fn decode_node_core(
 /// Whether a stored value's bytes were already checked, end to end, against a checksum
 /// the store keeps over exactly those bytes (`Store::checks_derived_values`: the segment
 /// store's record `value_crc`). Then a part's own checksum over the same bytes is not
-/// computed again, and a dense part's codes are not read at load (storage-format §7.3).
+/// computed again, and a dense part's rows' codes are not checked again when first read
+/// (storage-format §7.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Checked {
-    /// Only the part's own checksums vouch for the bytes: every one is computed.
+    /// Only the part's own checksums vouch for the bytes: every one is computed (a dense
+    /// part's codes a row at a time, when each is first read).
     No,
     /// The store checked the whole value as it read it.
     ByStore,
@@ -711,17 +715,29 @@ pub(crate) fn decode_props(head: &[u8], at: usize, n: u32) -> BTreeMap<String, V
 
 /// Decodes a dense part stored under `key`; returns the model, the chunk's node count and
 /// the part without its rows, which are read from their node objects
-/// ([`DenseHead::into_rows_held`], [`DenseHead::into_rows_stored`]).
+/// ([`DenseHead::into_rows_held`], [`DenseHead::into_rows_stored`]). The codes are copied,
+/// not read: each row's are checked against its crc32 when first read ([`check_dense`]
+/// checks them all at once).
 pub fn decode_dense(bytes: &[u8], key: &Hash) -> Result<(String, u32, DenseHead), IndexError> {
     decode_dense_in(bytes, None, key, Checked::No)
 }
 
+/// [`decode_dense`] of a value `checked` says whether its store checked end to end as it
+/// read it (then neither the head's checksum nor the rows' codes are checked again).
+pub fn decode_dense_checked(
+    bytes: &[u8],
+    key: &Hash,
+    checked: Checked,
+) -> Result<(String, u32, DenseHead), IndexError> {
+    decode_dense_in(bytes, None, key, checked)
+}
+
 /// [`decode_dense`] of a shared value, whose int8 codes the part keeps where they lie (a
-/// slice of `bytes`, which may be a stored value's mapping: `Store::get_derived_shared`)
-/// instead of copying them. The same checks: the part's checksum covers the codes —
-/// unless `checked` says the store checked the whole value as it read it: then the codes
-/// are not read at all here (neither hashed again nor searched for −128, which no
-/// quantisation writes), so a cold load touches only the pages of the rows it scores.
+/// slice of `bytes`, which may be a stored value's mapping:
+/// `Store::get_derived_shared_unchecked`) instead of copying them. The same checks — but
+/// the head's checksum when `checked` says the store checked the whole value as it read
+/// it; then each row's codes are not checked again either. The codes are not read here
+/// in any case, so a cold load touches only the pages of the rows it scores.
 pub fn decode_dense_shared(
     bytes: &Bytes,
     key: &Hash,
@@ -756,57 +772,50 @@ fn decode_dense_in(
         }
         locals.push(l);
     }
-    // The per-row fields and the codes lie together: kept as one slice of `owner`, or
-    // one copy of the value's bytes.
+    // The per-row fields and the codes: kept as slices of `owner`, or of one copy of the
+    // value's bytes.
     let fields_at = r.at;
     let fields_len = rows * ROW_FIELD_BYTES;
     r.take(fields_len)?;
-    let codes_at = r.at;
-    let raw = r.take(rows * dim)?;
+    let crc_at = r.at;
     let crc_stored = r.u32()?;
+    let codes_at = r.at;
+    r.take(rows * dim)?;
     r.done()?;
-    if checked == Checked::No {
-        // One pass over the codes (most of the part) for both checks: each block is
-        // hashed and searched for −128 while it is in cache.
-        let mut crc = crc32fast::Hasher::new();
-        crc.update(&bytes[..codes_at]);
-        let mut code_min = false;
-        for block in raw.chunks(CHECK_BLOCK) {
-            crc.update(block);
-            code_min |= has_code_min(block);
-        }
-        if code_min {
-            return Err(bad("an int8 code of -128"));
-        }
-        if crc.finalize() != crc_stored {
-            return Err(bad("the head fails its checksum"));
-        }
+    // The head's checksum covers every byte before the codes; the codes are not read
+    // here (each row's are checked against its own crc32 when first read,
+    // `DenseChunk::checked_codes`), so a cold load touches only the code pages of the rows
+    // it scores.
+    if checked == Checked::No && crc32fast::hash(&bytes[..crc_at]) != crc_stored {
+        return Err(bad("the head fails its checksum"));
     }
     let held = match owner {
-        Some(b) => b.slice(fields_at..codes_at + raw.len()),
-        None => Bytes::copy_from_slice(&bytes[fields_at..codes_at + raw.len()]),
+        Some(b) => b.slice(fields_at..bytes.len()),
+        None => Bytes::copy_from_slice(&bytes[fields_at..]),
     };
     let fields = RowFields::from_bytes(rows, held.slice(..fields_len)).ok_or_else(|| bad("dense row fields"))?;
     fields.check().map_err(bad)?;
     let head = DenseHead {
         dim,
         rows: locals,
-        codes: held.slice(fields_len..),
+        codes: held.slice(codes_at - fields_at..),
         fields,
+        codes_checked: checked == Checked::ByStore,
     };
     Ok((model, n, head))
 }
 
-/// Bytes of a dense part's codes checked at a time (checksum and −128), while in cache.
-const CHECK_BLOCK: usize = 32 << 10;
-
-/// True if any of `codes` (int8 codes as bytes) is −128, which no quantisation makes. A
-/// branch-free reduction per block, which the compiler vectorises: a cold view checks
-/// every code it loads (384 MB at 1M 384-d rows), where `contains` scanned a byte at a time.
-fn has_code_min(codes: &[u8]) -> bool {
-    codes
-        .chunks(4096)
-        .any(|block| block.iter().fold(0u8, |acc, &b| acc | u8::from(b == i8::MIN as u8)) != 0)
+/// [`decode_dense`], and every row's codes checked against its crc32 and for −128 (which
+/// no quantisation writes) at once: what `fsck` asks of a stored part.
+pub fn check_dense(bytes: &[u8], key: &Hash) -> Result<String, IndexError> {
+    let (model, _, head) = decode_dense(bytes, key)?;
+    let dim = head.dim;
+    for (r, codes) in head.codes.chunks_exact(dim).enumerate() {
+        if crc32fast::hash(codes) != head.fields.code_crc(r) || codes.contains(&(i8::MIN as u8)) {
+            return Err(bad(format!("the int8 codes of row {r} fail their checksum")));
+        }
+    }
+    Ok(model)
 }
 
 /// Decodes an edge chunk stored under `key`.
@@ -1345,6 +1354,28 @@ mod tests {
         std::sync::Arc::new(Objects(Vec::new()))
     }
 
+    /// A row source with nothing behind it that records the parts reported damaged.
+    #[derive(Default)]
+    struct Reports(std::sync::Mutex<Vec<(Vec<u8>, String)>>);
+
+    impl crate::RowSource for Reports {
+        fn read_at(&self, _key: &[u8], _offset: u64, _out: &mut [u8]) -> Result<bool, String> {
+            Ok(false)
+        }
+        fn read_object_at(&self, _node: &Hash, _offset: u64, _out: &mut [u8]) -> Result<bool, String> {
+            Ok(false)
+        }
+        fn node_vector(&self, _node: &Hash, _model: &str) -> Result<Vec<f32>, String> {
+            Err("no vectors here".into())
+        }
+        fn node_text(&self, _node: &Hash) -> Result<String, String> {
+            Err("no texts here".into())
+        }
+        fn damaged(&self, key: &[u8], detail: String) {
+            self.0.lock().unwrap().push((key.to_vec(), detail));
+        }
+    }
+
     #[test]
     fn every_part_round_trips_exactly() {
         let (p, edges) = parts();
@@ -1383,16 +1414,34 @@ mod tests {
         let shared = Bytes::from(bytes.clone());
         let (m2, n2, head2) = decode_dense_shared(&shared, &k, Checked::No).unwrap();
         assert_eq!((m2.as_str(), n2, &head2), ("d", 3, &head));
-        // A value its store checked: the same part, its codes not read; its checksum,
-        // which that store's own covers, not computed again (a changed code is not seen
-        // here — the store would have refused the value).
+        // A value its store checked: the same part; its checksum, which that store's own
+        // covers, not computed again, nor any row's codes when they are read.
         let (_, _, head3) = decode_dense_shared(&shared, &k, Checked::ByStore).unwrap();
         assert_eq!(head3, head);
+        // The codes are not read at load: a changed code is found when its row is first
+        // read (the part is reported damaged to its source), and by `check_dense`; the
+        // other rows read as built.
         let mut changed = bytes.clone();
-        let last_code = changed.len() - 5;
+        let last_code = changed.len() - 1;
         changed[last_code] ^= 0x01;
-        assert!(decode_dense_shared(&Bytes::from(changed.clone()), &k, Checked::No).is_err());
-        assert!(decode_dense_shared(&Bytes::from(changed), &k, Checked::ByStore).is_ok());
+        let changed = Bytes::from(changed);
+        assert!(check_dense(&changed, &k).is_err() && check_dense(&bytes, &k).is_ok());
+        let (_, _, damaged) = decode_dense_shared(&changed, &k, Checked::No).unwrap();
+        let reports = std::sync::Arc::new(Reports::default());
+        let damaged = damaged.into_rows_stored(std::sync::Arc::clone(&reports) as _, b"ck-damaged");
+        let last = d.len() - 1;
+        assert_eq!(damaged.checked_codes(last), None);
+        assert_eq!(damaged.checked_codes(0), Some(d.codes(0)));
+        assert!(damaged.check_codes().is_err());
+        assert_eq!(reports.0.lock().unwrap()[0].0, b"ck-damaged".to_vec());
+        // A store that checked the value is trusted: the changed code reads as stored.
+        let (_, _, trusted) = decode_dense_shared(&changed, &k, Checked::ByStore).unwrap();
+        let trusted = trusted.into_rows_stored(no_rows(), b"ck");
+        assert!(trusted.checked_codes(last).is_some() && trusted.check_codes().is_ok());
+        // A head that is damaged is refused at load.
+        let mut head_flip = bytes.clone();
+        head_flip[40] ^= 0x01;
+        assert!(decode_dense_shared(&Bytes::from(head_flip), &k, Checked::No).is_err());
         let within = shared.as_ptr_range();
         assert!(within.contains(&head2.codes.as_ptr()) && head2.codes.len() == d.len() * d.dim());
         // No vector is stored: each row names its node object and where its vector is.
@@ -1429,7 +1478,7 @@ mod tests {
         // not kept; the others are read and kept.
         let mut moved = head.clone();
         let mut fields = moved.fields.as_bytes().to_vec();
-        let at = 48 * moved.len();
+        let at = 52 * moved.len();
         let offset = u32::from_le_bytes(fields[at..at + 4].try_into().unwrap()) + 4;
         fields[at..at + 4].copy_from_slice(&offset.to_le_bytes());
         moved.fields = RowFields::from_bytes(moved.len(), fields.into()).unwrap();
@@ -1441,11 +1490,14 @@ mod tests {
         assert_eq!(moved.score(&q, 1).unwrap().to_bits(), d.score(&q, 1).unwrap().to_bits());
         let none = head.clone().into_rows_held(no_rows(), b"ck");
         assert!(none.score(&q, 0).is_err() && none.vector(0).is_none());
-        // Every flip of a byte after the key is refused (its checksum, or a check before it).
+        // Every flip of a byte after the key is refused: by the load (the head's checksum,
+        // or a check before it) up to the codes, by the rows' own checksums after.
+        let codes_at = bytes.len() - d.len() * d.dim();
         for i in 33..bytes.len() {
             let mut bad = bytes.clone();
             bad[i] ^= 0x10;
-            assert!(decode_dense(&bad, &k).is_err(), "flip at {i}");
+            assert_eq!(decode_dense(&bad, &k).is_err(), i < codes_at, "flip at {i}");
+            assert!(check_dense(&bad, &k).is_err(), "flip at {i}");
         }
         for dir in [EdgeDirection::Out, EdgeDirection::In] {
             let mut sorted = edges.clone();

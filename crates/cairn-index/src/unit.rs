@@ -63,7 +63,8 @@ pub fn unit_seed(params: &GraphParams, key: &cairn_core::Hash) -> u64 {
 /// part and a fixed sequence of `f32` operations after, so the graph is a function of the
 /// vectors, the parameters and `seed` alone; then measures its [`Reach`](crate::hnsw::Reach)
 /// ([`crate::hnsw::reach`]) with the same distance. Single-threaded by design: callers
-/// build units in parallel.
+/// build units in parallel. The parts' codes are read as they lie: the caller has checked
+/// them ([`DenseChunk::check_codes`]), so a stored graph is never built from damaged codes.
 pub fn build_unit_graph(parts: &[&DenseChunk], params: &GraphParams, seed: u64) -> UnitGraph {
     let rows: Vec<(&DenseChunk, usize)> = parts.iter().flat_map(|p| (0..p.len()).map(move |r| (*p, r))).collect();
     let p = GraphParams { seed, ..*params };

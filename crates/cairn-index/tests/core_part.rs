@@ -100,7 +100,9 @@ const GOLDEN_HASH: &str = "e68f9370c056f4f372d4217fe43d83975285d650dade1b7b341b0
 
 /// Golden: a dense part's bytes (storage-format §7.3.4) are pinned, and its layout is the
 /// documented one — no vector stored; each row names its node object and the offset of
-/// its vector in the object's encoding, where the row's crc32 holds.
+/// its vector in the object's encoding, where the row's crc32 holds; each row's codes have
+/// their own crc32; the head's checksum covers every byte before the codes, which end the
+/// part.
 #[test]
 fn dense_part_bytes_are_pinned() {
     let nodes = nodes();
@@ -125,18 +127,24 @@ fn dense_part_bytes_are_pinned() {
         let want: Vec<u8> = n.embeddings["m"].iter().flat_map(|x| x.to_le_bytes()).collect();
         assert_eq!(vector, want.as_slice());
     }
-    let end = bytes.len() - 4;
-    assert_eq!(&bytes[end..], crc32fast::hash(&bytes[..end]).to_le_bytes().as_slice());
+    let codes_at = bytes.len() - 3 * rows;
+    let code_crcs_at = crcs_at + 4 * rows;
+    for r in 0..rows {
+        let crc = u32::from_le_bytes(bytes[code_crcs_at + 4 * r..code_crcs_at + 4 * r + 4].try_into().unwrap());
+        assert_eq!(crc, crc32fast::hash(&bytes[codes_at + 3 * r..codes_at + 3 * r + 3]), "row {r}");
+    }
+    let end = codes_at - 4;
+    assert_eq!(&bytes[end..codes_at], crc32fast::hash(&bytes[..end]).to_le_bytes().as_slice());
     assert_eq!(
         (bytes.len(), Hash::of(&bytes).to_hex()),
         (GOLDEN_DENSE_LEN, GOLDEN_DENSE_HASH.to_string())
     );
 }
 
-/// 54 bytes before the rows (tag, key, `str("m")`, three counts), 4 rows of 56 bytes and 3
-/// codes each, the head checksum.
-const GOLDEN_DENSE_LEN: usize = 294;
-const GOLDEN_DENSE_HASH: &str = "30d5b3dfc8cc69a8d45d0e5b1a76dbb80eb9d5682380bca30b51d6cbe0409065";
+/// 54 bytes before the rows (tag, key, `str("m")`, three counts), 4 rows of 60 bytes, the
+/// head checksum, then 3 codes a row.
+const GOLDEN_DENSE_LEN: usize = 310;
+const GOLDEN_DENSE_HASH: &str = "5b63935ca0f6f6b8936ee73f5b5fbe79a055234703d3a78392380930b999366f";
 
 /// A decoded part reads each text from its node object by range, checked by its crc32,
 /// and re-encodes to the same bytes; a damaged text comes from its node read whole, with

@@ -221,6 +221,18 @@ pub trait Store: Send + Sync + 'static {
         Ok(self.get_derived(key)?.map(bytes::Bytes::from))
     }
 
+    /// Reads a derived-data value as [`Store::get_derived_shared`] does, but a store may
+    /// hand it out **without checking the value's checksum** (the record's framing and key
+    /// are checked): for a caller that checks what it reads against checksums of its own,
+    /// a piece at a time (a dense index part: its head at once, each row's int8 codes when
+    /// the row is first scored), so that a cold load reads only what it uses. The flag
+    /// says whether the store did check the whole value (the caller may then skip its own
+    /// checks). The default is [`Store::get_derived_shared`], checked as
+    /// [`Store::checks_derived_values`] says.
+    fn get_derived_shared_unchecked(&self, key: &[u8]) -> Result<Option<(bytes::Bytes, bool)>, StoreError> {
+        Ok(self.get_derived_shared(key)?.map(|v| (v, self.checks_derived_values())))
+    }
+
     /// Reads `out.len()` bytes of derived value `key`, from byte `offset` of the value,
     /// **without checking the value's checksum**: for a caller that reads a few rows of a
     /// large value and checks each row against checksums of its own (index parts whose f32

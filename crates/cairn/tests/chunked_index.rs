@@ -291,8 +291,8 @@ fn chunk_keys_do_not_depend_on_history() {
 }
 
 const GOLDEN_CHUNKS: usize = 11;
-const GOLDEN_FIRST_CHUNK: &str = "7dfa2e4120a4e23477b6547ea3aa025404f3bc3e5dc452e7a377a9574211bae4";
-const GOLDEN_ALL_CHUNKS: &str = "82fca5457d74fa8a8dd6e55f32a751256a13ee9894342d25059c91fc12a8a64e";
+const GOLDEN_FIRST_CHUNK: &str = "4c631bc243dcc6b2bfd381ba64c996845bb8fc91beef7000046b3658c31ed19e";
+const GOLDEN_ALL_CHUNKS: &str = "a1aad6bda2d28d89cd896091aeb8ec37b23448896417c745ca032cf479e5cfcc";
 
 /// A repository whose node tree has several units (ids of level ≥ 5 cut them).
 fn units_repo(store: Arc<dyn Store>) -> Repo {

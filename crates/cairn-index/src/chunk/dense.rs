@@ -5,7 +5,7 @@
 //! The exact vectors are held in memory, or left in the node objects and read a row at a
 //! time through a [`crate::RowSource`]; the stored part holds no vectors either way.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -36,6 +36,33 @@ pub struct DenseChunk {
     /// True if row `r` is local ordinal `r` for every row (every node of the chunk has a
     /// vector up to the last row): rows are then found without a search.
     pub(crate) identity: bool,
+    /// `Some` for a stored part whose codes no store checked as it read them: each row's
+    /// codes are checked against their crc32 the first time they are read
+    /// ([`DenseChunk::checked_codes`]). `None`: every row's codes are known good (built
+    /// here, or read from a store that checked the whole value).
+    pub(crate) unchecked: Option<Arc<CodeChecks>>,
+}
+
+/// The rows of a dense part whose codes have been checked against their crc32 so far: one
+/// bit a row, set the first time a row's codes are read and pass (a row that fails is not
+/// set, and is checked — and fails — again). Shared by the clones of a part, which share
+/// its codes.
+#[derive(Debug)]
+pub(crate) struct CodeChecks(Box<[AtomicU64]>);
+
+impl CodeChecks {
+    fn new(rows: usize) -> CodeChecks {
+        CodeChecks((0..rows.div_ceil(64)).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    #[inline(always)]
+    fn passed(&self, r: usize) -> bool {
+        self.0[r / 64].load(Ordering::Relaxed) & (1 << (r % 64)) != 0
+    }
+
+    fn set(&self, r: usize) {
+        self.0[r / 64].fetch_or(1 << (r % 64), Ordering::Relaxed);
+    }
 }
 
 /// Equality of the stored content (everything the part's encoding holds), and of the
@@ -52,7 +79,7 @@ impl PartialEq for DenseChunk {
 
 /// A dense part as it is stored (`persist::decode_dense`): everything but the exact rows —
 /// their local ordinals, int8 codes, scales, bound terms, checksums, and where each row is.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct DenseHead {
     pub(crate) dim: usize,
     pub(crate) rows: Vec<Local>,
@@ -60,6 +87,16 @@ pub struct DenseHead {
     pub(crate) codes: Bytes,
     /// The per-row fields, as stored (a slice of the stored value where the codes are).
     pub(crate) fields: RowFields,
+    /// True if the store checked the codes (the whole value) as it read them; else each
+    /// row's are checked against its crc32 when first read.
+    pub(crate) codes_checked: bool,
+}
+
+/// Equality of the stored content (whether the codes were checked yet is not content).
+impl PartialEq for DenseHead {
+    fn eq(&self, other: &Self) -> bool {
+        self.dim == other.dim && self.rows == other.rows && self.fields == other.fields && self.codes == other.codes
+    }
 }
 
 impl DenseHead {
@@ -106,6 +143,7 @@ impl DenseHead {
 
     fn with_vectors(self, vectors: Vec<f32>) -> DenseChunk {
         let identity = self.rows.iter().enumerate().all(|(r, &l)| r as Local == l);
+        let unchecked = (!self.codes_checked).then(|| Arc::new(CodeChecks::new(self.rows.len())));
         DenseChunk {
             dim: self.dim,
             rows: self.rows,
@@ -114,6 +152,7 @@ impl DenseHead {
             codes: self.codes,
             fields: self.fields,
             identity,
+            unchecked,
         }
     }
 }
@@ -136,6 +175,7 @@ impl DenseChunk {
         let mut nodes = Vec::with_capacity(n);
         let mut offsets = Vec::with_capacity(n);
         let mut crcs = Vec::with_capacity(n);
+        let mut code_crcs = Vec::with_capacity(n);
         for b in built {
             debug_assert_eq!(b.vector.len(), dim);
             rows.push(b.local);
@@ -153,6 +193,7 @@ impl DenseChunk {
             for (v, c) in vectors.chunks_exact(dim).zip(codes.chunks_exact_mut(dim)) {
                 let s = quantize_row(v, c);
                 let (u, w) = row_terms(v, c, s, gamma);
+                code_crcs.push(crc32fast::hash(bytemuck::cast_slice(c)));
                 scales.push(s);
                 bound_u.push(u);
                 bound_v.push(w);
@@ -166,8 +207,9 @@ impl DenseChunk {
             stored: None,
             // Same size and alignment: the allocation is reused.
             codes: Bytes::from(codes.into_iter().map(|c| c as u8).collect::<Vec<u8>>()),
-            fields: RowFields::build(&scales, &bound_u, &bound_v, &crcs, &nodes, &offsets),
+            fields: RowFields::build(&scales, &bound_u, &bound_v, &crcs, &code_crcs, &nodes, &offsets),
             identity,
+            unchecked: None,
         }
     }
 
@@ -308,9 +350,51 @@ impl DenseChunk {
         self
     }
 
-    /// Row `r`'s codes.
+    /// Row `r`'s codes as they lie, checked or not: for a prefetch, or for a caller that
+    /// has checked the part ([`DenseChunk::check_codes`]). A scan reads them through
+    /// [`DenseChunk::checked_codes`].
+    #[inline(always)]
     pub(crate) fn codes(&self, r: usize) -> &[i8] {
         bytemuck::cast_slice(&self.codes[r * self.dim..(r + 1) * self.dim])
+    }
+
+    /// Row `r`'s codes, known to be those the part was built with: the codes of a stored
+    /// part no store checked are checked against the row's crc32 (and for −128, which no
+    /// quantisation writes) the first time they are read, so a cold load reads only the
+    /// codes of the rows it scores. `None` if they fail: the part is reported damaged to
+    /// its source (it is rebuilt from the objects) and the caller does without the codes
+    /// (a bound that cannot prune, a graph distance that is never the nearest).
+    #[inline(always)]
+    pub(crate) fn checked_codes(&self, r: usize) -> Option<&[i8]> {
+        match &self.unchecked {
+            Some(checks) if !checks.passed(r) => self.check_row(checks, r),
+            _ => Some(self.codes(r)),
+        }
+    }
+
+    /// Checks row `r`'s codes ([`DenseChunk::checked_codes`]).
+    #[inline(never)]
+    fn check_row(&self, checks: &CodeChecks, r: usize) -> Option<&[i8]> {
+        let bytes = &self.codes[r * self.dim..(r + 1) * self.dim];
+        if crc32fast::hash(bytes) == self.fields.code_crc(r) && !bytes.contains(&(i8::MIN as u8)) {
+            checks.set(r);
+            return Some(self.codes(r));
+        }
+        if let Some(s) = &self.stored {
+            s.source
+                .damaged(&s.key, format!("the int8 codes of row {r} fail their checksum"));
+        }
+        None
+    }
+
+    /// Checks the codes of every row not checked yet ([`DenseChunk::checked_codes`]), as
+    /// what is built from all of them (a unit's graph) needs; `Err` (why) for the first
+    /// row that fails, which is reported as there.
+    pub fn check_codes(&self) -> Result<(), String> {
+        match (0..self.len()).find(|&r| self.checked_codes(r).is_none()) {
+            Some(r) => Err(format!("the int8 codes of row {r} fail their checksum")),
+            None => Ok(()),
+        }
     }
 
     /// The row of local ordinal `local`, if it has a vector.
@@ -370,7 +454,8 @@ impl DenseChunk {
         let stored = self.stored.as_ref().map_or(0, |s| {
             s.key.len() + 64 + s.held.as_ref().map_or(0, |h| h.len() * (self.dim * 4 + 32))
         });
-        self.rows.len() * 4 + self.fields.as_bytes().len() + self.vectors.len() * 4 + self.codes.len() + stored + 128
+        let checks = self.unchecked.as_ref().map_or(0, |c| c.0.len() * 8);
+        self.rows.len() * 4 + self.fields.as_bytes().len() + self.vectors.len() * 4 + self.codes.len() + stored + checks + 128
     }
 }
 

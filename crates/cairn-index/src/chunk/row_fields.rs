@@ -1,5 +1,5 @@
-//! The per-row fields of a dense part — each row's scale, two bound terms, crc32, node
-//! object and vector offset — read where they lie: one run of bytes in the part's stored
+//! The per-row fields of a dense part — each row's scale, two bound terms, crc32 of its
+//! vector, crc32 of its codes, node object and vector offset — read where they lie: one run of bytes in the part's stored
 //! layout (`storage-format.md` §7.3.4), a slice of the stored value (mapped where the
 //! store maps it, `Store::get_derived_shared`) or of a copy, or encoded when a part is
 //! built. A scan reads them little endian, a row at a time, so a loaded part decodes none
@@ -8,12 +8,13 @@
 use bytes::Bytes;
 use cairn_core::Hash;
 
-/// Bytes of one row's fields: scale, bound terms `u` and `v`, crc32 (4 each), node hash
-/// (32), offset (4).
-pub(crate) const ROW_FIELD_BYTES: usize = 4 + 4 + 4 + 4 + 32 + 4;
+/// Bytes of one row's fields: scale, bound terms `u` and `v`, the vector's crc32, the
+/// codes' crc32 (4 each), node hash (32), offset (4).
+pub(crate) const ROW_FIELD_BYTES: usize = 4 + 4 + 4 + 4 + 4 + 32 + 4;
 
 /// The fields of `rows` rows as stored: column by column — scales, bound terms `u`, bound
-/// terms `v`, crcs (`f32`/`u32` little endian), node hashes, offsets (`u32` little endian).
+/// terms `v`, vector crcs, code crcs (`f32`/`u32` little endian), node hashes, offsets
+/// (`u32` little endian).
 /// Equal when the bytes are (floats compared bit for bit).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct RowFields {
@@ -28,17 +29,18 @@ impl RowFields {
         (bytes.len() == rows * ROW_FIELD_BYTES).then_some(RowFields { rows, bytes })
     }
 
-    /// Encodes the fields of built rows (all six slices the same length).
+    /// Encodes the fields of built rows (all seven slices the same length).
     pub(crate) fn build(
         scales: &[f32],
         bound_u: &[f32],
         bound_v: &[f32],
         crcs: &[u32],
+        code_crcs: &[u32],
         nodes: &[Hash],
         offsets: &[u32],
     ) -> RowFields {
         let rows = scales.len();
-        debug_assert!([bound_u.len(), bound_v.len(), crcs.len(), nodes.len(), offsets.len()]
+        debug_assert!([bound_u.len(), bound_v.len(), crcs.len(), code_crcs.len(), nodes.len(), offsets.len()]
             .iter()
             .all(|&l| l == rows));
         let mut b = Vec::with_capacity(rows * ROW_FIELD_BYTES);
@@ -47,7 +49,9 @@ impl RowFields {
                 .iter()
                 .for_each(|x| b.extend_from_slice(&x.to_bits().to_le_bytes()));
         }
-        crcs.iter().for_each(|c| b.extend_from_slice(&c.to_le_bytes()));
+        for column in [crcs, code_crcs] {
+            column.iter().for_each(|c| b.extend_from_slice(&c.to_le_bytes()));
+        }
         nodes.iter().for_each(|h| b.extend_from_slice(h.as_bytes()));
         offsets.iter().for_each(|o| b.extend_from_slice(&o.to_le_bytes()));
         RowFields {
@@ -62,8 +66,8 @@ impl RowFields {
     }
 
     /// Where row `r`'s entry of a column of `width` bytes a row starts; `column`: the bytes
-    /// a row has in the columns before it (0, 4, 8, 12 for the scales, bound terms and
-    /// crcs, 16 for the node hashes, 48 for the offsets), so the column starts at byte
+    /// a row has in the columns before it (0, 4, 8, 12, 16 for the scales, bound terms and
+    /// crcs, 20 for the node hashes, 52 for the offsets), so the column starts at byte
     /// `column · rows`.
     #[inline(always)]
     fn at(&self, column: usize, width: usize, r: usize) -> usize {
@@ -101,15 +105,21 @@ impl RowFields {
         self.u32_at(12, r)
     }
 
+    /// The crc32 of row `r`'s `dim` int8 codes (as bytes).
+    #[inline]
+    pub(crate) fn code_crc(&self, r: usize) -> u32 {
+        self.u32_at(16, r)
+    }
+
     /// Row `r`'s node object.
     pub(crate) fn node(&self, r: usize) -> Hash {
-        let at = self.at(16, 32, r);
+        let at = self.at(20, 32, r);
         Hash::from_bytes(self.bytes[at..at + 32].try_into().expect("32 bytes"))
     }
 
     /// Where row `r`'s vector starts in its node object's encoding.
     pub(crate) fn offset(&self, r: usize) -> u32 {
-        self.u32_at(48, r)
+        self.u32_at(52, r)
     }
 
     /// Row `r`'s node object and the offset of its vector in the object's encoding, if
@@ -154,12 +164,13 @@ mod tests {
             &[1.0, f32::INFINITY],
             &[0.25, 3.0],
             &[7, 9],
+            &[5, 6],
             &[a, b],
             &[11, 13],
         );
         assert_eq!(
-            (f.scale(1), f.bound_u(1), f.bound_v(0), f.crc(1)),
-            (2.0, f32::INFINITY, 0.25, 9)
+            (f.scale(1), f.bound_u(1), f.bound_v(0), f.crc(1), f.code_crc(0)),
+            (2.0, f32::INFINITY, 0.25, 9, 5)
         );
         assert_eq!((f.node(0), f.node(1), f.offset(0), f.offset(1)), (a, b, 11, 13));
         assert_eq!(f.as_bytes().len(), 2 * ROW_FIELD_BYTES);
@@ -168,9 +179,10 @@ mod tests {
         assert_eq!(RowFields::from_bytes(2, f.bytes.clone()), Some(f.clone()));
         assert_eq!(RowFields::from_bytes(3, f.bytes.clone()), None);
         assert!(f.check().is_ok());
-        let negative = RowFields::build(&[0.5], &[-1.0], &[0.0], &[0], &[a], &[0]);
+        assert_eq!(&f.as_bytes()[32..40], &[5, 0, 0, 0, 6, 0, 0, 0]);
+        let negative = RowFields::build(&[0.5], &[-1.0], &[0.0], &[0], &[0], &[a], &[0]);
         assert!(negative.check().is_err());
-        let nan = RowFields::build(&[f32::NAN], &[1.0], &[0.0], &[0], &[a], &[0]);
+        let nan = RowFields::build(&[f32::NAN], &[1.0], &[0.0], &[0], &[0], &[a], &[0]);
         assert!(nan.check().is_err());
     }
 }

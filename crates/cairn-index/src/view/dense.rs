@@ -642,7 +642,12 @@ impl CommitIndexes {
                 Some(part) => {
                     let i = r as usize;
                     let (s, u, v) = part.bound_terms(i);
-                    q.bounds(part.codes(i), s, u, v)
+                    match part.checked_codes(i) {
+                        Some(codes) => q.bounds(codes, s, u, v),
+                        // Codes that fail their checksum bound nothing: the row is
+                        // rescored from its exact vector, so the answer is the same.
+                        None => (f64::NEG_INFINITY, f64::INFINITY),
+                    }
                 }
                 None => (f64::NEG_INFINITY, f64::NEG_INFINITY),
             }
@@ -815,8 +820,8 @@ impl CommitIndexes {
             };
             let dist = |g: u32| {
                 let (i, r) = own(g);
-                match &u.parts[i] {
-                    Some(p) => -(crate::dense::int8::dot_i16_i8(&q.codes, p.codes(r)) as f32 * p.scale(r)),
+                match u.parts[i].as_ref().and_then(|p| Some((p.checked_codes(r)?, p.scale(r)))) {
+                    Some((codes, scale)) => -(crate::dense::int8::dot_i16_i8(&q.codes, codes) as f32 * scale),
                     None => f32::INFINITY,
                 }
             };

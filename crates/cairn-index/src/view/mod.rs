@@ -670,6 +670,10 @@ impl CommitIndexes {
                 .clone()
                 .filter_map(|c| dense.part(c).map(|p| p.as_ref()))
                 .collect();
+            for p in &parts {
+                p.check_codes()
+                    .map_err(|why| IndexError::BadStoredIndex(format!("dense:{model} part: {why}")))?;
+            }
             let seed = unit_seed(&self.params.graph, &key);
             let g = build_unit_graph(&parts, &self.params.graph, seed);
             units.push((range.start, range.len(), Arc::new(g)));

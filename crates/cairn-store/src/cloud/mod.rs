@@ -501,6 +501,15 @@ impl Store for ObjectStoreBackend {
         }
     }
 
+    fn get_derived_shared_unchecked(&self, key: &[u8]) -> Result<Option<(bytes::Bytes, bool)>, StoreError> {
+        match self.local.get_derived_shared_unchecked(key)? {
+            Some(v) => Ok(Some(v)),
+            // Fetched values are not said to be checked: the reader checks them.
+            None if self.remote_derived => Ok(self.fetch_derived(key)?.map(|v| (bytes::Bytes::from(v), false))),
+            None => Ok(None),
+        }
+    }
+
     fn with_derived(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool, StoreError> {
         if self.local.with_derived(key, f)? {
             return Ok(true);

@@ -664,8 +664,10 @@ impl<K: LogKey> Log<K> {
     /// The value stored under `key`, checked, as a slice of its sealed segment's mapping
     /// (no copy, no fresh memory); a value in the active segment (still written to, and
     /// cut back if a write fails) or in a segment that cannot be mapped is read and copied
-    /// as by [`Log::get`].
-    pub(super) fn get_shared(&self, key: &K) -> Result<Option<bytes::Bytes>, StoreError> {
+    /// as by [`Log::get`]. With `check_value` false a mapped value's checksum is not
+    /// computed (its record's framing is checked): the flag returned says whether the
+    /// value was checked.
+    pub(super) fn get_shared(&self, key: &K, check_value: bool) -> Result<Option<(bytes::Bytes, bool)>, StoreError> {
         let found = self.indexed(|state| {
             let Some(loc) = state.index.get(key)? else {
                 return Ok(None);
@@ -685,14 +687,21 @@ impl<K: LogKey> Log<K> {
         let Some(map) = map else {
             let mut bytes = Vec::new();
             let value = self.read_record_at(key, loc, &file, &mut bytes)?;
-            return Ok(Some(bytes::Bytes::from(bytes).slice(value)));
+            return Ok(Some((bytes::Bytes::from(bytes).slice(value), true)));
         };
         let start = loc.offset as usize;
         let record = map
             .get(start..start + loc.len as usize)
             .ok_or_else(|| self.cut_short(key, loc))?;
-        let value = self.check_record(key, loc, record)?;
-        Ok(Some(map.slice(start + value.start..start + value.end)))
+        let value = if check_value {
+            self.check_record(key, loc, record)?
+        } else {
+            let value = record::check_framing(record, key.bytes())
+                .map_err(|detail| self.corrupt(key, format!("segment {:08} byte {}: {detail}", loc.segment, loc.offset)))?;
+            let start = HEADER + key.bytes().len();
+            start..start + value.len()
+        };
+        Ok(Some((map.slice(start + value.start..start + value.end), check_value)))
     }
 
     /// Sealed segment `id`'s mapping, made on first use; `None` if it cannot be mapped.

@@ -405,7 +405,14 @@ impl Store for SegmentStore {
     /// A value in a sealed segment is checked and handed out where it lies in the
     /// segment's mapping; one in the segment being written to is read and copied.
     fn get_derived_shared(&self, key: &[u8]) -> Result<Option<bytes::Bytes>, StoreError> {
-        self.derived.get_shared(&Box::from(key))
+        Ok(self.derived.get_shared(&Box::from(key), true)?.map(|(v, _)| v))
+    }
+
+    /// A value in a sealed segment is handed out where it lies, its record's framing
+    /// checked and its value checksum not computed; one in the segment being written to
+    /// is read, checked and copied.
+    fn get_derived_shared_unchecked(&self, key: &[u8]) -> Result<Option<(bytes::Bytes, bool)>, StoreError> {
+        self.derived.get_shared(&Box::from(key), false)
     }
 
     fn read_derived_at(&self, key: &[u8], offset: u64, out: &mut [u8]) -> Result<bool, StoreError> {

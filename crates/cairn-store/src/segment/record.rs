@@ -126,6 +126,27 @@ pub(super) fn parse_header(bytes: &[u8]) -> Option<Header> {
 /// Checks a whole record read back from `bytes` (exactly one record) against the key it
 /// was indexed under; returns its value, or what is wrong.
 pub(super) fn check<'b>(bytes: &'b [u8], key: &[u8]) -> Result<&'b [u8], String> {
+    let (value, stored) = framing(bytes, key)?;
+    let computed = crc32fast::hash(value);
+    if stored != computed.to_le_bytes() {
+        return Err(format!(
+            "value crc32 mismatch: stored {:08x}, computed {computed:08x} over {} bytes",
+            u32::from_le_bytes(stored.try_into().expect("4 bytes")),
+            value.len()
+        ));
+    }
+    Ok(value)
+}
+
+/// Checks a record's framing — its header's checksum, its key, its length — but not its
+/// value's checksum: for a reader that checks the value's pieces against checksums of its
+/// own as it reads them (`Store::get_derived_shared_unchecked`). Returns the value.
+pub(super) fn check_framing<'b>(bytes: &'b [u8], key: &[u8]) -> Result<&'b [u8], String> {
+    framing(bytes, key).map(|(value, _)| value)
+}
+
+/// The value and stored value crc32 of a record whose header and key check.
+fn framing<'b>(bytes: &'b [u8], key: &[u8]) -> Result<(&'b [u8], &'b [u8]), String> {
     let header = parse_header(bytes).ok_or("the record header fails its checksum")?;
     if &bytes[HEADER..HEADER + header.key_len] != key {
         return Err("the record holds another key".into());
@@ -137,15 +158,7 @@ pub(super) fn check<'b>(bytes: &'b [u8], key: &[u8]) -> Result<&'b [u8], String>
     let stored = bytes
         .get(value_start + header.value_len..value_start + header.value_len + TRAILER)
         .ok_or("the record is cut short")?;
-    let computed = crc32fast::hash(value);
-    if stored != computed.to_le_bytes() {
-        return Err(format!(
-            "value crc32 mismatch: stored {:08x}, computed {computed:08x} over {} bytes",
-            u32::from_le_bytes(stored.try_into().expect("4 bytes")),
-            value.len()
-        ));
-    }
-    Ok(value)
+    Ok((value, stored))
 }
 
 /// What a scan finds, in file order.
@@ -307,6 +320,18 @@ mod tests {
         let mut bad = out.clone();
         *bad.last_mut().unwrap() ^= 1;
         assert!(check(&bad, b"key").unwrap_err().contains("crc32"));
+        // The framing alone: a value whose checksum fails passes, another key or a damaged
+        // header does not.
+        assert_eq!(check_framing(&bad, b"key"), Ok(&b"value"[..]));
+        let mut flipped = out.clone();
+        flipped[HEADER + 3] ^= 1;
+        assert!(check(&flipped, b"key").is_err());
+        assert_eq!(check_framing(&flipped, b"key"), Ok(&b"walue"[..]));
+        assert!(check_framing(&out, b"kez").is_err());
+        let mut header = out.clone();
+        header[7] ^= 1;
+        assert!(check_framing(&header, b"key").is_err());
+        assert!(check_framing(&out[..out.len() - 1], b"key").is_err());
     }
 
     #[test]

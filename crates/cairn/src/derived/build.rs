@@ -338,7 +338,7 @@ fn decode_part(
         TAG_DENSE => {
             let head = match value {
                 Stored::Shared(shared) => persist::decode_dense_shared(shared, chunk, sources.checked)?.2,
-                Stored::Lent(bytes) => persist::decode_dense(bytes, chunk)?.2,
+                Stored::Lent(bytes) => persist::decode_dense_checked(bytes, chunk, sources.checked)?.2,
             };
             let source = sources.source;
             Part::Dense(Arc::new(if sources.rows_stay {
@@ -862,7 +862,19 @@ impl DerivedData {
                 TAG_NODE_CORE => !ctx.texts_in_memory && self.store.reads_derived_ranges(),
                 _ => false,
             };
-            let read = if in_place {
+            let read = if in_place && tag == TAG_DENSE {
+                // A dense part checks its head at once and each row's codes when the row
+                // is first scored: the store need not read the whole value to check it.
+                self.store.get_derived_shared_unchecked(&skey).map(|v| {
+                    v.map(|(b, by_store)| {
+                        let checked = match by_store {
+                            true => persist::Checked::ByStore,
+                            false => persist::Checked::No,
+                        };
+                        decode_part(tag, Stored::Shared(&b), &ch.key, Sources { checked, ..sources() })
+                    })
+                })
+            } else if in_place {
                 self.store
                     .get_derived_shared(&skey)
                     .map(|v| v.map(|b| decode_part(tag, Stored::Shared(&b), &ch.key, sources())))
@@ -1342,6 +1354,7 @@ impl DerivedData {
             .into_par_iter()
             .map(|range| {
                 let _tick = Tick(&meter);
+                let first = range.start;
                 let keys: Vec<Hash> = units_of[range.clone()].iter().map(|c| c.key).collect();
                 let key = unit_key(&ctx.fp, &keys);
                 let mut parts = Vec::with_capacity(range.len());
@@ -1357,8 +1370,23 @@ impl DerivedData {
                     });
                     chunks.push(at);
                 }
-                let refs: Vec<&DenseChunk> = parts.iter().flatten().map(|p| p.as_ref()).collect();
-                let graph = self.unit_graph(ctx, &key, model, &refs)?;
+                let graph = match self.stored_unit_graph(ctx, &key, model, &parts) {
+                    Some(g) => g,
+                    None => {
+                        // A graph is built from codes known good: a stored part's that fail
+                        // their check (reported: it is rebuilt at the next assembly) are
+                        // replaced here by the chunk's part built from its objects.
+                        let mut checked = Vec::with_capacity(parts.len());
+                        for (p, ch) in parts.iter().zip(&units_of[first..first + parts.len()]) {
+                            checked.push(match p {
+                                Some(d) if d.check_codes().is_err() => self.dense_from_objects(ctx, ch, model, d.dim())?,
+                                p => p.clone(),
+                            });
+                        }
+                        let refs: Vec<&DenseChunk> = checked.iter().flatten().map(|p| p.as_ref()).collect();
+                        self.built_unit_graph(ctx, &key, model, &refs)
+                    }
+                };
                 Ok(BaseUnit { graph, parts, chunks })
             })
             .collect()
@@ -1380,13 +1408,20 @@ impl DerivedData {
         })
     }
 
-    /// Unit `key`'s graph over `parts`: cached, stored, or built (and stored).
-    fn unit_graph(&self, ctx: &Ctx, key: &Hash, model: &str, parts: &[&DenseChunk]) -> Result<Arc<UnitGraph>> {
+    /// Unit `key`'s graph over `parts` (`None`: a chunk without the model), cached or
+    /// stored; `None` if it must be built ([`DerivedData::built_unit_graph`]).
+    fn stored_unit_graph(
+        &self,
+        ctx: &Ctx,
+        key: &Hash,
+        model: &str,
+        parts: &[Option<Arc<DenseChunk>>],
+    ) -> Option<Arc<UnitGraph>> {
         let cache = &self.cache;
         let skey = graph_store_key(key, model);
-        let rows: usize = parts.iter().map(|p| p.len()).sum();
+        let rows: usize = parts.iter().flatten().map(|p| p.len()).sum();
         if let Some(Part::Graph(g)) = cache.part(&skey) {
-            return Ok(g);
+            return Some(g);
         }
         let stored = if ctx.persistent {
             match self.store.get_derived(&skey) {
@@ -1413,17 +1448,33 @@ impl DerivedData {
         } else {
             None
         };
-        let g = match stored {
-            Some(g) => g,
-            None => {
-                let g = build_unit_graph(parts, &ctx.params.graph, unit_seed(&ctx.params.graph, key));
-                ctx.persist(skey.clone(), || persist::encode_unit_graph(key, model, &g));
-                self.graphs_built.fetch_add(1, Ordering::Relaxed);
-                Arc::new(g)
-            }
-        };
-        cache.put_part(skey, Part::Graph(Arc::clone(&g)));
-        Ok(g)
+        if let Some(g) = &stored {
+            cache.put_part(skey, Part::Graph(Arc::clone(g)));
+        }
+        stored
+    }
+
+    /// Unit `key`'s graph built over `parts` (their codes checked), stored and cached.
+    fn built_unit_graph(&self, ctx: &Ctx, key: &Hash, model: &str, parts: &[&DenseChunk]) -> Arc<UnitGraph> {
+        let g = Arc::new(build_unit_graph(parts, &ctx.params.graph, unit_seed(&ctx.params.graph, key)));
+        let skey = graph_store_key(key, model);
+        ctx.persist(skey.clone(), || persist::encode_unit_graph(key, model, &g));
+        self.graphs_built.fetch_add(1, Ordering::Relaxed);
+        self.cache.put_part(skey, Part::Graph(Arc::clone(&g)));
+        g
+    }
+
+    /// Chunk `ch`'s dense part of `model` (of dimension `dim`) built from its span's
+    /// objects, neither stored nor cached: what a unit's graph is built from in place of a
+    /// stored part whose codes fail their check (reported, so that the stored part is
+    /// deleted and rebuilt at the next assembly).
+    fn dense_from_objects(&self, ctx: &Ctx, ch: &ChunkRef, model: &str, dim: usize) -> Result<Option<Arc<DenseChunk>>> {
+        let entries = spans::entries(&self.objects, &ch.span)?;
+        let hashes: Vec<Hash> = entries.iter().map(|(_, h)| *h).collect();
+        let nodes = self.objects.nodes_sized(&hashes)?;
+        let refs: Vec<(Hash, &Node)> = hashes.iter().zip(&nodes).map(|(h, (n, _))| (*h, n)).collect();
+        let mut parts = ChunkParts::build(&ctx.params, &refs);
+        Ok(parts.dense.remove(model).filter(|d| d.dim() == dim).map(Arc::new))
     }
 
     /// Writes the collected values (best effort: derived data that cannot be stored is

@@ -49,7 +49,7 @@ fn check_entry(space: Space, key: &[u8], value: &[u8]) -> std::result::Result<()
                         .ok_or_else(|| format!("part of model `{m}` under another model's key"))
                 }
                 persist::TAG_DENSE => {
-                    let (m, _, _) = persist::decode_dense(value, &hash).map_err(e)?;
+                    let m = persist::check_dense(value, &hash).map_err(e)?;
                     (m == model_of(model)?)
                         .then_some(())
                         .ok_or_else(|| format!("part of model `{m}` under another model's key"))
