@@ -130,11 +130,22 @@ fn dense_part_bytes_are_pinned() {
     let codes_at = bytes.len() - 3 * rows;
     let code_crcs_at = crcs_at + 4 * rows;
     for r in 0..rows {
-        let crc = u32::from_le_bytes(bytes[code_crcs_at + 4 * r..code_crcs_at + 4 * r + 4].try_into().unwrap());
-        assert_eq!(crc, crc32fast::hash(&bytes[codes_at + 3 * r..codes_at + 3 * r + 3]), "row {r}");
+        let crc = u32::from_le_bytes(
+            bytes[code_crcs_at + 4 * r..code_crcs_at + 4 * r + 4]
+                .try_into()
+                .unwrap(),
+        );
+        assert_eq!(
+            crc,
+            crc32fast::hash(&bytes[codes_at + 3 * r..codes_at + 3 * r + 3]),
+            "row {r}"
+        );
     }
     let end = codes_at - 4;
-    assert_eq!(&bytes[end..codes_at], crc32fast::hash(&bytes[..end]).to_le_bytes().as_slice());
+    assert_eq!(
+        &bytes[end..codes_at],
+        crc32fast::hash(&bytes[..end]).to_le_bytes().as_slice()
+    );
     assert_eq!(
         (bytes.len(), Hash::of(&bytes).to_hex()),
         (GOLDEN_DENSE_LEN, GOLDEN_DENSE_HASH.to_string())

@@ -279,7 +279,10 @@ fn codes_read_where_they_lie_give_the_same_bytes_and_damage_is_rebuilt() {
             && n.contains("fail their checksum")),
         "{notes:?}"
     );
-    assert!(results[0].warnings.is_empty(), "the first query's answer uses no damaged code");
+    assert!(
+        results[0].warnings.is_empty(),
+        "the first query's answer uses no damaged code"
+    );
 }
 
 /// A handle whose views hold their rows reads none as its parts load: a thread fills them
@@ -579,7 +582,9 @@ fn a_unit_graph_is_never_built_from_damaged_codes() {
     let chunk = Hash::from_bytes(k[3..35].try_into().unwrap());
     let codes_at = v.len() - decode_dense(&v, &chunk).unwrap().2.len() * DIM;
     let mut bad = v.clone();
-    bad[codes_at..].iter_mut().for_each(|c| *c = (*c as i8).wrapping_neg() as u8);
+    bad[codes_at..]
+        .iter_mut()
+        .for_each(|c| *c = (*c as i8).wrapping_neg() as u8);
     store.put_derived(&[(k, bad)]).unwrap();
     let cold = handle(&store, true);
     let first = ann(&cold);

@@ -455,7 +455,13 @@ impl DenseChunk {
             s.key.len() + 64 + s.held.as_ref().map_or(0, |h| h.len() * (self.dim * 4 + 32))
         });
         let checks = self.unchecked.as_ref().map_or(0, |c| c.0.len() * 8);
-        self.rows.len() * 4 + self.fields.as_bytes().len() + self.vectors.len() * 4 + self.codes.len() + stored + checks + 128
+        self.rows.len() * 4
+            + self.fields.as_bytes().len()
+            + self.vectors.len() * 4
+            + self.codes.len()
+            + stored
+            + checks
+            + 128
     }
 }
 

@@ -40,9 +40,16 @@ impl RowFields {
         offsets: &[u32],
     ) -> RowFields {
         let rows = scales.len();
-        debug_assert!([bound_u.len(), bound_v.len(), crcs.len(), code_crcs.len(), nodes.len(), offsets.len()]
-            .iter()
-            .all(|&l| l == rows));
+        debug_assert!([
+            bound_u.len(),
+            bound_v.len(),
+            crcs.len(),
+            code_crcs.len(),
+            nodes.len(),
+            offsets.len()
+        ]
+        .iter()
+        .all(|&l| l == rows));
         let mut b = Vec::with_capacity(rows * ROW_FIELD_BYTES);
         for column in [scales, bound_u, bound_v] {
             column

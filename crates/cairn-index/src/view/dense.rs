@@ -820,7 +820,10 @@ impl CommitIndexes {
             };
             let dist = |g: u32| {
                 let (i, r) = own(g);
-                match u.parts[i].as_ref().and_then(|p| Some((p.checked_codes(r)?, p.scale(r)))) {
+                match u.parts[i]
+                    .as_ref()
+                    .and_then(|p| Some((p.checked_codes(r)?, p.scale(r))))
+                {
                     Some((codes, scale)) => -(crate::dense::int8::dot_i16_i8(&q.codes, codes) as f32 * scale),
                     None => f32::INFINITY,
                 }

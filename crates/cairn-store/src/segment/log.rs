@@ -696,8 +696,9 @@ impl<K: LogKey> Log<K> {
         let value = if check_value {
             self.check_record(key, loc, record)?
         } else {
-            let value = record::check_framing(record, key.bytes())
-                .map_err(|detail| self.corrupt(key, format!("segment {:08} byte {}: {detail}", loc.segment, loc.offset)))?;
+            let value = record::check_framing(record, key.bytes()).map_err(|detail| {
+                self.corrupt(key, format!("segment {:08} byte {}: {detail}", loc.segment, loc.offset))
+            })?;
             let start = HEADER + key.bytes().len();
             start..start + value.len()
         };

@@ -1379,7 +1379,9 @@ impl DerivedData {
                         let mut checked = Vec::with_capacity(parts.len());
                         for (p, ch) in parts.iter().zip(&units_of[first..first + parts.len()]) {
                             checked.push(match p {
-                                Some(d) if d.check_codes().is_err() => self.dense_from_objects(ctx, ch, model, d.dim())?,
+                                Some(d) if d.check_codes().is_err() => {
+                                    self.dense_from_objects(ctx, ch, model, d.dim())?
+                                }
                                 p => p.clone(),
                             });
                         }
@@ -1456,7 +1458,11 @@ impl DerivedData {
 
     /// Unit `key`'s graph built over `parts` (their codes checked), stored and cached.
     fn built_unit_graph(&self, ctx: &Ctx, key: &Hash, model: &str, parts: &[&DenseChunk]) -> Arc<UnitGraph> {
-        let g = Arc::new(build_unit_graph(parts, &ctx.params.graph, unit_seed(&ctx.params.graph, key)));
+        let g = Arc::new(build_unit_graph(
+            parts,
+            &ctx.params.graph,
+            unit_seed(&ctx.params.graph, key),
+        ));
         let skey = graph_store_key(key, model);
         ctx.persist(skey.clone(), || persist::encode_unit_graph(key, model, &g));
         self.graphs_built.fetch_add(1, Ordering::Relaxed);
