@@ -387,9 +387,10 @@ impl DenseChunk {
         None
     }
 
-    /// Checks the codes of every row not checked yet ([`DenseChunk::checked_codes`]), as
-    /// what is built from all of them (a unit's graph) needs; `Err` (why) for the first
-    /// row that fails, which is reported as there.
+    /// Checks the codes of every row not checked yet against the row's crc32 (a stored
+    /// part's codes are otherwise checked a row at a time, when first read), as what is
+    /// built from all of them (a unit's graph) needs; `Err` (why) for the first row that
+    /// fails, which is also reported to the part's source, so that it is rebuilt.
     pub fn check_codes(&self) -> Result<(), String> {
         match (0..self.len()).find(|&r| self.checked_codes(r).is_none()) {
             Some(r) => Err(format!("the int8 codes of row {r} fail their checksum")),
