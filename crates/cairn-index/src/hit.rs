@@ -161,12 +161,9 @@ mod tests {
             assert_eq!(top_k(rev, k), want);
             // a deterministic shuffle
             let mut shuffled = all.clone();
-            let mut state = 0x9e37_79b9_7f4a_7c15u64;
+            let mut rng = cairn_testkit::Rng(0x9e37_79b9_7f4a_7c15);
             for i in (1..shuffled.len()).rev() {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                shuffled.swap(i, (state % (i as u64 + 1)) as usize);
+                shuffled.swap(i, rng.below(i as u64 + 1) as usize);
             }
             assert_eq!(top_k(shuffled, k), want);
         }

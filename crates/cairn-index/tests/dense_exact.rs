@@ -23,13 +23,8 @@ fn view(vectors: &[Vec<f32>]) -> CommitIndexes {
 
 /// Vectors from a few patterns (so scores tie), scaled, some zero.
 fn vectors(n: usize, dim: usize, seed: u64, spread: f32) -> Vec<Vec<f32>> {
-    let mut s = seed | 1;
-    let mut next = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        s
-    };
+    let mut rng = cairn_testkit::Rng(seed | 1);
+    let mut next = move || rng.next();
     let patterns: Vec<Vec<f32>> = (0..7)
         .map(|_| (0..dim).map(|_| (next() % 2001) as f32 / 1000.0 - 1.0).collect())
         .collect();
@@ -107,13 +102,8 @@ fn the_bound_prunes_on_clustered_vectors() {
 #[test]
 fn rescoring_stops_at_the_bar_of_exact_scores() {
     let dim = 384;
-    let mut s = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s % 2001) as f32 / 1000.0 - 1.0
-    };
+    let mut rng = cairn_testkit::Rng(0x9e37_79b9_7f4a_7c15);
+    let mut next = move || rng.below(2001) as f32 / 1000.0 - 1.0;
     let unit = |v: Vec<f32>| {
         let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
         v.into_iter().map(|x| x / n).collect::<Vec<f32>>()

@@ -19,16 +19,11 @@ const WORDS: [&str; 12] = [
 
 /// `n` nodes `p0000…` with texts drawn from [`WORDS`] by a fixed xorshift.
 fn nodes(n: u32, seed: u64) -> Vec<(Hash, Node)> {
-    let mut s = seed;
+    let mut rng = cairn_testkit::Rng(seed);
     (0..n)
         .map(|i| {
             let words: Vec<&str> = (0..1 + i % 9)
-                .map(|_| {
-                    s ^= s << 13;
-                    s ^= s >> 7;
-                    s ^= s << 17;
-                    WORDS[(s % WORDS.len() as u64) as usize]
-                })
+                .map(|_| WORDS[rng.below(WORDS.len() as u64) as usize])
                 .collect();
             let id = format!("p{i:04}");
             (

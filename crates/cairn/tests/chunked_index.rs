@@ -629,13 +629,9 @@ fn a_one_node_commit_rebuilds_one_chunk_and_shares_the_rest() {
 }
 
 /// A fixed xorshift: `rnd(n)` in `0..n`.
-fn xorshift(mut s: u64) -> impl FnMut(u64) -> u64 {
-    move |n| {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        s % n
-    }
+fn xorshift(seed: u64) -> impl FnMut(u64) -> u64 {
+    let mut rng = cairn_testkit::Rng(seed);
+    move |n| rng.below(n)
 }
 
 /// Asserts `repo`'s chunk list at HEAD (taken over from its previous view by the last

@@ -19,15 +19,8 @@ const T: i64 = 1_700_000_000_000;
 
 /// A deterministic vector (xorshift), not normalised.
 fn vector(i: usize, salt: u64) -> Vec<f32> {
-    let mut x = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ salt;
-    (0..DIM)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % 2001) as f32 / 1000.0 - 1.0
-        })
-        .collect()
+    let mut rng = cairn_testkit::Rng((i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ salt);
+    (0..DIM).map(|_| rng.below(2001) as f32 / 1000.0 - 1.0).collect()
 }
 
 /// Node `i` of the repository.

@@ -437,17 +437,10 @@ mod tests {
 
     #[test]
     fn a_build_is_the_same_table_for_any_thread_count() {
-        let mut s = 0x2545_f491_4f6c_dd1du64;
+        let mut rng = cairn_testkit::Rng(0x2545_f491_4f6c_dd1d);
         let chunks: Vec<Vec<u64>> = (0..300)
             .map(|_| {
-                let mut k: Vec<u64> = (0..1 + s % 9)
-                    .map(|_| {
-                        s ^= s << 13;
-                        s ^= s >> 7;
-                        s ^= s << 17;
-                        s % 500
-                    })
-                    .collect();
+                let mut k: Vec<u64> = (0..1 + rng.0 % 9).map(|_| rng.below(500)).collect();
                 k.sort_unstable();
                 k.dedup();
                 k
@@ -507,13 +500,8 @@ mod tests {
     fn derived_directories_answer_as_a_fresh_build_across_many_edits() {
         // Chunks are identified by a serial number; an edit replaces, inserts or removes
         // one. A fixed xorshift drives it.
-        let mut s = 0x9e37_79b9_7f4a_7c15u64;
-        let mut rnd = move |n: u64| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s % n
-        };
+        let mut rng = cairn_testkit::Rng(0x9e37_79b9_7f4a_7c15);
+        let mut rnd = move |n: u64| rng.below(n);
         let mut serial = 0u64;
         let mut make = |rnd: &mut dyn FnMut(u64) -> u64| -> (u64, Vec<u64>) {
             serial += 1;

@@ -284,12 +284,10 @@ mod tests {
     #[test]
     fn reads_stamp_entries_and_eviction_follows_use() {
         // A fixed pseudo-random sequence of puts and reads over four keys.
-        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rng = cairn_testkit::Rng(0x2545_f491_4f6c_dd1d);
         let ops: Vec<(u8, Option<usize>)> = (0..400)
             .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                let x = rng.next();
                 let k = (x % 4) as u8;
                 let op = (x >> 8).is_multiple_of(3);
                 (k, op.then_some(1 + ((x >> 16) % 3) as usize))
