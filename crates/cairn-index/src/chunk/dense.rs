@@ -40,28 +40,62 @@ pub struct DenseChunk {
     /// codes are checked against their crc32 the first time they are read
     /// ([`DenseChunk::checked_codes`]). `None`: every row's codes are known good (built
     /// here, or read from a store that checked the whole value).
-    pub(crate) unchecked: Option<Arc<CodeChecks>>,
+    pub(crate) unchecked: Option<CodeChecks>,
 }
 
 /// The rows of a dense part whose codes have been checked against their crc32 so far: one
 /// bit a row, set the first time a row's codes are read and pass (a row that fails is not
-/// set, and is checked — and fails — again). Shared by the clones of a part, which share
-/// its codes.
+/// set, and is checked — and fails — again). The first 64 rows' bits lie in the part
+/// itself, next to what a scan reads of it anyway (most chunks hold about 64 nodes), the
+/// rest in one allocation. A clone starts with the bits set so far (they hold for its
+/// codes, the same bytes).
 #[derive(Debug)]
-pub(crate) struct CodeChecks(Box<[AtomicU64]>);
+pub(crate) struct CodeChecks {
+    first: AtomicU64,
+    /// Rows 64 and on, 64 a word (empty, no allocation, for a part of at most 64 rows).
+    rest: Box<[AtomicU64]>,
+}
+
+impl Clone for CodeChecks {
+    fn clone(&self) -> CodeChecks {
+        let copy = |w: &AtomicU64| AtomicU64::new(w.load(Ordering::Relaxed));
+        CodeChecks {
+            first: copy(&self.first),
+            rest: self.rest.iter().map(copy).collect(),
+        }
+    }
+}
 
 impl CodeChecks {
     fn new(rows: usize) -> CodeChecks {
-        CodeChecks((0..rows.div_ceil(64)).map(|_| AtomicU64::new(0)).collect())
+        CodeChecks {
+            first: AtomicU64::new(0),
+            rest: (0..rows.div_ceil(64).saturating_sub(1))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        }
+    }
+
+    #[inline(always)]
+    fn word(&self, r: usize) -> &AtomicU64 {
+        match r / 64 {
+            0 => &self.first,
+            w => &self.rest[w - 1],
+        }
     }
 
     #[inline(always)]
     fn passed(&self, r: usize) -> bool {
-        self.0[r / 64].load(Ordering::Relaxed) & (1 << (r % 64)) != 0
+        self.word(r).load(Ordering::Relaxed) & (1 << (r % 64)) != 0
     }
 
     fn set(&self, r: usize) {
-        self.0[r / 64].fetch_or(1 << (r % 64), Ordering::Relaxed);
+        self.word(r).fetch_or(1 << (r % 64), Ordering::Relaxed);
+    }
+
+    /// Heap bytes beyond the part.
+    fn heap_bytes(&self) -> usize {
+        self.rest.len() * 8
     }
 }
 
@@ -143,7 +177,7 @@ impl DenseHead {
 
     fn with_vectors(self, vectors: Vec<f32>) -> DenseChunk {
         let identity = self.rows.iter().enumerate().all(|(r, &l)| r as Local == l);
-        let unchecked = (!self.codes_checked).then(|| Arc::new(CodeChecks::new(self.rows.len())));
+        let unchecked = (!self.codes_checked).then(|| CodeChecks::new(self.rows.len()));
         DenseChunk {
             dim: self.dim,
             rows: self.rows,
@@ -455,7 +489,7 @@ impl DenseChunk {
         let stored = self.stored.as_ref().map_or(0, |s| {
             s.key.len() + 64 + s.held.as_ref().map_or(0, |h| h.len() * (self.dim * 4 + 32))
         });
-        let checks = self.unchecked.as_ref().map_or(0, |c| c.0.len() * 8);
+        let checks = self.unchecked.as_ref().map_or(0, CodeChecks::heap_bytes);
         self.rows.len() * 4
             + self.fields.as_bytes().len()
             + self.vectors.len() * 4
