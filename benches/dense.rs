@@ -253,13 +253,14 @@ fn bench_dense(c: &mut Criterion) {
     // Loading: decode every stored dense part.
     let z = Hash::ZERO;
     let dense = view.dense("bench").unwrap();
-    let stored: Vec<Vec<u8>> = (0..view.chunks().len())
-        .filter_map(|c| {
+    let encoded: Vec<Option<Vec<u8>>> = (0..view.chunks().len())
+        .map(|c| {
             dense
                 .part(c)
                 .map(|p| persist::encode_dense(&z, "bench", view.chunks()[c].len() as u32, p))
         })
         .collect();
+    let stored: Vec<&Vec<u8>> = encoded.iter().flatten().collect();
     let t = Instant::now();
     for b in &stored {
         black_box(persist::decode_dense(b, &z).unwrap());
@@ -267,26 +268,31 @@ fn bench_dense(c: &mut Criterion) {
     println!(
         "[dense] decode of the {} stored dense parts ({:.0} MiB): {:.0} ms",
         stored.len(),
-        stored.iter().map(Vec::len).sum::<usize>() as f64 / 1048576.0,
+        stored.iter().map(|b| b.len()).sum::<usize>() as f64 / 1048576.0,
         t.elapsed().as_secs_f64() * 1e3
     );
 
-    // The same parts as a fresh process loads them: decoded from their stored bytes, each
-    // row's codes checked against its crc32 the first time a scan reads them (index format
-    // 9), rows read from where the parts say they are. The first pass over the queries
-    // checks the rows they score; later passes test one bit a row.
+    // The same parts as a fresh process loads them: decoded from their stored bytes, rows
+    // read from where the parts say they are, and each row's codes checked against its
+    // crc32 the first time a scan reads them (index format 9: the first pass over the
+    // queries checks the rows they score; later passes test one bit a row) — or trusted,
+    // as from a store that checked each value whole as it read it.
     let rows: Arc<dyn cairn_index::RowSource> = Arc::new(Rows::of(&view));
-    let mut loaded = view.clone();
-    let parts = (0..view.chunks().len())
-        .map(|c| {
-            dense.part(c).map(|p| {
-                let bytes = persist::encode_dense(&z, "bench", view.chunks()[c].len() as u32, p);
-                let head = persist::decode_dense(&bytes, &z).unwrap().2;
-                Arc::new(head.into_rows_held(Arc::clone(&rows), b"bench"))
+    let decoded = |checked: persist::Checked| {
+        let mut v = view.clone();
+        let parts = encoded
+            .iter()
+            .map(|b| {
+                b.as_ref().map(|b| {
+                    let head = persist::decode_dense_checked(b, &z, checked).unwrap().2;
+                    Arc::new(head.into_rows_held(Arc::clone(&rows), b"bench"))
+                })
             })
-        })
-        .collect();
-    loaded.set_dense("bench", parts).unwrap();
+            .collect();
+        v.set_dense("bench", parts).unwrap();
+        v
+    };
+    let loaded = decoded(persist::Checked::No);
     let (first_pass, _) = latency_ms(&queries, 1, |q| {
         black_box(loaded.dense_search("bench", q, 10, None).unwrap());
     });
@@ -296,21 +302,7 @@ fn bench_dense(c: &mut Criterion) {
     let (loaded_rare, _) = latency_ms(&queries, 3, |q| {
         black_box(loaded.dense_search("bench", q, 10, Some(&rare)).unwrap());
     });
-    // The same, decoded as from a store that checked each value whole as it read it: no
-    // row is checked again.
-    let mut trusted = view.clone();
-    let parts = (0..view.chunks().len())
-        .map(|c| {
-            dense.part(c).map(|p| {
-                let bytes = persist::encode_dense(&z, "bench", view.chunks()[c].len() as u32, p);
-                let head = persist::decode_dense_checked(&bytes, &z, persist::Checked::ByStore)
-                    .unwrap()
-                    .2;
-                Arc::new(head.into_rows_held(Arc::clone(&rows), b"bench"))
-            })
-        })
-        .collect();
-    trusted.set_dense("bench", parts).unwrap();
+    let trusted = decoded(persist::Checked::ByStore);
     latency_ms(&queries, 1, |q| {
         black_box(trusted.dense_search("bench", q, 10, None).unwrap());
     });

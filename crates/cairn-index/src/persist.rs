@@ -636,10 +636,7 @@ pub fn decode_sparse(bytes: &[u8], key: &Hash) -> Result<(String, SparseChunk), 
         }
         let mut prev: Option<Local> = None;
         for _ in 0..m {
-            let l = Local::from(r.u16()?);
-            if l >= n {
-                return Err(bad(format!("local ordinal {l} out of range (chunk of {n})")));
-            }
+            let l = r.local16(n)?;
             let x = f32::from_bits(r.u32()?);
             if !x.is_finite() || prev.is_some_and(|p| p >= l) || !s.docs.contains(l) {
                 return Err(bad("sparse postings malformed"));
@@ -811,8 +808,8 @@ pub fn check_dense(bytes: &[u8], key: &Hash) -> Result<String, IndexError> {
     let (model, _, head) = decode_dense(bytes, key)?;
     let dim = head.dim;
     for (r, codes) in head.codes.chunks_exact(dim).enumerate() {
-        if crc32fast::hash(codes) != head.fields.code_crc(r) || codes.contains(&(i8::MIN as u8)) {
-            return Err(bad(format!("the int8 codes of row {r} fail their checksum")));
+        if !head.fields.codes_hold(r, codes) {
+            return Err(bad(RowFields::codes_refused(r)));
         }
     }
     Ok(model)
@@ -999,6 +996,14 @@ impl Writer {
     }
 }
 
+/// `l`, if it is a local ordinal of a chunk of `n` nodes.
+fn in_chunk(l: Local, n: u32) -> Result<Local, IndexError> {
+    if l >= n {
+        return Err(bad(format!("local ordinal {l} out of range (chunk of {n})")));
+    }
+    Ok(l)
+}
+
 #[cold]
 #[inline(never)]
 fn not_utf8() -> IndexError {
@@ -1097,10 +1102,13 @@ impl<'a> Reader<'a> {
     #[inline]
     fn local(&mut self, n: u32) -> Result<Local, IndexError> {
         let l = self.u32()?;
-        if l >= n {
-            return Err(bad(format!("local ordinal {l} out of range (chunk of {n})")));
-        }
-        Ok(l)
+        in_chunk(l, n)
+    }
+    /// A local ordinal stored in two bytes (a sparse posting's), below `n`.
+    #[inline]
+    fn local16(&mut self, n: u32) -> Result<Local, IndexError> {
+        let l = Local::from(self.u16()?);
+        in_chunk(l, n)
     }
     /// A list of local ordinals (a count, then each `u32le`) checked: each below `n`,
     /// strictly increasing. Where the ordinals start, and how many.

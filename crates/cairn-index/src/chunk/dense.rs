@@ -409,14 +409,12 @@ impl DenseChunk {
     /// Checks row `r`'s codes ([`DenseChunk::checked_codes`]).
     #[inline(never)]
     fn check_row(&self, checks: &CodeChecks, r: usize) -> Option<&[i8]> {
-        let bytes = &self.codes[r * self.dim..(r + 1) * self.dim];
-        if crc32fast::hash(bytes) == self.fields.code_crc(r) && !bytes.contains(&(i8::MIN as u8)) {
+        if self.fields.codes_hold(r, &self.codes[r * self.dim..(r + 1) * self.dim]) {
             checks.set(r);
             return Some(self.codes(r));
         }
         if let Some(s) = &self.stored {
-            s.source
-                .damaged(&s.key, format!("the int8 codes of row {r} fail their checksum"));
+            s.source.damaged(&s.key, RowFields::codes_refused(r));
         }
         None
     }
@@ -427,7 +425,7 @@ impl DenseChunk {
     /// fails, which is also reported to the part's source, so that it is rebuilt.
     pub fn check_codes(&self) -> Result<(), String> {
         match (0..self.len()).find(|&r| self.checked_codes(r).is_none()) {
-            Some(r) => Err(format!("the int8 codes of row {r} fail their checksum")),
+            Some(r) => Err(RowFields::codes_refused(r)),
             None => Ok(()),
         }
     }

@@ -112,10 +112,21 @@ impl RowFields {
         self.u32_at(12, r)
     }
 
+    /// True if `codes` are row `r`'s int8 codes as the part was built with them: their
+    /// crc32 is the row's and none is −128 (which no quantisation writes).
+    pub(crate) fn codes_hold(&self, r: usize, codes: &[u8]) -> bool {
+        crc32fast::hash(codes) == self.code_crc(r) && !codes.contains(&(i8::MIN as u8))
+    }
+
     /// The crc32 of row `r`'s `dim` int8 codes (as bytes).
     #[inline]
-    pub(crate) fn code_crc(&self, r: usize) -> u32 {
+    fn code_crc(&self, r: usize) -> u32 {
         self.u32_at(16, r)
+    }
+
+    /// Why row `r`'s codes are refused ([`RowFields::codes_hold`]).
+    pub(crate) fn codes_refused(r: usize) -> String {
+        format!("the int8 codes of row {r} fail their checksum")
     }
 
     /// Row `r`'s node object.

@@ -942,6 +942,37 @@ impl DerivedData {
         }
     }
 
+    /// The nodes of a span's `entries` (tree key, object), with their stored bytes in all:
+    /// read in batches of [`READ_BATCH`] (each located under one read of the store's index),
+    /// in parallel (a commit's view builds one or two chunks: its nodes are read and
+    /// checked on every core), checked in key order (the first damage named), each the
+    /// node its key names. An object store fetches them at once first (a hint: a failure
+    /// is met again, and reported, by the reads).
+    fn chunk_nodes(&self, entries: &[(Vec<u8>, Hash)]) -> Result<(Vec<(Hash, Node)>, usize)> {
+        let objs = &*self.objects;
+        let hashes: Vec<Hash> = entries.iter().map(|(_, h)| *h).collect();
+        let _ = objs.store().prefetch(&hashes);
+        let batches: Vec<_> = hashes.par_chunks(READ_BATCH).map(|b| objs.nodes_sized(b)).collect();
+        let mut read = Vec::with_capacity(hashes.len());
+        for b in batches {
+            read.extend(b?);
+        }
+        let mut nodes: Vec<(Hash, Node)> = Vec::with_capacity(entries.len());
+        let mut bytes = 0usize;
+        for ((k, h), (node, size)) in entries.iter().zip(read) {
+            if node.id.as_str().as_bytes() != k.as_slice() {
+                return Err(Error::Graph(cairn_graph::GraphError::Corrupt {
+                    kind: "node",
+                    hash: *h,
+                    detail: "the node tree maps another id to this node".into(),
+                }));
+            }
+            bytes += size;
+            nodes.push((*h, node));
+        }
+        Ok((nodes, bytes))
+    }
+
     /// Builds every part of one chunk from its span's objects (or records it as split).
     fn build_chunk(&self, ctx: &Ctx, tree: TreeKind, ch: &ChunkRef) -> Result<()> {
         let objs = &*self.objects;
@@ -958,31 +989,7 @@ impl DerivedData {
         self.chunks_built.fetch_add(1, Ordering::Relaxed);
         match tree {
             TreeKind::Nodes => {
-                let mut nodes: Vec<(Hash, Node)> = Vec::with_capacity(entries.len());
-                let mut bytes = 0usize;
-                // Read in batches of [`READ_BATCH`] (each located under one read of the
-                // store's index), in parallel (a commit's view builds one or two chunks: its
-                // nodes are read and checked on every core), checked in key order (the first
-                // damage named). An object store fetches them at once first (a hint: a
-                // failure is met again, and reported, by the reads).
-                let hashes: Vec<Hash> = entries.iter().map(|(_, h)| *h).collect();
-                let _ = objs.store().prefetch(&hashes);
-                let batches: Vec<_> = hashes.par_chunks(READ_BATCH).map(|b| objs.nodes_sized(b)).collect();
-                let mut read = Vec::with_capacity(hashes.len());
-                for b in batches {
-                    read.extend(b?);
-                }
-                for ((k, h), (node, size)) in entries.iter().zip(read) {
-                    if node.id.as_str().as_bytes() != k.as_slice() {
-                        return Err(Error::Graph(cairn_graph::GraphError::Corrupt {
-                            kind: "node",
-                            hash: *h,
-                            detail: "the node tree maps another id to this node".into(),
-                        }));
-                    }
-                    bytes += size;
-                    nodes.push((*h, node));
-                }
+                let (nodes, bytes) = self.chunk_nodes(&entries)?;
                 if bytes > MAX_CHUNK_BYTES && ch.span.gap.is_some() {
                     split();
                     return Ok(());
@@ -1354,8 +1361,8 @@ impl DerivedData {
             .into_par_iter()
             .map(|range| {
                 let _tick = Tick(&meter);
-                let first = range.start;
-                let keys: Vec<Hash> = units_of[range.clone()].iter().map(|c| c.key).collect();
+                let unit_chunks = &units_of[range.clone()];
+                let keys: Vec<Hash> = unit_chunks.iter().map(|c| c.key).collect();
                 let key = unit_key(&ctx.fp, &keys);
                 let mut parts = Vec::with_capacity(range.len());
                 let mut chunks = Vec::with_capacity(range.len());
@@ -1377,7 +1384,7 @@ impl DerivedData {
                         // their check (reported: it is rebuilt at the next assembly) are
                         // replaced here by the chunk's part built from its objects.
                         let mut checked = Vec::with_capacity(parts.len());
-                        for (p, ch) in parts.iter().zip(&units_of[first..first + parts.len()]) {
+                        for (p, ch) in parts.iter().zip(unit_chunks) {
                             checked.push(match p {
                                 Some(d) if d.check_codes().is_err() => {
                                     self.dense_from_objects(ctx, ch, model, d.dim())?
@@ -1475,10 +1482,8 @@ impl DerivedData {
     /// stored part whose codes fail their check (reported, so that the stored part is
     /// deleted and rebuilt at the next assembly).
     fn dense_from_objects(&self, ctx: &Ctx, ch: &ChunkRef, model: &str, dim: usize) -> Result<Option<Arc<DenseChunk>>> {
-        let entries = spans::entries(&self.objects, &ch.span)?;
-        let hashes: Vec<Hash> = entries.iter().map(|(_, h)| *h).collect();
-        let nodes = self.objects.nodes_sized(&hashes)?;
-        let refs: Vec<(Hash, &Node)> = hashes.iter().zip(&nodes).map(|(h, (n, _))| (*h, n)).collect();
+        let (nodes, _) = self.chunk_nodes(&spans::entries(&self.objects, &ch.span)?)?;
+        let refs: Vec<(Hash, &Node)> = nodes.iter().map(|(h, n)| (*h, n)).collect();
         let mut parts = ChunkParts::build(&ctx.params, &refs);
         Ok(parts.dense.remove(model).filter(|d| d.dim() == dim).map(Arc::new))
     }
