@@ -156,43 +156,84 @@ pub fn decode_object(bytes: &[u8]) -> Result<Object, DecodeError> {
 // ---------------------------------------------------------------------------------------
 // Writing
 
-struct VecOut(Vec<u8>);
+/// Where an encoder's bytes go: into a buffer, or compared with bytes read from the store
+/// (decoding's canonical check: the value re-encoded without an allocation or a second pass
+/// over the bytes).
+enum Out<'a> {
+    Buf(Vec<u8>),
+    /// `expected[..at]` matched what was written so far (while `same`).
+    Compare {
+        expected: &'a [u8],
+        at: usize,
+        same: bool,
+    },
+}
 
-impl Writer for VecOut {
+impl Writer for Out<'_> {
     fn write(&mut self, bytes: &[u8]) -> Result<(), EncodeError> {
-        self.0.extend_from_slice(bytes);
+        match self {
+            Out::Buf(v) => v.extend_from_slice(bytes),
+            Out::Compare { expected, at, same } => {
+                if *same {
+                    let end = *at + bytes.len();
+                    *same = expected.get(*at..end) == Some(bytes);
+                    *at = end;
+                }
+            }
+        }
         Ok(())
     }
 }
 
-type Enc = EncoderImpl<VecOut, Cfg>;
+type Enc<'a> = EncoderImpl<Out<'a>, Cfg>;
 
-fn new_encoder(tag: u8, capacity: usize) -> Enc {
+fn new_encoder(tag: u8, capacity: usize) -> Enc<'static> {
     let mut buf = Vec::with_capacity(capacity);
     buf.push(tag);
-    EncoderImpl::new(VecOut(buf), CONFIG)
+    EncoderImpl::new(Out::Buf(buf), CONFIG)
 }
 
-fn finish(e: Enc) -> Vec<u8> {
-    e.into_writer().0
+fn finish(e: Enc<'_>) -> Vec<u8> {
+    match e.into_writer() {
+        Out::Buf(v) => v,
+        Out::Compare { .. } => unreachable!("new_encoder's encoders write into a buffer"),
+    }
 }
 
-// Writing into a Vec cannot fail, and the values written here are all sized within the
-// limits (validated before encoding), so errors are impossible; we still propagate them
-// through `w` and unwrap once at the top with that invariant stated.
-fn w<T: Encode + ?Sized>(e: &mut Enc, v: &T) {
-    v.encode(e).expect("encoding into a Vec<u8> cannot fail");
+/// Whether `write` (an object's body writer) writes exactly `bytes[1..]`: `bytes` is the
+/// canonical encoding of the value it writes (the tag byte is checked by the caller).
+fn writes_exactly(bytes: &[u8], write: impl FnOnce(&mut Enc<'_>)) -> bool {
+    let mut e = EncoderImpl::new(
+        Out::Compare {
+            expected: bytes,
+            at: 1,
+            same: true,
+        },
+        CONFIG,
+    );
+    write(&mut e);
+    match e.into_writer() {
+        Out::Compare { at, same, .. } => same && at == bytes.len(),
+        Out::Buf(_) => unreachable!("a comparing encoder"),
+    }
 }
 
-fn w_len(e: &mut Enc, n: usize) {
+// An encoder's writer (a buffer, or a comparison) cannot fail, and the values written here
+// are all sized within the limits (validated before encoding), so errors are impossible;
+// we still propagate them through `w` and unwrap once at the top with that invariant stated.
+fn w<T: Encode + ?Sized>(e: &mut Enc<'_>, v: &T) {
+    v.encode(e).expect("an encoder's writer cannot fail");
+}
+
+fn w_len(e: &mut Enc<'_>, n: usize) {
     w(e, &(n as u64));
 }
 
-fn w_hash(e: &mut Enc, h: &Hash) {
+fn w_hash(e: &mut Enc<'_>, h: &Hash) {
     w(e, h.as_bytes());
 }
 
-fn w_opt_hash(e: &mut Enc, h: &Option<Hash>) {
+fn w_opt_hash(e: &mut Enc<'_>, h: &Option<Hash>) {
     match h {
         None => w(e, &0u8),
         Some(h) => {
@@ -202,7 +243,7 @@ fn w_opt_hash(e: &mut Enc, h: &Option<Hash>) {
     }
 }
 
-fn w_opt_i64(e: &mut Enc, v: Option<i64>) {
+fn w_opt_i64(e: &mut Enc<'_>, v: Option<i64>) {
     match v {
         None => w(e, &0u8),
         Some(x) => {
@@ -212,29 +253,44 @@ fn w_opt_i64(e: &mut Enc, v: Option<i64>) {
     }
 }
 
-fn w_f64(e: &mut Enc, f: f64) {
+fn w_f64(e: &mut Enc<'_>, f: f64) {
     // -0.0 and +0.0 compare equal; write the one canonical zero.
     let f = if f == 0.0 { 0.0 } else { f };
     w(e, &f);
 }
 
-fn w_f32s(e: &mut Enc, v: &[f32]) {
+fn w_f32s(e: &mut Enc<'_>, v: &[f32]) {
     w_len(e, v.len());
     // What `w(e, &x)` writes for each (four little-endian bytes), `-0.0` as `0.0`, in
     // blocks.
     let mut block = [0u8; 256];
     for xs in v.chunks(64) {
         for (x, b) in xs.iter().zip(block.chunks_exact_mut(4)) {
-            let x = if *x == 0.0 { 0.0f32 } else { *x };
+            // On the bits, so that the loop is vectorised: `-0.0` is the sign bit alone.
+            let bits = x.to_bits();
+            let bits = if bits == 0x8000_0000 { 0 } else { bits };
+            b.copy_from_slice(&bits.to_le_bytes());
+        }
+        e.writer()
+            .write(&block[..xs.len() * 4])
+            .expect("an encoder's writer cannot fail");
+    }
+}
+
+/// `v`'s numbers, each as `w(e, &x)` writes it (four little-endian bytes), in blocks.
+fn w_u32s(e: &mut Enc<'_>, v: &[u32]) {
+    let mut block = [0u8; 256];
+    for xs in v.chunks(64) {
+        for (x, b) in xs.iter().zip(block.chunks_exact_mut(4)) {
             b.copy_from_slice(&x.to_le_bytes());
         }
         e.writer()
             .write(&block[..xs.len() * 4])
-            .expect("encoding into a Vec<u8> cannot fail");
+            .expect("an encoder's writer cannot fail");
     }
 }
 
-fn w_value(e: &mut Enc, v: &Value) {
+fn w_value(e: &mut Enc<'_>, v: &Value) {
     match v {
         Value::Null => w(e, &0u8),
         Value::Bool(b) => {
@@ -267,7 +323,7 @@ fn w_value(e: &mut Enc, v: &Value) {
     }
 }
 
-fn w_props(e: &mut Enc, m: &BTreeMap<String, Value>) {
+fn w_props(e: &mut Enc<'_>, m: &BTreeMap<String, Value>) {
     w_len(e, m.len());
     for (k, v) in m {
         w(e, k.as_str());
@@ -275,7 +331,7 @@ fn w_props(e: &mut Enc, m: &BTreeMap<String, Value>) {
     }
 }
 
-fn w_validity(e: &mut Enc, v: &Validity) {
+fn w_validity(e: &mut Enc<'_>, v: &Validity) {
     w_opt_i64(e, v.valid_from_ms);
     w_opt_i64(e, v.valid_until_ms);
 }
@@ -285,29 +341,32 @@ fn w_validity(e: &mut Enc, v: &Validity) {
 pub fn encode_node(n: &Node) -> Vec<u8> {
     let dims: usize = n.embeddings.values().map(|v| v.len() * 4).sum();
     let mut e = new_encoder(TAG_NODE, 64 + n.text.len() + dims);
-    w(&mut e, n.id.as_str());
-    w_len(&mut e, n.labels.len());
-    for l in &n.labels {
-        w(&mut e, l.as_str());
-    }
-    w_props(&mut e, &n.props);
-    w(&mut e, n.text.as_str());
-    w_len(&mut e, n.embeddings.len());
-    for (model, v) in &n.embeddings {
-        w(&mut e, model.as_str());
-        w_f32s(&mut e, v);
-    }
-    w_len(&mut e, n.sparse.len());
-    for (model, s) in &n.sparse {
-        w(&mut e, model.as_str());
-        w_len(&mut e, s.indices.len());
-        for i in &s.indices {
-            w(&mut e, i);
-        }
-        w_f32s(&mut e, &s.values);
-    }
-    w_validity(&mut e, &n.validity);
+    write_node(&mut e, n);
     finish(e)
+}
+
+/// A node's body (after the tag).
+fn write_node(e: &mut Enc<'_>, n: &Node) {
+    w(e, n.id.as_str());
+    w_len(e, n.labels.len());
+    for l in &n.labels {
+        w(e, l.as_str());
+    }
+    w_props(e, &n.props);
+    w(e, n.text.as_str());
+    w_len(e, n.embeddings.len());
+    for (model, v) in &n.embeddings {
+        w(e, model.as_str());
+        w_f32s(e, v);
+    }
+    w_len(e, n.sparse.len());
+    for (model, s) in &n.sparse {
+        w(e, model.as_str());
+        w_len(e, s.indices.len());
+        w_u32s(e, &s.indices);
+        w_f32s(e, &s.values);
+    }
+    w_validity(e, &n.validity);
 }
 
 /// Where dense `model`'s components start in [`encode_node`]`(n)`: the byte offset of the
@@ -371,48 +430,63 @@ fn value_len(v: &Value) -> usize {
 /// Encodes an edge (tag [`TAG_EDGE`]).
 pub fn encode_edge(ed: &Edge) -> Vec<u8> {
     let mut e = new_encoder(TAG_EDGE, 96);
-    w(&mut e, ed.source.as_str());
-    w(&mut e, ed.kind.as_str());
-    w(&mut e, ed.target.as_str());
-    w_f64(&mut e, ed.weight);
-    w_props(&mut e, &ed.props);
-    w_validity(&mut e, &ed.validity);
+    write_edge(&mut e, ed);
     finish(e)
+}
+
+/// An edge's body (after the tag).
+fn write_edge(e: &mut Enc<'_>, ed: &Edge) {
+    w(e, ed.source.as_str());
+    w(e, ed.kind.as_str());
+    w(e, ed.target.as_str());
+    w_f64(e, ed.weight);
+    w_props(e, &ed.props);
+    w_validity(e, &ed.validity);
 }
 
 /// Encodes a tree node (tag [`TAG_TREE`]).
 pub fn encode_tree(t: &TreeNode) -> Vec<u8> {
     let mut e = new_encoder(TAG_TREE, 40 + t.entries.len() * 96);
-    w(&mut e, &t.level);
-    w_opt_hash(&mut e, &t.left);
-    w_len(&mut e, t.entries.len());
-    for entry in &t.entries {
-        w(&mut e, entry.key.as_slice());
-        w_hash(&mut e, &entry.value);
-        w_opt_hash(&mut e, &entry.right);
-    }
+    write_tree(&mut e, t);
     finish(e)
+}
+
+/// A tree's body (after the tag).
+fn write_tree(e: &mut Enc<'_>, t: &TreeNode) {
+    w(e, &t.level);
+    w_opt_hash(e, &t.left);
+    w_len(e, t.entries.len());
+    for entry in &t.entries {
+        w(e, entry.key.as_slice());
+        w_hash(e, &entry.value);
+        w_opt_hash(e, &entry.right);
+    }
 }
 
 /// Encodes a commit (tag [`TAG_COMMIT`]).
 pub fn encode_commit(c: &Commit) -> Vec<u8> {
     let mut e = new_encoder(TAG_COMMIT, 200 + c.message.len());
-    w_len(&mut e, c.parents.len());
-    for p in &c.parents {
-        w_hash(&mut e, p.hash());
-    }
-    w_opt_hash(&mut e, &c.node_root);
-    w_opt_hash(&mut e, &c.edge_root);
-    w_opt_hash(&mut e, &c.edge_in_root);
-    w(&mut e, &c.node_count);
-    w(&mut e, &c.edge_count);
-    w(&mut e, c.author.as_str());
-    w(&mut e, c.message.as_str());
-    w(&mut e, &c.timestamp_ms);
-    w(&mut e, &c.generation);
-    w_opt_hash(&mut e, &c.index_base.map(|c| c.0));
-    w(&mut e, &c.changes_since_base);
+    write_commit(&mut e, c);
     finish(e)
+}
+
+/// A commit's body (after the tag).
+fn write_commit(e: &mut Enc<'_>, c: &Commit) {
+    w_len(e, c.parents.len());
+    for p in &c.parents {
+        w_hash(e, p.hash());
+    }
+    w_opt_hash(e, &c.node_root);
+    w_opt_hash(e, &c.edge_root);
+    w_opt_hash(e, &c.edge_in_root);
+    w(e, &c.node_count);
+    w(e, &c.edge_count);
+    w(e, c.author.as_str());
+    w(e, c.message.as_str());
+    w(e, &c.timestamp_ms);
+    w(e, &c.generation);
+    w_opt_hash(e, &c.index_base.map(|c| c.0));
+    w(e, &c.changes_since_base);
 }
 
 /// The key of an edge in the edge tree: `u16be(len(source)) ‖ source ‖ u16be(len(kind)) ‖
@@ -518,20 +592,38 @@ fn r_node_id(d: &mut Dec<'_>, kind: &'static str) -> Result<NodeId, DecodeError>
     NodeId::new(s).map_err(|e| invalid(kind, e.to_string()))
 }
 
-fn r_f32s(d: &mut Dec<'_>, kind: &'static str) -> Result<Vec<f32>, DecodeError> {
-    let n = r_len(d, kind, 4)?;
-    // The bytes `n` `r::<f32>` calls would read (four little-endian bytes each, under the
-    // same limit), taken at once.
+/// The `4 * n` bytes that `n` reads of a four-byte number would take (under the same
+/// limit), taken at once.
+fn r_words<'a>(d: &mut Dec<'a>, kind: &'static str, n: usize) -> Result<&'a [u8], DecodeError> {
     let malformed = |err: bincode::error::DecodeError| DecodeError::Malformed {
         kind,
         detail: err.to_string(),
     };
     d.claim_bytes_read(n * 4).map_err(malformed)?;
-    let bytes = d.borrow_reader().take_bytes(n * 4).map_err(malformed)?;
-    Ok(bytes
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect())
+    d.borrow_reader().take_bytes(n * 4).map_err(malformed)
+}
+
+/// A length, then that many `f32`s as `r::<f32>` reads them.
+fn r_f32s(d: &mut Dec<'_>, kind: &'static str) -> Result<Vec<f32>, DecodeError> {
+    let n = r_len(d, kind, 4)?;
+    let bytes = r_words(d, kind, n)?;
+    // Filled in place (a loop the compiler turns into a copy on little-endian machines;
+    // a `collect` of the mapped chunks was converted one number at a time).
+    let mut out = vec![0f32; n];
+    for (x, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
+        *x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    }
+    Ok(out)
+}
+
+/// `n` `u32`s as `n` `r::<u32>` calls would read them.
+fn r_u32s(d: &mut Dec<'_>, kind: &'static str, n: usize) -> Result<Vec<u32>, DecodeError> {
+    let bytes = r_words(d, kind, n)?;
+    let mut out = vec![0u32; n];
+    for (x, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
+        *x = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+    }
+    Ok(out)
 }
 
 fn r_value(d: &mut Dec<'_>, kind: &'static str, depth: usize) -> Result<Value, DecodeError> {
@@ -577,13 +669,14 @@ fn r_validity(d: &mut Dec<'_>, kind: &'static str) -> Result<Validity, DecodeErr
 }
 
 /// Runs `body` over the bytes after the tag, then checks the tag, that all input was
-/// consumed, and that re-encoding gives the same bytes.
+/// consumed, and that re-encoding gives the same bytes (`write`, the kind's body writer,
+/// compared with them as it writes: [`writes_exactly`]).
 fn decode_with<T>(
     bytes: &[u8],
     tag: u8,
     kind: &'static str,
     body: impl FnOnce(&mut Dec<'_>) -> Result<T, DecodeError>,
-    reencode: impl FnOnce(&T) -> Vec<u8>,
+    write: impl FnOnce(&mut Enc<'_>, &T),
 ) -> Result<T, DecodeError> {
     match bytes.first() {
         None => return Err(DecodeError::Empty),
@@ -600,7 +693,7 @@ fn decode_with<T>(
     }
     let mut d: Dec<'_> = DecoderImpl::new(SliceReader::new(&bytes[1..]), CONFIG, ());
     let value = body(&mut d)?;
-    if reencode(&value) != bytes {
+    if !writes_exactly(bytes, |e| write(e, &value)) {
         return Err(DecodeError::NonCanonical { kind });
     }
     Ok(value)
@@ -633,10 +726,7 @@ pub fn decode_node(bytes: &[u8]) -> Result<Node, DecodeError> {
             for _ in 0..n_sparse {
                 let model: String = r(d, K)?;
                 let n = r_len(d, K, 4)?;
-                let mut indices = Vec::with_capacity(n);
-                for _ in 0..n {
-                    indices.push(r::<u32>(d, K)?);
-                }
+                let indices = r_u32s(d, K, n)?;
                 let values = r_f32s(d, K)?;
                 sparse.insert(model, SparseVector { indices, values });
             }
@@ -653,7 +743,7 @@ pub fn decode_node(bytes: &[u8]) -> Result<Node, DecodeError> {
             node.validate().map_err(|e| invalid(K, e.to_string()))?;
             Ok(node)
         },
-        encode_node,
+        write_node,
     )
 }
 
@@ -676,7 +766,7 @@ pub fn decode_edge(bytes: &[u8]) -> Result<Edge, DecodeError> {
             edge.validate().map_err(|e| invalid(K, e.to_string()))?;
             Ok(edge)
         },
-        encode_edge,
+        write_edge,
     )
 }
 
@@ -710,7 +800,7 @@ pub fn decode_tree(bytes: &[u8]) -> Result<TreeNode, DecodeError> {
             }
             Ok(TreeNode { level, left, entries })
         },
-        encode_tree,
+        write_tree,
     )
 }
 
@@ -749,7 +839,7 @@ pub fn decode_commit(bytes: &[u8]) -> Result<Commit, DecodeError> {
             }
             Ok(c)
         },
-        encode_commit,
+        write_commit,
     )
 }
 

@@ -84,7 +84,7 @@ impl SparseVector {
         if let Some(pos) = self.indices.windows(2).position(|w| w[0] >= w[1]) {
             return Err(SparseProblem::NotIncreasing { position: pos + 1 });
         }
-        if let Some(pos) = self.values.iter().position(|v| !v.is_finite()) {
+        if let Some(pos) = first_non_finite(&self.values) {
             return Err(SparseProblem::NonFinite { position: pos });
         }
         Ok(())
@@ -272,7 +272,7 @@ impl Node {
                     max: MAX_EMBEDDING_DIM,
                 });
             }
-            if let Some(position) = v.iter().position(|x| !x.is_finite()) {
+            if let Some(position) = first_non_finite(v) {
                 return Err(ValidationError::NonFinite {
                     subject: subject(),
                     field: format!("embeddings.{model}[{position}]"),
@@ -289,6 +289,22 @@ impl Node {
         }
         check_validity(subject, &self.validity)
     }
+}
+
+/// The position of the first NaN or infinity of `v`. Blocks are first tested whole by a
+/// loop without an early exit (vectorised: a node's vector is checked each time its
+/// object is decoded), the failing block then searched.
+pub(crate) fn first_non_finite(v: &[f32]) -> Option<usize> {
+    const BLOCK: usize = 64;
+    // A number is not finite when all its exponent bits are set.
+    let bad = |x: &f32| x.to_bits() & 0x7f80_0000 == 0x7f80_0000;
+    v.chunks(BLOCK).enumerate().find_map(|(i, block)| {
+        if block.iter().fold(false, |any, x| any | bad(x)) {
+            block.iter().position(bad).map(|p| i * BLOCK + p)
+        } else {
+            None
+        }
+    })
 }
 
 fn canonical_zeros(v: &mut [f32]) {

@@ -486,6 +486,29 @@ fn vectors_are_decoded_strictly() {
     for cut in start..bytes.len() {
         assert!(decode_node(&bytes[..cut]).is_err(), "a node cut at byte {cut} decoded");
     }
+    // A NaN or an infinity anywhere (the check tests blocks of 64 whole, then searches the
+    // failing one): refused as invalid, naming the first such element.
+    for at in [0usize, 1, 63, 64, 65, 127, 128, 199] {
+        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            let mut b = bytes.clone();
+            b[start + at * 4..start + at * 4 + 4].copy_from_slice(&bad.to_le_bytes());
+            let later = (at + 3).min(199);
+            b[start + later * 4..start + later * 4 + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+            match decode_node(&b) {
+                Err(DecodeError::Invalid { detail, .. }) => {
+                    assert!(detail.contains(&format!("embeddings.e[{at}]")), "{detail}")
+                }
+                other => panic!("{bad} at {at}: {other:?}"),
+            }
+        }
+    }
+    // The sparse vector's last weight (2.0: the last number before the validity's two
+    // option tags).
+    let mut s = bytes.clone();
+    let sv = s.len() - 2 - 4;
+    assert_eq!(s[sv..sv + 4], 2.0f32.to_le_bytes());
+    s[sv..sv + 4].copy_from_slice(&f32::INFINITY.to_le_bytes());
+    assert!(matches!(decode_node(&s), Err(DecodeError::Invalid { .. })));
 }
 
 #[test]
