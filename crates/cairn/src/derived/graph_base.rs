@@ -34,6 +34,7 @@ use crate::derived::list::Donor;
 use crate::derived::spans::{ChunkList, SpanMemo};
 use crate::derived::DerivedData;
 use crate::error::Result;
+use rayon::prelude::*;
 
 /// Generation strides of base candidates, most preferred first.
 pub(crate) const BASE_STRIDES: [u64; 3] = [512, 64, 8];
@@ -108,7 +109,7 @@ impl DerivedData {
             }
             let Some(root) = root else { continue };
             let theirs = base_list(root)?;
-            if differing(list, &theirs) <= overlay_limit(list.len()) {
+            if differing(list, &self.candidate_keys(root, &theirs)) <= overlay_limit(list.len()) {
                 chosen = Some((root, theirs));
                 break;
             }
@@ -179,9 +180,35 @@ impl DerivedData {
 /// A commit's ancestor (generation, node tree) per stride of [`BASE_STRIDES`].
 pub(crate) type StrideAncestors = [Option<(u64, Option<Hash>)>; BASE_STRIDES.len()];
 
-/// Chunks one list has and the other lacks, both ways.
-fn differing(a: &ChunkList, b: &ChunkList) -> usize {
-    let keys: KeySet = a.iter().map(|c| c.key).collect();
-    let shared = b.iter().filter(|c| keys.contains(&c.key)).count();
+/// Candidates whose chunk keys a handle keeps: one per stride, and one more.
+const KEPT_CANDIDATES: usize = BASE_STRIDES.len() + 1;
+
+/// A candidate's chunk keys, as a set.
+pub(crate) type CandidateKeys = KeySet;
+
+impl DerivedData {
+    /// The chunk keys of candidate `root` (chunks `list`): the last [`KEPT_CANDIDATES`]
+    /// candidates' kept, so that the commits that test the same candidates one after
+    /// another (every commit until the base moves: those that drifted too far, then the
+    /// base) hash their ~15,600 keys each (at 1M nodes) once, not every commit.
+    fn candidate_keys(&self, root: Hash, list: &ChunkList) -> Arc<CandidateKeys> {
+        let mut kept = self.candidate_keys.lock();
+        if let Some(i) = kept.iter().position(|(r, _)| *r == root) {
+            let hit = kept.remove(i);
+            kept.push(hit);
+        } else {
+            if kept.len() == KEPT_CANDIDATES {
+                kept.remove(0);
+            }
+            kept.push((root, Arc::new(list.iter().map(|c| c.key).collect())));
+        }
+        Arc::clone(&kept.last().expect("just pushed").1)
+    }
+}
+
+/// Chunks `a` has that candidate `b` (its keys: a list's chunk keys are distinct) lacks,
+/// and the reverse. Looked up on every core.
+fn differing(a: &ChunkList, b: &CandidateKeys) -> usize {
+    let shared = a.par_iter().filter(|c| b.contains(&c.key)).count();
     (a.len() - shared) + (b.len() - shared)
 }

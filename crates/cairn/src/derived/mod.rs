@@ -127,6 +127,9 @@ pub(crate) struct DerivedData {
     graph_bases: Mutex<HashMap<CommitId, Option<Hash>>>,
     /// Each such commit's ancestors at the base strides (`graph_base.rs`).
     stride_ancestors: Mutex<HashMap<CommitId, graph_base::StrideAncestors>>,
+    /// The chunk keys of the last graph-base candidates tested (by node root, most recent
+    /// last), which the commits after them test again (`graph_base.rs`).
+    candidate_keys: Mutex<Vec<(Hash, Arc<graph_base::CandidateKeys>)>>,
 }
 
 /// Closing: the background threads stop (queued warm-up work is dropped), then the unit
@@ -166,6 +169,7 @@ impl DerivedData {
             text_bases: Default::default(),
             graph_bases: Default::default(),
             stride_ancestors: Default::default(),
+            candidate_keys: Default::default(),
         }
     }
 
