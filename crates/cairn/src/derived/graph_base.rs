@@ -26,6 +26,7 @@
 use std::sync::Arc;
 
 use cairn_core::{Commit, CommitId, Hash};
+use rayon::prelude::*;
 
 use crate::derived::build::Ctx;
 use crate::derived::hashed::KeySet;
@@ -34,7 +35,6 @@ use crate::derived::list::Donor;
 use crate::derived::spans::{ChunkList, SpanMemo};
 use crate::derived::DerivedData;
 use crate::error::Result;
-use rayon::prelude::*;
 
 /// Generation strides of base candidates, most preferred first.
 pub(crate) const BASE_STRIDES: [u64; 3] = [512, 64, 8];
