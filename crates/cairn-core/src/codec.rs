@@ -259,17 +259,13 @@ fn w_f64(e: &mut Enc<'_>, f: f64) {
     w(e, &f);
 }
 
-fn w_f32s(e: &mut Enc<'_>, v: &[f32]) {
-    w_len(e, v.len());
-    // What `w(e, &x)` writes for each (four little-endian bytes), `-0.0` as `0.0`, in
-    // blocks.
+/// `v`'s items, each as the four little-endian bytes of `word(item)`, written in blocks of
+/// 64 (a loop the compiler vectorises; one write of the encoder a block).
+fn w_words<T>(e: &mut Enc<'_>, v: &[T], word: impl Fn(&T) -> u32) {
     let mut block = [0u8; 256];
     for xs in v.chunks(64) {
         for (x, b) in xs.iter().zip(block.chunks_exact_mut(4)) {
-            // On the bits, so that the loop is vectorised: `-0.0` is the sign bit alone.
-            let bits = x.to_bits();
-            let bits = if bits == 0x8000_0000 { 0 } else { bits };
-            b.copy_from_slice(&bits.to_le_bytes());
+            b.copy_from_slice(&word(x).to_le_bytes());
         }
         e.writer()
             .write(&block[..xs.len() * 4])
@@ -277,17 +273,15 @@ fn w_f32s(e: &mut Enc<'_>, v: &[f32]) {
     }
 }
 
-/// `v`'s numbers, each as `w(e, &x)` writes it (four little-endian bytes), in blocks.
-fn w_u32s(e: &mut Enc<'_>, v: &[u32]) {
-    let mut block = [0u8; 256];
-    for xs in v.chunks(64) {
-        for (x, b) in xs.iter().zip(block.chunks_exact_mut(4)) {
-            b.copy_from_slice(&x.to_le_bytes());
-        }
-        e.writer()
-            .write(&block[..xs.len() * 4])
-            .expect("an encoder's writer cannot fail");
-    }
+/// A length, then what `w(e, &x)` writes for each number (four little-endian bytes),
+/// `-0.0` as `0.0`.
+fn w_f32s(e: &mut Enc<'_>, v: &[f32]) {
+    w_len(e, v.len());
+    // On the bits, so that the loop is vectorised: `-0.0` is the sign bit alone.
+    w_words(e, v, |x| match x.to_bits() {
+        0x8000_0000 => 0,
+        bits => bits,
+    });
 }
 
 fn w_value(e: &mut Enc<'_>, v: &Value) {
@@ -363,7 +357,7 @@ fn write_node(e: &mut Enc<'_>, n: &Node) {
     for (model, s) in &n.sparse {
         w(e, model.as_str());
         w_len(e, s.indices.len());
-        w_u32s(e, &s.indices);
+        w_words(e, &s.indices, |&i| i);
         w_f32s(e, &s.values);
     }
     w_validity(e, &n.validity);
@@ -592,38 +586,33 @@ fn r_node_id(d: &mut Dec<'_>, kind: &'static str) -> Result<NodeId, DecodeError>
     NodeId::new(s).map_err(|e| invalid(kind, e.to_string()))
 }
 
-/// The `4 * n` bytes that `n` reads of a four-byte number would take (under the same
-/// limit), taken at once.
-fn r_words<'a>(d: &mut Dec<'a>, kind: &'static str, n: usize) -> Result<&'a [u8], DecodeError> {
+/// `n` numbers as `n` reads of a four-byte number would take them (under the same limit),
+/// each made by `from` of its little-endian word: taken at once, and filled in place (a
+/// loop the compiler turns into a copy on little-endian machines; a `collect` of the
+/// mapped chunks converted one number at a time).
+fn r_words<T: Copy + Default>(
+    d: &mut Dec<'_>,
+    kind: &'static str,
+    n: usize,
+    from: impl Fn(u32) -> T,
+) -> Result<Vec<T>, DecodeError> {
     let malformed = |err: bincode::error::DecodeError| DecodeError::Malformed {
         kind,
         detail: err.to_string(),
     };
     d.claim_bytes_read(n * 4).map_err(malformed)?;
-    d.borrow_reader().take_bytes(n * 4).map_err(malformed)
+    let bytes = d.borrow_reader().take_bytes(n * 4).map_err(malformed)?;
+    let mut out = vec![T::default(); n];
+    for (x, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
+        *x = from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    }
+    Ok(out)
 }
 
 /// A length, then that many `f32`s as `r::<f32>` reads them.
 fn r_f32s(d: &mut Dec<'_>, kind: &'static str) -> Result<Vec<f32>, DecodeError> {
     let n = r_len(d, kind, 4)?;
-    let bytes = r_words(d, kind, n)?;
-    // Filled in place (a loop the compiler turns into a copy on little-endian machines;
-    // a `collect` of the mapped chunks was converted one number at a time).
-    let mut out = vec![0f32; n];
-    for (x, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
-        *x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-    }
-    Ok(out)
-}
-
-/// `n` `u32`s as `n` `r::<u32>` calls would read them.
-fn r_u32s(d: &mut Dec<'_>, kind: &'static str, n: usize) -> Result<Vec<u32>, DecodeError> {
-    let bytes = r_words(d, kind, n)?;
-    let mut out = vec![0u32; n];
-    for (x, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
-        *x = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-    }
-    Ok(out)
+    r_words(d, kind, n, f32::from_bits)
 }
 
 fn r_value(d: &mut Dec<'_>, kind: &'static str, depth: usize) -> Result<Value, DecodeError> {
@@ -726,7 +715,7 @@ pub fn decode_node(bytes: &[u8]) -> Result<Node, DecodeError> {
             for _ in 0..n_sparse {
                 let model: String = r(d, K)?;
                 let n = r_len(d, K, 4)?;
-                let indices = r_u32s(d, K, n)?;
+                let indices = r_words(d, K, n, |i| i)?;
                 let values = r_f32s(d, K)?;
                 sparse.insert(model, SparseVector { indices, values });
             }

@@ -183,15 +183,12 @@ pub(crate) type StrideAncestors = [Option<(u64, Option<Hash>)>; BASE_STRIDES.len
 /// Candidates whose chunk keys a handle keeps: one per stride, and one more.
 const KEPT_CANDIDATES: usize = BASE_STRIDES.len() + 1;
 
-/// A candidate's chunk keys, as a set.
-pub(crate) type CandidateKeys = KeySet;
-
 impl DerivedData {
     /// The chunk keys of candidate `root` (chunks `list`): the last [`KEPT_CANDIDATES`]
     /// candidates' kept, so that the commits that test the same candidates one after
     /// another (every commit until the base moves: those that drifted too far, then the
     /// base) hash their ~15,600 keys each (at 1M nodes) once, not every commit.
-    fn candidate_keys(&self, root: Hash, list: &ChunkList) -> Arc<CandidateKeys> {
+    fn candidate_keys(&self, root: Hash, list: &ChunkList) -> Arc<KeySet> {
         let mut kept = self.candidate_keys.lock();
         if let Some(i) = kept.iter().position(|(r, _)| *r == root) {
             let hit = kept.remove(i);
@@ -208,7 +205,7 @@ impl DerivedData {
 
 /// Chunks `a` has that candidate `b` (its keys: a list's chunk keys are distinct) lacks,
 /// and the reverse. Looked up on every core.
-fn differing(a: &ChunkList, b: &CandidateKeys) -> usize {
+fn differing(a: &ChunkList, b: &KeySet) -> usize {
     let shared = a.par_iter().filter(|c| b.contains(&c.key)).count();
     (a.len() - shared) + (b.len() - shared)
 }

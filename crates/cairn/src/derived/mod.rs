@@ -129,7 +129,7 @@ pub(crate) struct DerivedData {
     stride_ancestors: Mutex<HashMap<CommitId, graph_base::StrideAncestors>>,
     /// The chunk keys of the last graph-base candidates tested (by node root, most recent
     /// last), which the commits after them test again (`graph_base.rs`).
-    candidate_keys: Mutex<Vec<(Hash, Arc<graph_base::CandidateKeys>)>>,
+    candidate_keys: Mutex<Vec<(Hash, Arc<hashed::KeySet>)>>,
 }
 
 /// Closing: the background threads stop (queued warm-up work is dropped), then the unit
