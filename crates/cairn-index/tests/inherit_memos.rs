@@ -2,11 +2,12 @@
 //! row lists for the chunks the two share (`view/inherit.rs`). Whatever it takes over, its
 //! gates equal a fresh view's part for part, and its gated dense and BM25 searches (the
 //! latter through the gate's bitset, copied from the donor's) equal a fresh view's hit for
-//! hit, over random edits (label changes, inserts, deletions) in a row.
+//! hit, over random edits (label changes, inserts, deletions) in a row. Its chunk offsets
+//! and validity flag, taken from the donor for the chunks it shares, are a fresh view's.
 
 use std::sync::Arc;
 
-use cairn_core::{Hash, Node, NodeId};
+use cairn_core::{Hash, Node, NodeId, Validity};
 use cairn_index::{CommitIndexes, IndexParams};
 use proptest::prelude::*;
 
@@ -22,6 +23,13 @@ fn node(i: u64, version: u64) -> (Hash, Node) {
     n = n.with_label(LABELS[(mix % 3) as usize]);
     if mix.is_multiple_of(5) {
         n = n.with_label(LABELS[((mix >> 8) % 3) as usize]);
+    }
+    // A few nodes valid from some time on: views with and without them.
+    if (mix >> 20).is_multiple_of(301) {
+        n = n.with_validity(Validity {
+            valid_from_ms: Some(1_000),
+            valid_until_ms: None,
+        });
     }
     (Hash::of(format!("{i}/{version}").as_bytes()), n)
 }
@@ -40,7 +48,13 @@ fn derive(donor: &CommitIndexes, fresh: &CommitIndexes) -> CommitIndexes {
         .zip(&from_donor)
         .map(|(c, d)| d.map_or_else(|| Arc::clone(c), |j| Arc::clone(&donor.chunks()[j])))
         .collect();
-    let mut view = CommitIndexes::assemble(fresh.key, fresh.params().clone(), cores).unwrap();
+    let mut view =
+        CommitIndexes::assemble_after(fresh.key, fresh.params().clone(), cores, donor, &from_donor).unwrap();
+    assert_eq!(view.node_count(), fresh.node_count());
+    for c in 0..=fresh.chunks().len() {
+        assert_eq!(view.offset(c), fresh.offset(c), "offset of chunk {c}");
+    }
+    assert_eq!(view.valid_at(500), fresh.valid_at(500));
     view.inherit_gates(donor, &from_donor).unwrap();
     let dd = donor.dense("m").unwrap();
     let fd = fresh.dense("m").unwrap();
@@ -126,4 +140,35 @@ fn gates_one(view: &CommitIndexes, which: usize) -> cairn_index::Filter {
         2 => view.labels_all_of(&["A".to_string(), "B".to_string()]),
         _ => view.labels_any_of(&["B".to_string(), "C".to_string()]),
     }
+}
+
+/// A view assembled after a donor still reads the chunks it does not take over: a chunk
+/// out of key order is refused whether the donor lent it or not, unless it and the chunk
+/// before it are neighbours in the donor (checked when the donor was assembled).
+#[test]
+fn assemble_after_checks_what_it_does_not_take_over() {
+    let params = IndexParams::default();
+    let nodes: Vec<(Hash, Node)> = (0..600).map(|i| node(i, 0)).collect();
+    let donor = CommitIndexes::build(Hash::ZERO, &params, &nodes, &[]);
+    let n = donor.chunks().len();
+    assert!(n >= 3, "{n} chunks");
+    let lent: Vec<Option<usize>> = (0..n).map(Some).collect();
+    // All taken over: the donor's view again.
+    let same =
+        CommitIndexes::assemble_after(Hash::ZERO, params.clone(), donor.chunks().to_vec(), &donor, &lent).unwrap();
+    assert_eq!(same.node_count(), donor.node_count());
+    // Two of the donor's chunks swapped: lent, but not neighbours in that order.
+    let mut swapped = donor.chunks().to_vec();
+    swapped.swap(0, 1);
+    let mut map = lent.clone();
+    map.swap(0, 1);
+    let err = CommitIndexes::assemble_after(Hash::ZERO, params.clone(), swapped.clone(), &donor, &map).unwrap_err();
+    assert!(err.to_string().contains("out of key order"), "{err}");
+    // The same chunks, said to be new (copies, not the donor's parts): read, refused.
+    let copies: Vec<_> = swapped.iter().map(|c| Arc::new((**c).clone())).collect();
+    let err = CommitIndexes::assemble_after(Hash::ZERO, params.clone(), copies, &donor, &lent).unwrap_err();
+    assert!(err.to_string().contains("out of key order"), "{err}");
+    // A map of another length is refused.
+    let err = CommitIndexes::assemble_after(Hash::ZERO, params, donor.chunks().to_vec(), &donor, &lent[1..]).unwrap_err();
+    assert!(err.to_string().contains("donor map"), "{err}");
 }

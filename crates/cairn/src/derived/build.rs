@@ -558,11 +558,17 @@ impl DerivedData {
                 );
                 early_base = decided;
                 let cores: Vec<Arc<NodeChunk>> = cores?.into_iter().flatten().collect();
-                let mut view = CommitIndexes::assemble(vkey, ctx.params.clone(), cores).map_err(inconsistent)?;
-                if let Some(dv) = dv {
-                    view.inherit_gates(dv, &from_donor).map_err(inconsistent)?;
+                match dv {
+                    // The donor's chunks it shares are not read again (their lengths and
+                    // order are the donor's), and its label gates carry over.
+                    Some(dv) => {
+                        let mut view = CommitIndexes::assemble_after(vkey, ctx.params.clone(), cores, dv, &from_donor)
+                            .map_err(inconsistent)?;
+                        view.inherit_gates(dv, &from_donor).map_err(inconsistent)?;
+                        view
+                    }
+                    None => CommitIndexes::assemble(vkey, ctx.params.clone(), cores).map_err(inconsistent)?,
                 }
-                view
             }
         };
         if needs.text && !view.has_text() {

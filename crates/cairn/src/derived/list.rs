@@ -129,7 +129,9 @@ impl DerivedData {
             })
             .collect();
         let gap_index = from.map(|d| Self::uncovered(d, &copy_ranges));
-        let known = gap_index.as_ref().or(donor.map(Donor::index));
+        // (The donor's whole index only when nothing was copied: built eagerly, it keyed
+        // every one of the donor's chunks on every commit.)
+        let known = gap_index.as_ref().or_else(|| donor.map(Donor::index));
         let step = match tree {
             TreeKind::Nodes => Step::IndexChunks,
             TreeKind::Edges | TreeKind::EdgesIn => Step::IndexEdges,
