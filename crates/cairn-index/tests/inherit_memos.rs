@@ -48,8 +48,7 @@ fn derive(donor: &CommitIndexes, fresh: &CommitIndexes) -> CommitIndexes {
         .zip(&from_donor)
         .map(|(c, d)| d.map_or_else(|| Arc::clone(c), |j| Arc::clone(&donor.chunks()[j])))
         .collect();
-    let mut view =
-        CommitIndexes::assemble_after(fresh.key, fresh.params().clone(), cores, donor, &from_donor).unwrap();
+    let mut view = CommitIndexes::assemble_after(fresh.key, fresh.params().clone(), cores, donor, &from_donor).unwrap();
     assert_eq!(view.node_count(), fresh.node_count());
     for c in 0..=fresh.chunks().len() {
         assert_eq!(view.offset(c), fresh.offset(c), "offset of chunk {c}");
@@ -169,6 +168,7 @@ fn assemble_after_checks_what_it_does_not_take_over() {
     let err = CommitIndexes::assemble_after(Hash::ZERO, params.clone(), copies, &donor, &lent).unwrap_err();
     assert!(err.to_string().contains("out of key order"), "{err}");
     // A map of another length is refused.
-    let err = CommitIndexes::assemble_after(Hash::ZERO, params, donor.chunks().to_vec(), &donor, &lent[1..]).unwrap_err();
+    let err =
+        CommitIndexes::assemble_after(Hash::ZERO, params, donor.chunks().to_vec(), &donor, &lent[1..]).unwrap_err();
     assert!(err.to_string().contains("donor map"), "{err}");
 }

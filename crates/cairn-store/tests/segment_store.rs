@@ -62,6 +62,25 @@ fn check_objects(store: &SegmentStore, expected: &BTreeMap<Hash, Vec<u8>>, what:
             Err(e) => panic!("{what}: {hash}: {e}"),
         }
     }
+    // Read together, in the order they were put (records end to end in a segment are
+    // read with one call, then checked one by one): each value passed on is its true
+    // bytes, and damage stops the call as corrupt, never passed on.
+    let asked: Vec<Hash> = (0..expected.len()).map(|i| object(i).0).collect();
+    let mut passed = 0;
+    let together = store.with_objects(&asked, &mut |i, bytes| {
+        assert_eq!(
+            bytes,
+            &expected[&asked[i]][..],
+            "{what}: wrong bytes passed for {}",
+            asked[i]
+        );
+        passed += 1;
+    });
+    match together {
+        Ok(()) => assert_eq!(passed, expected.len() - lost, "{what}: read together"),
+        Err(StoreError::Corrupt { .. }) => assert!(lost > 0, "{what}: refused together, not alone"),
+        Err(e) => panic!("{what}: read together: {e}"),
+    }
     lost
 }
 
