@@ -45,8 +45,6 @@ pub(super) const SEGMENT_BYTES: u64 = 64 << 20;
 /// (1 MiB: a typical index part fits — a 64-row dense part of 1,536-d vectors is 480 KiB —
 /// and a process keeps at most this per reading thread beyond its memory budget.)
 const SCRATCH_KEEP: usize = 1 << 20;
-/// The most bytes of end-to-end records [`Log::with_values`] reads with one call.
-const RUN_BYTES: u64 = 256 << 10;
 /// Bytes of records gathered before one positional write.
 const WRITE_CHUNK: usize = 8 << 20;
 /// A snapshot is written once the log holds this many keys, and again once this many
@@ -562,8 +560,7 @@ impl<K: LogKey> Log<K> {
     /// Each of `keys`' values, checked, passed to `f` with the key's place in `keys`, in
     /// that order (a key without a value is skipped); the first damaged value stops the
     /// call with its error. The records are located under one read of the index and read
-    /// into a per-thread buffer that later reads reuse (kept up to [`SCRATCH_KEEP`] bytes);
-    /// records end to end in one segment are read together (up to [`RUN_BYTES`]).
+    /// into a per-thread buffer that later reads reuse (kept up to [`SCRATCH_KEEP`] bytes).
     /// (Not through a segment's mapping: the pages a mapping touches stay in the process's
     /// resident set for the mapping's life — reading a 1M-node commit's nodes so kept
     /// 2.4 GiB of node objects in it.)
@@ -598,45 +595,10 @@ impl<K: LogKey> Log<K> {
                 Ok(b) => &mut **b,
                 Err(_) => &mut own,
             };
-            let mut read = || {
-                // Records that lie end to end in one segment (a chunk's nodes, written
-                // together) are read with one call, then checked one by one.
-                let mut k = 0;
-                while k < located.len() {
-                    let (_, first, at) = located[k];
-                    let mut end = k + 1;
-                    let mut len = u64::from(first.len);
-                    while let Some(&(_, next, next_at)) = located.get(end) {
-                        if next_at != at || next.offset != first.offset + len || len + u64::from(next.len) > RUN_BYTES {
-                            break;
-                        }
-                        len += u64::from(next.len);
-                        end += 1;
-                    }
-                    let run = &located[k..end];
-                    k = end;
-                    if run.len() > 1 {
-                        buf.resize(len as usize, 0);
-                        match files[at].1.read_exact_at(buf, first.offset) {
-                            Ok(()) => {
-                                for &(i, loc, _) in run {
-                                    let from = (loc.offset - first.offset) as usize;
-                                    let record = &buf[from..from + loc.len as usize];
-                                    let value = self.check_record(&keys[i], loc, record)?;
-                                    f(i, &record[value]);
-                                }
-                                continue;
-                            }
-                            // A run cut short: read record by record, so that the
-                            // error names the record the segment ends inside.
-                            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {}
-                            Err(e) => return Err(io_error(&self.dir, "reading records", e)),
-                        }
-                    }
-                    for &(i, loc, at) in run {
-                        let value = self.read_record_at(&keys[i], loc, &files[at].1, buf)?;
-                        f(i, &buf[value]);
-                    }
+            let read = || {
+                for (i, loc, at) in located {
+                    let value = self.read_record_at(&keys[i], loc, &files[at].1, buf)?;
+                    f(i, &buf[value]);
                 }
                 Ok(())
             };
