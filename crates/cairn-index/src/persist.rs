@@ -624,6 +624,11 @@ pub fn decode_sparse(bytes: &[u8], key: &Hash) -> Result<(String, SparseChunk), 
     };
     // A dimension takes at least its number, a count and a posting.
     let dims = r.count64(4 + 1 + 6)?;
+    // Sized once: a posting takes 6 bytes, so the bytes left bound their number (grown
+    // push by push, a cold load spent most of its decode in reallocation).
+    s.dims.reserve_exact(dims);
+    s.starts.reserve_exact(dims + 1);
+    s.posts.reserve_exact(r.remaining() / 6);
     s.starts.push(0);
     for _ in 0..dims {
         let d = r.u32()?;
