@@ -40,6 +40,7 @@ use serde::Serialize;
 
 use crate::derived::cache::{Part, ViewEntry};
 use crate::derived::early_units::EarlyUnits;
+use crate::derived::graph_base::ListChange;
 use crate::derived::keys::{
     graph_store_key, manifest_key, manifest_store_key, part_store_key, unit_key, unit_text_store_key, view_key,
     TreeKind, TAG_DENSE, TAG_EDGES, TAG_NODE_CORE, TAG_SPARSE, TAG_SPLIT, TAG_TEXT,
@@ -529,6 +530,12 @@ impl DerivedData {
             (None, None) => vec![None; list.len()],
         };
         let dv = donor_view.as_ref().map(|e| &*e.view);
+        // How this list came from the donor's: a graph base candidate's count follows it.
+        let change = donor_view.as_ref().map(|e| ListChange {
+            donor_root: e.node_root,
+            donor: &e.nodes,
+            from_donor: &from_donor,
+        });
         let whole = base.is_none() && dv.is_none();
         if whole {
             // A view loaded whole (a fresh handle's first): a part or two per chunk, held
@@ -551,7 +558,7 @@ impl DerivedData {
                     || {
                         text_base.then(|| {
                             let base_ctx = self.ctx();
-                            let base = self.graph_base(&base_ctx, id, &list, &memo);
+                            let base = self.graph_base(&base_ctx, id, &list, &memo, None);
                             (base, base_ctx)
                         })
                     },
@@ -579,7 +586,7 @@ impl DerivedData {
                 Some((base, base_ctx)) => (base?, base_ctx),
                 None => {
                     let base_ctx = self.ctx();
-                    (self.graph_base(&base_ctx, id, &list, &memo)?, base_ctx)
+                    (self.graph_base(&base_ctx, id, &list, &memo, change.as_ref())?, base_ctx)
                 }
             };
             match dv.filter(|d| d.text_origin().is_some()) {
@@ -652,7 +659,7 @@ impl DerivedData {
             // loaded under an assembly of their own: no manifest of the base's tree was
             // checked, so a part of its never stored is no damage.
             let base_ctx = self.ctx();
-            let base = self.graph_base(&base_ctx, id, &list, &memo)?;
+            let base = self.graph_base(&base_ctx, id, &list, &memo, change.as_ref())?;
             let origin = base.as_ref().map(|b| b.0);
             for model in graph_models {
                 if view
@@ -696,6 +703,7 @@ impl DerivedData {
             ViewEntry {
                 view: Arc::clone(&view),
                 nodes: list,
+                node_root: c.node_root,
                 memo,
                 edge_roots: (c.edge_root, c.edge_in_root),
             },

@@ -141,6 +141,8 @@ impl<K: std::hash::Hash + Eq + Clone, V: Clone> Lru<K, V> {
 pub(crate) struct ViewEntry {
     pub(crate) view: Arc<CommitIndexes>,
     pub(crate) nodes: Arc<ChunkList>,
+    /// The node tree `nodes` lists.
+    pub(crate) node_root: Option<Hash>,
     /// Where each upper node of the node tree has its chunks in `nodes`.
     pub(crate) memo: Arc<SpanMemo>,
     pub(crate) edge_roots: (Option<Hash>, Option<Hash>),

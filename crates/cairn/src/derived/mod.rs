@@ -130,6 +130,8 @@ pub(crate) struct DerivedData {
     /// The chunk keys of the last graph-base candidates tested (by node root, most recent
     /// last), which the commits after them test again (`graph_base.rs`).
     candidate_keys: Mutex<Vec<(Hash, Arc<hashed::KeySet>)>>,
+    /// How many chunks recent lists differ from recent candidates by (`graph_base.rs`).
+    candidate_counts: Mutex<Vec<graph_base::Counted>>,
 }
 
 /// Closing: the background threads stop (queued warm-up work is dropped), then the unit
@@ -170,6 +172,7 @@ impl DerivedData {
             graph_bases: Default::default(),
             stride_ancestors: Default::default(),
             candidate_keys: Default::default(),
+            candidate_counts: Default::default(),
         }
     }
 
