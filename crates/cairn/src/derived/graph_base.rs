@@ -240,21 +240,26 @@ impl DerivedData {
         };
         let moved = change
             .and_then(|ch| Some((ch, known(ch.donor_root)?)))
-            .map(|(ch, before)| {
+            .and_then(|(ch, before)| {
                 // d(new) = d(donor) + Σ added (+1 if the candidate lacks it, else −1)
                 //                   + Σ dropped (−1 if the candidate lacks it, else +1).
                 let mut kept = vec![false; ch.donor.len()];
                 let mut d = before as i64;
                 for (c, from) in list.iter().zip(ch.from_donor) {
                     match from {
-                        Some(i) => kept[*i] = true,
+                        Some(i) => {
+                            if let Some(k) = kept.get_mut(*i) {
+                                *k = true;
+                            }
+                        }
                         None => d += if keys.contains(&c.key) { -1 } else { 1 },
                     }
                 }
                 for (c, _) in ch.donor.iter().zip(&kept).filter(|(_, k)| !**k) {
                     d += if keys.contains(&c.key) { 1 } else { -1 };
                 }
-                usize::try_from(d).expect("a count of chunks")
+                // (Never below zero for the donor's own count; were it, counted afresh.)
+                usize::try_from(d).ok()
             });
         let n = match moved {
             Some(n) => {
