@@ -62,9 +62,8 @@ fn check_objects(store: &SegmentStore, expected: &BTreeMap<Hash, Vec<u8>>, what:
             Err(e) => panic!("{what}: {hash}: {e}"),
         }
     }
-    // Read together, in the order they were put (records end to end in a segment are
-    // read with one call, then checked one by one): each value passed on is its true
-    // bytes, and damage stops the call as corrupt, never passed on.
+    // Read together, in the order they were put: each value passed on is its true bytes,
+    // and damage stops the call as corrupt, never passed on.
     let asked: Vec<Hash> = (0..expected.len()).map(|i| object(i).0).collect();
     let mut passed = 0;
     let together = store.with_objects(&asked, &mut |i, bytes| {
