@@ -113,8 +113,11 @@ impl<K: std::hash::Hash + Eq + Clone, V: Clone> Lru<K, V> {
         self.bytes += size;
     }
 
-    /// Evicts least recently used entries until `fits(bytes, len)`.
-    fn evict(&mut self, fits: impl Fn(usize, usize) -> bool) {
+    /// Evicts least recently used entries until `fits(bytes, len)`; returns them, for the
+    /// caller to drop where it chooses (outside the lock, or on another thread).
+    #[must_use = "the evicted entries are dropped where the caller chooses"]
+    fn evict(&mut self, fits: impl Fn(usize, usize) -> bool) -> Vec<V> {
+        let mut out = Vec::new();
         while !fits(self.bytes, self.map.len()) {
             let Some((_, k)) = self.order.pop_first() else { break };
             let Some(e) = self.map.get_mut(&k) else { continue };
@@ -124,8 +127,10 @@ impl<K: std::hash::Hash + Eq + Clone, V: Clone> Lru<K, V> {
                 self.order.insert(e.used, k);
             } else if let Some(e) = self.map.remove(&k) {
                 self.bytes -= e.size;
+                out.push(e.value);
             }
         }
+        out
     }
 
     fn clear(&mut self) {
@@ -193,9 +198,13 @@ impl DerivedCache {
     pub(crate) fn put_part(&self, key: Vec<u8>, part: Part) {
         let size = part.bytes() + key.len();
         let cap = *self.capacity.lock();
-        let mut parts = self.parts.lock();
-        parts.put(key, part, size);
-        parts.evict(|bytes, _| bytes <= cap);
+        let evicted = {
+            let mut parts = self.parts.lock();
+            parts.put(key, part, size);
+            parts.evict(|bytes, _| bytes <= cap)
+        };
+        // Dropped outside the lock: other threads' lookups do not wait for the frees.
+        drop(evicted);
     }
 
     pub(crate) fn view(&self, key: &Hash) -> Option<ViewEntry> {
@@ -209,10 +218,13 @@ impl DerivedCache {
         views.map.get(k).map(|e| e.value.clone())
     }
 
-    pub(crate) fn put_view(&self, key: Hash, entry: ViewEntry) {
+    /// Caches the view under `key`; returns the views it evicted, for the caller to drop off
+    /// the query's path (a view of a large commit frees thousands of parts' references).
+    #[must_use = "the evicted views are dropped where the caller chooses"]
+    pub(crate) fn put_view(&self, key: Hash, entry: ViewEntry) -> Vec<ViewEntry> {
         let mut views = self.views.lock();
         views.put(key, entry, 0);
-        views.evict(|_, n| n <= VIEWS);
+        views.evict(|_, n| n <= VIEWS)
     }
 
     pub(crate) fn list(&self, tree: u8, root: &Hash) -> Option<ListEntry> {
@@ -220,15 +232,19 @@ impl DerivedCache {
     }
 
     pub(crate) fn put_list(&self, tree: u8, root: Hash, list: ListEntry) {
-        let mut lists = self.lists.lock();
-        lists.put((tree, root), list, 0);
-        lists.evict(|_, n| n <= CHUNK_LISTS);
+        let evicted = {
+            let mut lists = self.lists.lock();
+            lists.put((tree, root), list, 0);
+            lists.evict(|_, n| n <= CHUNK_LISTS)
+        };
+        drop(evicted);
     }
 
     /// Sets the part cache's byte budget (evicting at once if it shrinks).
     pub(crate) fn set_capacity(&self, bytes: usize) {
         *self.capacity.lock() = bytes;
-        self.parts.lock().evict(|b, _| b <= bytes);
+        let evicted = self.parts.lock().evict(|b, _| b <= bytes);
+        drop(evicted);
     }
 
     /// The part cache's byte budget.
@@ -307,9 +323,15 @@ mod tests {
                         }
                     }
                 }
-                lru.evict(|bytes, _| bytes <= cap);
+                let before: Vec<u8> = lru.map.keys().map(|k| k[0]).collect();
+                let mut evicted = lru.evict(|bytes, _| bytes <= cap);
                 let mut keys: Vec<u8> = lru.map.keys().map(|k| k[0]).collect();
                 keys.sort_unstable();
+                // What `evict` hands back is exactly what left the map.
+                let mut left: Vec<u8> = before.into_iter().filter(|k| !keys.contains(k)).collect();
+                left.sort_unstable();
+                evicted.sort_unstable();
+                assert_eq!(evicted, left);
                 got.push(keys);
                 assert_eq!(lru.order.len(), lru.map.len());
             }
