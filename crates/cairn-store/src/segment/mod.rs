@@ -352,6 +352,13 @@ impl Store for SegmentStore {
         self.objects.with_values(hashes, f)
     }
 
+    /// Asks the kernel to read the objects' records into its cache at once
+    /// ([`Log::will_need`](log::Log::will_need)): a chunk rebuilt from a cold cache then
+    /// waits for its scattered objects together, not one read after another.
+    fn prefetch(&self, hashes: &[Hash]) -> Result<(), StoreError> {
+        self.objects.will_need(hashes)
+    }
+
     /// One `pread` of the range, from the object's place in its segment.
     fn read_object_at(&self, hash: &Hash, offset: u64, out: &mut [u8]) -> Result<bool, StoreError> {
         self.objects.read_at(hash, offset, out)

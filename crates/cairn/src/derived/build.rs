@@ -698,7 +698,7 @@ impl DerivedData {
         }
         self.write_manifests(&ctx, &manifests, &list);
         let view = Arc::new(view);
-        cache.put_view(
+        let evicted = cache.put_view(
             vkey,
             ViewEntry {
                 view: Arc::clone(&view),
@@ -708,6 +708,7 @@ impl DerivedData {
                 edge_roots: (c.edge_root, c.edge_in_root),
             },
         );
+        self.background.drop_later(evicted);
         // Parts load in parallel, so notes arrive in any order: sorted, a retrieval's
         // warnings are the same bytes for any thread count.
         let mut notes = std::mem::take(&mut *ctx.notes.lock());
@@ -960,8 +961,10 @@ impl DerivedData {
     /// read in batches of [`READ_BATCH`] (each located under one read of the store's index),
     /// in parallel (a commit's view builds one or two chunks: its nodes are read and
     /// checked on every core), checked in key order (the first damage named), each the
-    /// node its key names. An object store fetches them at once first (a hint: a failure
-    /// is met again, and reported, by the reads).
+    /// node its key names. The store is told of them all first (a hint: an object store
+    /// fetches them at once, the segment store asks the kernel to read them in, so that a
+    /// cold cache waits for the scattered records together; a failure is met again, and
+    /// reported, by the reads).
     fn chunk_nodes(&self, entries: &[(Vec<u8>, Hash)]) -> Result<(Vec<(Hash, Node)>, usize)> {
         let objs = &*self.objects;
         let hashes: Vec<Hash> = entries.iter().map(|(_, h)| *h).collect();
