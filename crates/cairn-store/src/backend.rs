@@ -135,8 +135,9 @@ pub trait Store: Send + Sync + 'static {
 
     /// A hint that `hashes` will be read soon: a backend whose reads are round trips may
     /// fetch them at once into a cache of its own (an object store does, checking each one's
-    /// hash; what fails to arrive is simply read later, and its error reported then). Reads
-    /// nothing for the caller. The default does nothing.
+    /// hash; what fails to arrive is simply read later, and its error reported then); the
+    /// segment store asks the kernel to read their records into the page cache at once.
+    /// Reads nothing for the caller. The default does nothing.
     fn prefetch(&self, hashes: &[Hash]) -> Result<(), StoreError> {
         let _ = hashes;
         Ok(())

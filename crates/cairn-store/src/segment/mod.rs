@@ -352,9 +352,10 @@ impl Store for SegmentStore {
         self.objects.with_values(hashes, f)
     }
 
-    /// Asks the kernel to read the objects' records into its cache at once
-    /// ([`Log::will_need`](log::Log::will_need)): a chunk rebuilt from a cold cache then
-    /// waits for its scattered objects together, not one read after another.
+    /// Asks the kernel to read the objects' records into its page cache at once
+    /// (`posix_fadvise(WILLNEED)` on Linux, records within 16 KiB as one range; elsewhere
+    /// nothing): a chunk rebuilt from a cold cache then waits for its scattered objects
+    /// together, not one read after another.
     fn prefetch(&self, hashes: &[Hash]) -> Result<(), StoreError> {
         self.objects.will_need(hashes)
     }
