@@ -565,25 +565,7 @@ impl<K: LogKey> Log<K> {
     /// resident set for the mapping's life — reading a 1M-node commit's nodes so kept
     /// 2.4 GiB of node objects in it.)
     pub(super) fn with_values(&self, keys: &[K], f: &mut dyn FnMut(usize, &[u8])) -> Result<(), StoreError> {
-        // Each key's record and its segment's file (one handle a segment).
-        let (located, files) = self.indexed(|state| {
-            let mut files: Vec<(u32, Arc<File>)> = Vec::new();
-            let mut located = Vec::with_capacity(keys.len());
-            for (i, key) in keys.iter().enumerate() {
-                let Some(loc) = state.index.get(key)? else {
-                    continue;
-                };
-                let at = match files.iter().position(|(id, _)| *id == loc.segment) {
-                    Some(at) => at,
-                    None => {
-                        files.push((loc.segment, Arc::clone(&state.segments[&loc.segment].file)));
-                        files.len() - 1
-                    }
-                };
-                located.push((i, loc, at));
-            }
-            Ok((located, files))
-        })?;
+        let (located, files) = self.locate_many(keys)?;
         thread_local! {
             static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
@@ -610,6 +592,30 @@ impl<K: LogKey> Log<K> {
         })
     }
 
+    /// Each of `keys`' records that has one (its place in `keys`, its location, its file's
+    /// place in the list), and its segment's file (one handle a segment), located under one
+    /// read of the index.
+    fn locate_many(&self, keys: &[K]) -> Result<Located, StoreError> {
+        self.indexed(|state| {
+            let mut files: Vec<(u32, Arc<File>)> = Vec::new();
+            let mut located = Vec::with_capacity(keys.len());
+            for (i, key) in keys.iter().enumerate() {
+                let Some(loc) = state.index.get(key)? else {
+                    continue;
+                };
+                let at = match files.iter().position(|(id, _)| *id == loc.segment) {
+                    Some(at) => at,
+                    None => {
+                        files.push((loc.segment, Arc::clone(&state.segments[&loc.segment].file)));
+                        files.len() - 1
+                    }
+                };
+                located.push((i, loc, at));
+            }
+            Ok((located, files))
+        })
+    }
+
     /// Asks the kernel to read the records of `keys` into its page cache now, all at once
     /// (`posix_fadvise(WILLNEED)`, Linux; elsewhere nothing): reads that follow find them
     /// there instead of waiting on the disk one after another — the nodes of a chunk that a
@@ -621,29 +627,22 @@ impl<K: LogKey> Log<K> {
         if !cfg!(target_os = "linux") || keys.is_empty() {
             return Ok(());
         }
-        let (mut located, files) = self.indexed(|state| {
-            let mut located: Vec<(u32, u64, u64)> = Vec::with_capacity(keys.len());
-            let mut files: BTreeMap<u32, Arc<File>> = BTreeMap::new();
-            for key in keys {
-                if let Some(loc) = state.index.get(key)? {
-                    files
-                        .entry(loc.segment)
-                        .or_insert_with(|| Arc::clone(&state.segments[&loc.segment].file));
-                    located.push((loc.segment, loc.offset, loc.offset + u64::from(loc.len)));
-                }
-            }
-            Ok((located, files))
-        })?;
-        located.sort_unstable();
-        let mut ranges: Vec<(u32, u64, u64)> = Vec::with_capacity(located.len());
-        for (segment, start, end) in located {
+        let (located, files) = self.locate_many(keys)?;
+        // (file's place, start, end), in file order, then merged where close.
+        let mut spans: Vec<(usize, u64, u64)> = located
+            .iter()
+            .map(|(_, loc, at)| (*at, loc.offset, loc.offset + u64::from(loc.len)))
+            .collect();
+        spans.sort_unstable();
+        let mut ranges: Vec<(usize, u64, u64)> = Vec::with_capacity(spans.len());
+        for (at, start, end) in spans {
             match ranges.last_mut() {
-                Some(last) if last.0 == segment && start <= last.2 + WILL_NEED_GAP => last.2 = last.2.max(end),
-                _ => ranges.push((segment, start, end)),
+                Some(last) if last.0 == at && start <= last.2 + WILL_NEED_GAP => last.2 = last.2.max(end),
+                _ => ranges.push((at, start, end)),
             }
         }
-        for (segment, start, end) in ranges {
-            advise_will_need(&files[&segment], start, end - start);
+        for (at, start, end) in ranges {
+            advise_will_need(&files[at].1, start, end - start);
         }
         Ok(())
     }
@@ -1357,6 +1356,11 @@ impl<K: LogKey> Drop for Log<K> {
         self.close();
     }
 }
+
+/// Records located together ([`Log::locate_many`]): per key that has one, (its place in
+/// the keys, its location, its file's place in the files); and the files, each segment's
+/// once, as (segment id, file).
+type Located = (Vec<(usize, Loc, usize)>, Vec<(u32, Arc<File>)>);
 
 /// Records this close in one segment are asked of the kernel as one range
 /// ([`Log::will_need`]): reading the gap costs less than another request.
